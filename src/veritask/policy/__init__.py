@@ -1,0 +1,48 @@
+"""Domain specs and their compilation into SQL, tool schemas and wiki policy text."""
+
+from veritask.policy._load import SpecError, SpecIssue, load_spec, parse_spec, spec_from_data
+from veritask.policy._spec import (
+    Call,
+    Column,
+    DomainSpec,
+    Effect,
+    Example,
+    Lifecycle,
+    Rule,
+    RowExpectation,
+    Table,
+    Threshold,
+    Transaction,
+    Wiki,
+)
+from veritask.policy._sql import RAISE_PATTERN, CompiledSQL, compile_sql, quote_ident, table_order
+from veritask.policy._tools import Param, ToolSpec, build_tools, openai_tools
+
+__all__ = [
+    "RAISE_PATTERN",
+    "Call",
+    "Column",
+    "CompiledSQL",
+    "DomainSpec",
+    "Effect",
+    "Example",
+    "Lifecycle",
+    "Param",
+    "RowExpectation",
+    "Rule",
+    "SpecError",
+    "SpecIssue",
+    "Table",
+    "Threshold",
+    "ToolSpec",
+    "Transaction",
+    "Wiki",
+    "build_tools",
+    "compile_sql",
+    "load_spec",
+    "openai_tools",
+    "parse_spec",
+    "quote_ident",
+    "spec_from_data",
+    "table_order",
+]

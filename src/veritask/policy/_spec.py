@@ -1,0 +1,252 @@
+"""DomainSpec: one description of a domain from which SQL, policy text and tools are derived."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+Identifier = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=63)]
+RuleId = Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Z0-9_]*$", max_length=80)]
+ErrorCode = Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Z0-9_]*$", max_length=60)]
+Scalar = str | int | float | bool
+SqlType = Literal["TEXT", "INTEGER", "REAL"]
+Tier = Literal["reference", "entity", "transaction"]
+Access = Literal["read-only", "read-write"]
+Event = Literal["insert", "update"]
+RuleCategory = Literal[
+    "prerequisite",
+    "quota",
+    "authority",
+    "irreversibility",
+    "calculation",
+    "policy",
+    "integrity",
+    "system_control",
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Column(_Model):
+    """A column of a table.
+
+    Attributes:
+        computed: the system computes the value (trigger or default); no tool may set it.
+        insertable: an insert tool may set it (False: the default applies on insert).
+        updatable: an update tool may change it.
+        technical: excluded from state diffs (autoincrement ids, timestamps).
+    """
+
+    name: Identifier
+    type: SqlType
+    description: str = ""
+    primary_key: bool = False
+    autoincrement: bool = False
+    not_null: bool = False
+    unique: bool = False
+    enum: list[Scalar] | None = None
+    references: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")
+    default: Scalar | None = None
+    check: str | None = None
+    computed: bool = False
+    insertable: bool = True
+    updatable: bool = True
+    technical: bool = False
+
+    @property
+    def writable_on_insert(self) -> bool:
+        """True when an insert tool exposes this column as an argument."""
+        return self.insertable and not self.computed and not self.autoincrement
+
+    @property
+    def writable_on_update(self) -> bool:
+        """True when an update tool exposes this column as an argument."""
+        return self.updatable and not self.computed and not self.primary_key
+
+    @property
+    def required_on_insert(self) -> bool:
+        """True when an insert must supply this column."""
+        return self.writable_on_insert and self.not_null and self.default is None
+
+
+class Lifecycle(_Model):
+    """How rows of a table are retired without DELETE (a status or active flag)."""
+
+    column: Identifier
+    inactive_values: list[Scalar] = Field(min_length=1)
+    description: str = ""
+
+
+class Table(_Model):
+    """A table with its tier, access mode, columns and lifecycle."""
+
+    name: Identifier
+    tier: Tier
+    access: Access
+    description: str = ""
+    columns: list[Column] = Field(min_length=1)
+    unique: list[list[Identifier]] = Field(default_factory=list)
+    lifecycle: Lifecycle | None = None
+
+    @property
+    def writable(self) -> bool:
+        """True when tools may insert into and update this table."""
+        return self.access == "read-write"
+
+    @property
+    def primary_key(self) -> list[Column]:
+        """The primary-key columns (the implicit rowid when none is declared)."""
+        return [c for c in self.columns if c.primary_key]
+
+    def column(self, name: str) -> Column:
+        """Return the column called ``name``; KeyError when it does not exist."""
+        for col in self.columns:
+            if col.name == name:
+                return col
+        raise KeyError(f"{self.name}.{name}")
+
+    @property
+    def column_names(self) -> list[str]:
+        """Names of all columns in declaration order."""
+        return [c.name for c in self.columns]
+
+
+class Call(_Model):
+    """A tool call inside an example or a script."""
+
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    expect: str = "ok"
+    """``ok``, or the id of the rule (or the error code) the call must fail with."""
+
+
+class RowExpectation(_Model):
+    """After an example's calls, the row matching ``where`` has ``values``."""
+
+    table: Identifier
+    where: dict[str, Scalar]
+    values: dict[str, Scalar | None]
+
+
+class Example(_Model):
+    """An executable example: calls from the seed state, each with its expected outcome."""
+
+    name: str = ""
+    calls: list[Call] = Field(min_length=1)
+    expect_rows: list[RowExpectation] = Field(default_factory=list)
+
+
+class Threshold(_Model):
+    """The number a rule guards, so a seeder can place state at N-1.
+
+    Either ``value`` (a literal N, substituted for ``{threshold}`` in the condition) or
+    ``column`` (``table.column`` holding a per-row limit) is set.
+    """
+
+    quantity: str
+    """What is measured, as ``table.column`` (a counter) or a short phrase."""
+    value: int | float | None = None
+    column: str | None = None
+    comparison: Literal["max", "min"] = "max"
+    """``max``: the quantity may not reach/exceed the limit; ``min``: may not fall below it."""
+
+
+class Rule(_Model):
+    """A BEFORE-trigger check: when ``condition`` holds the write is rejected."""
+
+    id: RuleId
+    table: Identifier
+    on: list[Event] = Field(min_length=1)
+    when: str | None = None
+    """Optional guard (SQL over NEW/OLD) restricting the rows the rule looks at."""
+    condition: str
+    """SQL expression over NEW/OLD that is true for a violating write."""
+    code: ErrorCode
+    category: RuleCategory = "policy"
+    message: str
+    hint: str
+    detail: str | None = None
+    """Optional SQL expression (over NEW/OLD) whose value is appended to the message."""
+    threshold: Threshold | None = None
+    transaction: str | None = None
+    examples: list[Example] = Field(default_factory=list)
+
+
+class Effect(_Model):
+    """An AFTER-trigger side effect: bookkeeping the system does on its own."""
+
+    id: RuleId
+    table: Identifier
+    on: Event
+    when: str | None = None
+    description: str
+    sql: str
+    transaction: str | None = None
+    examples: list[Example] = Field(default_factory=list)
+
+
+class Transaction(_Model):
+    """A standard operating procedure: one business transaction done through one write tool."""
+
+    id: Identifier
+    name: str
+    goal: str
+    tool: str
+    parameters: list[Identifier] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+class Wiki(_Model):
+    """Free-text sections of the wiki policy."""
+
+    title: str
+    context: str = ""
+    persona: str
+    mission: str = ""
+    conversation_rules: list[str] = Field(default_factory=list)
+
+
+class DomainSpec(_Model):
+    """A whole domain: tables, rules, effects, procedures, wiki text and seed rows."""
+
+    name: Identifier
+    version: str = "1"
+    description: str = ""
+    wiki: Wiki
+    tables: list[Table] = Field(min_length=1)
+    rules: list[Rule] = Field(default_factory=list)
+    effects: list[Effect] = Field(default_factory=list)
+    transactions: list[Transaction] = Field(default_factory=list)
+    seed: dict[Identifier, list[dict[str, Scalar | None]]] = Field(default_factory=dict)
+
+    def table(self, name: str) -> Table:
+        """Return the table called ``name``; KeyError when it does not exist."""
+        for table in self.tables:
+            if table.name == name:
+                return table
+        raise KeyError(name)
+
+    def has_table(self, name: str) -> bool:
+        """True when the spec declares a table called ``name``."""
+        return any(t.name == name for t in self.tables)
+
+    def rule(self, rule_id: str) -> Rule:
+        """Return the rule with id ``rule_id``; KeyError when it does not exist."""
+        for rule in self.rules:
+            if rule.id == rule_id:
+                return rule
+        raise KeyError(rule_id)
+
+    def technical_keys(self) -> dict[str, list[str]]:
+        """Columns excluded from diffs, per table."""
+        return {t.name: [c.name for c in t.columns if c.technical] for t in self.tables}
+
+    def spec_hash(self) -> str:
+        """A stable sha256 of the spec's canonical JSON form."""
+        payload = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(payload.encode()).hexdigest()
