@@ -1,5 +1,6 @@
 """Domain specs and their compilation into SQL, tool schemas and wiki policy text."""
 
+from veritask.policy._importer import import_sql
 from veritask.policy._load import SpecError, SpecIssue, load_spec, parse_spec, spec_from_data
 from veritask.policy._spec import (
     Call,
@@ -8,8 +9,8 @@ from veritask.policy._spec import (
     Effect,
     Example,
     Lifecycle,
-    Rule,
     RowExpectation,
+    Rule,
     Table,
     Threshold,
     Transaction,
@@ -17,6 +18,7 @@ from veritask.policy._spec import (
 )
 from veritask.policy._sql import RAISE_PATTERN, CompiledSQL, compile_sql, quote_ident, table_order
 from veritask.policy._tools import Param, ToolSpec, build_tools, openai_tools
+from veritask.policy._wiki import render_wiki
 
 __all__ = [
     "RAISE_PATTERN",
@@ -39,10 +41,12 @@ __all__ = [
     "Wiki",
     "build_tools",
     "compile_sql",
+    "import_sql",
     "load_spec",
     "openai_tools",
     "parse_spec",
     "quote_ident",
+    "render_wiki",
     "spec_from_data",
     "table_order",
 ]

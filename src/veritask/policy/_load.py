@@ -88,7 +88,7 @@ def parse_spec(text: str, source: str = "<spec>") -> DomainSpec:
     """Parse and validate spec YAML text; raise SpecError naming line and field."""
     try:
         node = yaml.compose(text, Loader=_Loader)
-        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+        data = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -110,14 +110,19 @@ def spec_from_data(
         spec = DomainSpec.model_validate(data)
     except ValidationError as exc:
         issues = [
-            SpecIssue(source, _line_for(lines, tuple(e["loc"])), _field_name(tuple(e["loc"])), e["msg"])
+            SpecIssue(
+                source, _line_for(lines, tuple(e["loc"])), _field_name(tuple(e["loc"])), e["msg"]
+            )
             for e in exc.errors()
         ]
         raise SpecError(issues) from None
     problems = list(check_references(spec))
     if problems:
         raise SpecError(
-            [SpecIssue(source, _line_for(lines, loc), _field_name(loc), msg) for loc, msg in problems]
+            [
+                SpecIssue(source, _line_for(lines, loc), _field_name(loc), msg)
+                for loc, msg in problems
+            ]
         )
     return spec
 
@@ -167,13 +172,21 @@ def check_references(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
     """Yield (location, message) for every cross-reference the schema cannot check."""
     table_names = [t.name for t in spec.tables]
     for i, table in enumerate(spec.tables):
+        if table.name.startswith("vt_"):
+            yield (
+                ("tables", i, "name"),
+                "table names starting with 'vt_' are reserved for the engine",
+            )
         if table_names.count(table.name) > 1:
             yield ("tables", i, "name"), f"duplicate table {table.name!r}"
         yield from _check_columns(table, ("tables", i))
         for j, col in enumerate(table.columns):
             if col.references:
                 ref_table, ref_col = col.references.split(".")
-                if not spec.has_table(ref_table) or ref_col not in spec.table(ref_table).column_names:
+                if (
+                    not spec.has_table(ref_table)
+                    or ref_col not in spec.table(ref_table).column_names
+                ):
                     yield ("tables", i, "columns", j, "references"), f"unknown {col.references!r}"
     yield from _check_rules(spec)
     yield from _check_effects(spec)
@@ -193,7 +206,9 @@ def _check_rules(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
             continue
         if rule.transaction and rule.transaction not in tx_ids:
             yield (*loc, "transaction"), f"unknown transaction {rule.transaction!r}"
-        if "{threshold}" in rule.condition and (rule.threshold is None or rule.threshold.value is None):
+        if "{threshold}" in rule.condition and (
+            rule.threshold is None or rule.threshold.value is None
+        ):
             yield (*loc, "condition"), "uses {threshold} but threshold.value is not set"
         for part in ("when", "condition", "detail"):
             sql = getattr(rule, part)

@@ -55,9 +55,11 @@ class ToolSpec:
     effects: tuple[str, ...] = ()
     key: str | None = None
     writes: bool = field(init=False)
+    required: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "writes", self.kind != "query")
+        object.__setattr__(self, "required", tuple(n for n, p in self.params.items() if p.required))
 
     def json_schema(self) -> dict[str, Any]:
         """The JSON schema of the arguments object."""
@@ -95,14 +97,37 @@ def _query_params(table: Table) -> dict[str, Param]:
     params: dict[str, Param] = {}
     for col in table.columns:
         jt = JSON_TYPES[col.type]
-        params[col.name] = Param(col.name, jt, "eq", col.name, _enum(col), description=f"Equals: {_col_desc(col)}")
+        params[col.name] = Param(
+            col.name, jt, "eq", col.name, _enum(col), description=f"Equals: {_col_desc(col)}"
+        )
         if col.type in ("INTEGER", "REAL") and col.enum is None:
-            params[f"{col.name}_min"] = Param(f"{col.name}_min", jt, "min", col.name, description=f"{col.name} >= this value")
-            params[f"{col.name}_max"] = Param(f"{col.name}_max", jt, "max", col.name, description=f"{col.name} <= this value")
-    params["order_by"] = Param("order_by", "string", "order_by", enum=tuple(table.column_names), description="Column to sort by (default: primary key)")
-    params["descending"] = Param("descending", "boolean", "descending", description="Sort descending")
-    params["limit"] = Param("limit", "integer", "limit", minimum=1, maximum=MAX_LIMIT, description=f"Page size (default {DEFAULT_LIMIT}, max {MAX_LIMIT})")
-    params["offset"] = Param("offset", "integer", "offset", minimum=0, description="Rows to skip (pagination)")
+            params[f"{col.name}_min"] = Param(
+                f"{col.name}_min", jt, "min", col.name, description=f"{col.name} >= this value"
+            )
+            params[f"{col.name}_max"] = Param(
+                f"{col.name}_max", jt, "max", col.name, description=f"{col.name} <= this value"
+            )
+    params["order_by"] = Param(
+        "order_by",
+        "string",
+        "order_by",
+        enum=tuple(table.column_names),
+        description="Column to sort by (default: primary key)",
+    )
+    params["descending"] = Param(
+        "descending", "boolean", "descending", description="Sort descending"
+    )
+    params["limit"] = Param(
+        "limit",
+        "integer",
+        "limit",
+        minimum=1,
+        maximum=MAX_LIMIT,
+        description=f"Page size (default {DEFAULT_LIMIT}, max {MAX_LIMIT})",
+    )
+    params["offset"] = Param(
+        "offset", "integer", "offset", minimum=0, description="Rows to skip (pagination)"
+    )
     return params
 
 
@@ -110,7 +135,14 @@ def _write_params(table: Table, kind: ToolKind) -> dict[str, Param]:
     params: dict[str, Param] = {}
     if kind == "update":
         for col in table.primary_key:
-            params[col.name] = Param(col.name, JSON_TYPES[col.type], "key", col.name, required=True, description=f"Key of the row to update: {_col_desc(col)}")
+            params[col.name] = Param(
+                col.name,
+                JSON_TYPES[col.type],
+                "key",
+                col.name,
+                required=True,
+                description=f"Key of the row to update: {_col_desc(col)}",
+            )
     for col in table.columns:
         if kind == "insert" and col.writable_on_insert:
             required = col.required_on_insert
@@ -118,7 +150,9 @@ def _write_params(table: Table, kind: ToolKind) -> dict[str, Param]:
             required = False
         else:
             continue
-        params[col.name] = Param(col.name, JSON_TYPES[col.type], "value", col.name, _enum(col), required, _col_desc(col))
+        params[col.name] = Param(
+            col.name, JSON_TYPES[col.type], "value", col.name, _enum(col), required, _col_desc(col)
+        )
     return params
 
 
@@ -130,14 +164,20 @@ def _system_columns(table: Table, kind: ToolKind) -> list[str]:
     out = []
     for col in table.columns:
         if kind == "insert" and not col.writable_on_insert and not col.autoincrement:
-            how = "computed by the system" if col.computed else (f"defaults to {col.default!r}" if col.default is not None else "left empty")
+            how = (
+                "computed by the system"
+                if col.computed
+                else (f"defaults to {col.default!r}" if col.default is not None else "left empty")
+            )
             out.append(f"{col.name} ({how})")
         elif kind == "update" and col.computed:
             out.append(f"{col.name} (computed by the system)")
     return out
 
 
-def _write_description(table: Table, kind: ToolKind, rules: list[Rule], effects: list[Effect]) -> str:
+def _write_description(
+    table: Table, kind: ToolKind, rules: list[Rule], effects: list[Effect]
+) -> str:
     verb = "Insert a new row into" if kind == "insert" else "Update one row (by key) of"
     lines = [f"{verb} {table.name}. {table.description}".strip()]
     if rules:
@@ -150,7 +190,9 @@ def _write_description(table: Table, kind: ToolKind, rules: list[Rule], effects:
     if system:
         lines += ["Set by the system, not by you: " + ", ".join(system) + "."]
     if table.lifecycle and kind == "update":
-        lines += [f"Rows are never deleted: retire one by setting {table.lifecycle.column} to {', '.join(map(str, table.lifecycle.inactive_values))}."]
+        lines += [
+            f"Rows are never deleted: retire one by setting {table.lifecycle.column} to {', '.join(map(str, table.lifecycle.inactive_values))}."
+        ]
     lines += ["Returns the row as stored after the write."]
     return "\n".join(lines)
 
@@ -169,7 +211,13 @@ def build_tools(spec: DomainSpec) -> dict[str, ToolSpec]:
     read-write tables. There is no delete tool."""
     tools: dict[str, ToolSpec] = {}
     for table in spec.tables:
-        tools[f"query_{table.name}"] = ToolSpec(f"query_{table.name}", "query", table.name, _query_description(table), _query_params(table))
+        tools[f"query_{table.name}"] = ToolSpec(
+            f"query_{table.name}",
+            "query",
+            table.name,
+            _query_description(table),
+            _query_params(table),
+        )
     for table in spec.tables:
         if not table.writable:
             continue

@@ -1,0 +1,206 @@
+"""Commands over domains and environments: domains, schema, policy, tools, call, diff, seed."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from veritask._cli._common import echo_json, spec_arg
+from veritask.domains import builtin_domains, load_domain
+from veritask.env import CompiledDomain, Environment, Layout, Snapshot, diff
+from veritask.policy import SpecError, build_tools, compile_sql, import_sql, render_wiki
+
+_console = Console()
+
+
+@click.command("domains")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def domains_cmd(as_json: bool) -> None:
+    """List the built-in domains with their table, tool and rule counts."""
+    rows: list[dict[str, Any]] = []
+    for name in builtin_domains():
+        spec = load_domain(name)
+        rows.append(
+            {
+                "name": name,
+                "tables": len(spec.tables),
+                "tools": len(build_tools(spec)),
+                "rules": len(spec.rules),
+            }
+        )
+    if as_json:
+        echo_json(rows)
+        return
+    table = Table("name", "tables", "tools", "rules", "description")
+    for row in rows:
+        table.add_row(
+            str(row["name"]),
+            str(row["tables"]),
+            str(row["tools"]),
+            str(row["rules"]),
+            load_domain(row["name"]).description,
+        )
+    _console.print(table)
+
+
+@click.command("schema")
+@click.argument("domain")
+def schema_cmd(domain: str) -> None:
+    """Print the SQL (tables and triggers) a domain compiles to."""
+    click.echo(compile_sql(spec_arg(domain)).full, nl=False)
+
+
+@click.command("policy")
+@click.argument("domain")
+def policy_cmd(domain: str) -> None:
+    """Print the wiki policy (markdown) of a domain."""
+    click.echo(render_wiki(spec_arg(domain)), nl=False)
+
+
+@click.command("tools")
+@click.argument("domain")
+@click.option("--json", "as_json", is_flag=True, help="Print the OpenAI tool schemas as JSON.")
+def tools_cmd(domain: str, as_json: bool) -> None:
+    """List a domain's tools (OpenAI function-tool schemas with --json)."""
+    tools = build_tools(spec_arg(domain))
+    if as_json:
+        echo_json([t.openai_schema() for t in tools.values()])
+        return
+    table = Table("tool", "kind", "table", "arguments")
+    for t in tools.values():
+        args = ", ".join(n + ("*" if p.required else "") for n, p in t.params.items())
+        table.add_row(t.name, t.kind, t.table, args)
+    _console.print(table)
+
+
+@click.command("call")
+@click.argument("domain")
+@click.argument("tool")
+@click.argument("args", default="{}")
+@click.option(
+    "--state",
+    "state",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Start from this SQLite state.",
+)
+@click.option(
+    "--save", "save", type=click.Path(dir_okay=False), help="Write the resulting state here."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def call_cmd(
+    domain: str, tool: str, args: str, state: str | None, save: str | None, as_json: bool
+) -> None:
+    """Call one TOOL of DOMAIN with JSON ARGS; prints the result or the structured error."""
+    spec = spec_arg(domain)
+    env = Environment(spec, Path(state).read_bytes()) if state else Environment(spec)
+    result = env.call(tool, args)
+    if save:
+        env.save(save)
+    if as_json:
+        echo_json(result.to_json())
+    else:
+        status = (
+            "[green]ok[/green]"
+            if result.ok
+            else f"[red]{result.error.code if result.error else 'error'}[/red]"
+        )
+        _console.print(f"{tool}: {status}")
+        _console.print_json(json.dumps(result.to_json(), default=str))
+    if not result.ok:
+        raise SystemExit(1)
+
+
+def _layout(domain: str | None, path: str) -> Layout:
+    if domain:
+        return CompiledDomain.from_spec(spec_arg(domain)).layout
+    conn = sqlite3.connect(path)
+    try:
+        return Layout.from_database(conn)
+    finally:
+        conn.close()
+
+
+@click.command("diff")
+@click.argument("a", type=click.Path(exists=True, dir_okay=False))
+@click.argument("b", type=click.Path(exists=True, dir_okay=False))
+@click.option("--domain", help="Domain whose technical keys to ignore (default: read from A).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def diff_cmd(a: str, b: str, domain: str | None, as_json: bool) -> None:
+    """Rows added and removed between two states (LOGIGEN's DIFF)."""
+    layout = _layout(domain, a)
+    result = diff(Snapshot(Path(a).read_bytes(), layout), Snapshot(Path(b).read_bytes(), layout))
+    if as_json:
+        echo_json(result.to_json())
+        return
+    _console.print(f"distance: {result.distance}")
+    for name, td in result.tables.items():
+        for row in td.removed:
+            _console.print(f"[red]- {name} {row}[/red]")
+        for row in td.added:
+            _console.print(f"[green]+ {name} {row}[/green]")
+
+
+@click.command("seed")
+@click.argument("domain")
+@click.argument("out", type=click.Path(dir_okay=False))
+def seed_cmd(domain: str, out: str) -> None:
+    """Write a domain's seed state to a SQLite file."""
+    Path(out).write_bytes(CompiledDomain.from_spec(spec_arg(domain)).seed)
+    click.echo(out)
+
+
+@click.command("import-sql")
+@click.argument("ddl", type=click.Path(exists=True, dir_okay=False))
+@click.option("--name", required=True, help="Domain name for the imported spec.")
+@click.option(
+    "--out", type=click.Path(dir_okay=False), help="Write the spec YAML here (default: stdout)."
+)
+def import_sql_cmd(ddl: str, name: str, out: str | None) -> None:
+    """Import a domain spec from raw SQLite DDL and triggers."""
+    import yaml
+
+    try:
+        spec = import_sql(Path(ddl).read_text(encoding="utf-8"), name=name, source=ddl)
+    except SpecError as exc:
+        raise click.ClickException(str(exc)) from None
+    text = yaml.safe_dump(
+        spec.model_dump(mode="json", exclude_defaults=True), sort_keys=False, allow_unicode=True
+    )
+    if out:
+        Path(out).write_text(text, encoding="utf-8")
+        click.echo(out)
+    else:
+        click.echo(text, nl=False)
+
+
+@click.command("validate")
+@click.argument("spec")
+def validate_cmd(spec: str) -> None:
+    """Validate a spec file and check that it compiles in SQLite."""
+    loaded = spec_arg(spec)
+    CompiledDomain.from_spec(loaded)
+    click.echo(
+        f"ok: {loaded.name} ({len(loaded.tables)} tables, {len(loaded.rules)} rules, {len(loaded.effects)} effects)"
+    )
+
+
+def register(group: click.Group) -> None:
+    """Add this module's commands to the CLI group."""
+    for cmd in (
+        domains_cmd,
+        schema_cmd,
+        policy_cmd,
+        tools_cmd,
+        call_cmd,
+        diff_cmd,
+        seed_cmd,
+        import_sql_cmd,
+        validate_cmd,
+    ):
+        group.add_command(cmd)

@@ -1,0 +1,26 @@
+"""The ``veritask`` command group."""
+
+from __future__ import annotations
+
+import click
+
+from veritask import __version__
+from veritask._cli import env_cmds
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="veritask")
+def cli() -> None:
+    """veritask: policy-compiled environments and certified, verifiable agent tasks."""
+
+
+env_cmds.register(cli)
+
+
+def main() -> None:
+    """Entry point of the ``veritask`` script."""
+    cli()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""Environment sessions over compiled SQLite databases: tools, snapshots and state diffs."""
+
+from veritask.env._build import build_image, insert_rows
+from veritask.env._environment import CompiledDomain, Environment
+from veritask.env._result import ToolError, ToolResult
+from veritask.env._state import (
+    Layout,
+    Snapshot,
+    StateDiff,
+    TableDiff,
+    TableLayout,
+    Tracked,
+    diff,
+    diff_full,
+    distance,
+)
+
+__all__ = [
+    "CompiledDomain",
+    "Environment",
+    "Layout",
+    "Snapshot",
+    "StateDiff",
+    "TableDiff",
+    "TableLayout",
+    "ToolError",
+    "ToolResult",
+    "Tracked",
+    "build_image",
+    "diff",
+    "diff_full",
+    "distance",
+    "insert_rows",
+]

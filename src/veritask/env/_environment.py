@@ -1,0 +1,393 @@
+"""The environment session: atomic tools over an in-memory SQLite database with compiled policy."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from veritask.env._args import validate_arguments
+from veritask.env._build import build_image
+from veritask.env._result import ToolError, ToolResult, failure
+from veritask.env._state import (
+    Layout,
+    Row,
+    Snapshot,
+    StateDiff,
+    diff,
+    diff_tracked,
+    read_tracked,
+    rebase,
+)
+from veritask.policy import RAISE_PATTERN, DomainSpec, Rule, ToolSpec, build_tools, quote_ident
+from veritask.policy._tools import DEFAULT_LIMIT
+
+Mode = Literal["read", "write", "admin"]
+_NEW_OLD = re.compile(r"\b(NEW|OLD)\.([A-Za-z_][A-Za-z0-9_]*)")
+_WRITE_ACTIONS = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE}
+_ALWAYS_OK = {
+    sqlite3.SQLITE_SELECT,
+    sqlite3.SQLITE_READ,
+    sqlite3.SQLITE_FUNCTION,
+    sqlite3.SQLITE_RECURSIVE,
+}
+_TXN = {sqlite3.SQLITE_SAVEPOINT, sqlite3.SQLITE_TRANSACTION}
+
+
+@dataclass(frozen=True)
+class CompiledDomain:
+    """Everything derived once from a spec and shared by all its environments."""
+
+    spec: DomainSpec
+    tools: dict[str, ToolSpec]
+    layout: Layout
+    seed: bytes
+    read_only: frozenset[str]
+    columns_sql: dict[str, str]
+
+    @classmethod
+    def from_spec(cls, spec: DomainSpec) -> CompiledDomain:
+        """Compile a spec: tools, diff layout and the seed database image."""
+        return cls(
+            spec=spec,
+            tools=build_tools(spec),
+            layout=Layout.from_spec(spec),
+            seed=build_image(spec),
+            read_only=frozenset(t.name for t in spec.tables if not t.writable),
+            columns_sql={t.name: ", ".join(quote_ident(c) for c in t.column_names) for t in spec.tables},
+        )
+
+
+class Environment:
+    """A session over one in-memory SQLite database compiled from a DomainSpec.
+
+    Agents act only through ``call``: ``query_<t>`` reads, ``insert_<t>`` / ``update_<t>`` writes,
+    no delete. Writes run inside a savepoint; a rejected write is rolled back and leaves the
+    database byte-identical. SQLite's authorizer enforces that reads do not write, that nothing
+    deletes, and that read-only tables change only through the spec's own triggers (effects).
+    """
+
+    def __init__(
+        self, domain: CompiledDomain | DomainSpec, state: Snapshot | bytes | None = None
+    ) -> None:
+        self.domain = (
+            domain if isinstance(domain, CompiledDomain) else CompiledDomain.from_spec(domain)
+        )
+        self.spec = self.domain.spec
+        self._mode: Mode = "admin"
+        self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self._conn.set_authorizer(self._authorize)
+        self._conn.execute("PRAGMA foreign_keys = ON")
+        self._sql_cache: dict[tuple[str, tuple[str, ...]], str] = {}
+        self._mode = "read"
+        self.restore(state if state is not None else self.domain.seed)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    @classmethod
+    def from_file(cls, domain: CompiledDomain | DomainSpec, path: str | Path) -> Environment:
+        """An environment whose state is loaded from a SQLite file."""
+        return cls(domain, Path(path).read_bytes())
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self._conn.close()
+
+    def __enter__(self) -> Environment:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def tools(self) -> dict[str, ToolSpec]:
+        """The tools agents may call, by name."""
+        return self.domain.tools
+
+    def openai_tools(self) -> list[dict[str, Any]]:
+        """The tools as OpenAI function-tool schemas."""
+        return [t.openai_schema() for t in self.domain.tools.values()]
+
+    # -- authorizer ------------------------------------------------------------------------
+
+    def _authorize(
+        self, action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None
+    ) -> int:
+        if action in _ALWAYS_OK or self._mode == "admin":
+            return sqlite3.SQLITE_OK
+        if db == "temp":
+            return sqlite3.SQLITE_OK
+        if action in _WRITE_ACTIONS:
+            if self._mode == "read":
+                return sqlite3.SQLITE_DENY
+            if trigger is None and arg1 in self.domain.read_only:
+                return sqlite3.SQLITE_DENY
+            return sqlite3.SQLITE_OK
+        if action in _TXN and self._mode == "write":
+            return sqlite3.SQLITE_OK
+        return sqlite3.SQLITE_DENY
+
+    # -- tool calls ------------------------------------------------------------------------
+
+    def call(self, tool: str, args: Mapping[str, Any] | str | None = None) -> ToolResult:
+        """Run one tool call; never raises for bad input, returns a structured error instead."""
+        spec = self.domain.tools.get(tool)
+        if spec is None:
+            return failure(
+                tool,
+                "UNKNOWN_TOOL",
+                f"unknown tool {tool!r}",
+                hint="Available tools: " + ", ".join(self.domain.tools),
+            )
+        clean, err = validate_arguments(spec, args, self.spec)
+        if err is not None:
+            return ToolResult(tool=tool, ok=False, error=err)
+        if spec.kind == "query":
+            return self._query(spec, clean)
+        if spec.kind == "insert":
+            return self._insert(spec, clean)
+        return self._update(spec, clean)
+
+    def _columns_sql(self, table: str) -> str:
+        return self.domain.columns_sql[table]
+
+    def _as_dict(self, table: str, row: Row) -> dict[str, Any]:
+        return dict(zip(self.domain.layout.tables[table].columns, row, strict=True))
+
+    def _query(self, tool: ToolSpec, args: dict[str, Any]) -> ToolResult:
+        where: list[str] = []
+        params: list[Any] = []
+        for name, value in args.items():
+            p = tool.params[name]
+            if p.column is None:
+                continue
+            op = {"eq": "=", "min": ">=", "max": "<="}[p.role]
+            where.append(f"{quote_ident(p.column)} {op} ?")
+            params.append(value)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        table = quote_ident(tool.table)
+        order = (
+            quote_ident(args["order_by"]) + (" DESC" if args.get("descending") else "") + ", "
+            if "order_by" in args
+            else ""
+        )
+        limit, offset = args.get("limit", DEFAULT_LIMIT), args.get("offset", 0)
+        sql = f"SELECT {self._columns_sql(tool.table)} FROM {table}{clause} ORDER BY {order}rowid LIMIT ? OFFSET ?"
+        rows = self._conn.execute(sql, [*params, limit, offset]).fetchall()
+        (total,) = self._conn.execute(f"SELECT count(*) FROM {table}{clause}", params).fetchone()
+        result = {
+            "rows": [self._as_dict(tool.table, r) for r in rows],
+            "total": total,
+            "limit": limit,
+            "offset": offset,
+        }
+        return ToolResult(tool=tool.name, ok=True, result=result)
+
+    def _write_sql(self, tool: ToolSpec, cols: tuple[str, ...]) -> str:
+        key = (tool.name, cols)
+        sql = self._sql_cache.get(key)
+        if sql is None:
+            table = quote_ident(tool.table)
+            if tool.kind == "insert":
+                names = ", ".join(quote_ident(c) for c in cols)
+                values = ", ".join("?" for _ in cols)
+                sql = (
+                    f"INSERT INTO {table} ({names}) VALUES ({values})"
+                    if cols
+                    else f"INSERT INTO {table} DEFAULT VALUES"
+                )
+            else:
+                sets = ", ".join(f"{quote_ident(c)} = ?" for c in cols)
+                sql = f"UPDATE {table} SET {sets} WHERE rowid = ?"
+            self._sql_cache[key] = sql
+        return sql
+
+    def _row_by_rowid(self, table: str, rowid: int) -> Row | None:
+        sql = self.domain.layout.tables[table].by_rowid_sql
+        row: Row | None = self._conn.execute(sql, (rowid,)).fetchone()
+        return row
+
+    def _insert(self, tool: ToolSpec, args: dict[str, Any]) -> ToolResult:
+        cols = tuple(c for c in self.domain.layout.tables[tool.table].columns if c in args)
+        values = [args[c] for c in cols]
+        return self._write(tool, self._write_sql(tool, cols), values, None, args)
+
+    def _update(self, tool: ToolSpec, args: dict[str, Any]) -> ToolResult:
+        assert tool.key is not None
+        key_value = args.pop(tool.key)
+        found = self._conn.execute(
+            f"SELECT rowid, {self._columns_sql(tool.table)} FROM {quote_ident(tool.table)} WHERE {quote_ident(tool.key)} = ?",
+            (key_value,),
+        ).fetchone()
+        if found is None:
+            return failure(
+                tool.name,
+                "NOT_FOUND",
+                f"{tool.table}: no row with {tool.key} = {key_value!r}",
+                hint=f"Use query_{tool.table} to find the right {tool.key}.",
+            )
+        if not args:
+            return failure(
+                tool.name,
+                "NO_CHANGES",
+                f"{tool.name}: give at least one column to change",
+                hint="Writable: " + ", ".join(n for n in tool.params if n != tool.key),
+            )
+        rowid, old = found[0], tuple(found[1:])
+        cols = tuple(c for c in self.domain.layout.tables[tool.table].columns if c in args)
+        values = [args[c] for c in cols] + [rowid]
+        return self._write(tool, self._write_sql(tool, cols), values, (rowid, old), args)
+
+    def _write(
+        self,
+        tool: ToolSpec,
+        sql: str,
+        values: list[Any],
+        old: tuple[int, Row] | None,
+        args: dict[str, Any],
+    ) -> ToolResult:
+        conn = self._conn
+        self._mode = "write"
+        try:
+            conn.execute("SAVEPOINT vt_call")
+            try:
+                cur = conn.execute(sql, values)
+            except sqlite3.Error as exc:
+                conn.execute("ROLLBACK")
+                self._mode = "read"
+                return ToolResult(
+                    tool=tool.name, ok=False, error=self._translate(tool, exc, old, args)
+                )
+            rowid = old[0] if old is not None else cur.lastrowid
+            conn.execute("RELEASE vt_call")
+        finally:
+            self._mode = "read"
+        row = self._row_by_rowid(tool.table, rowid) if rowid is not None else None
+        result = self._as_dict(tool.table, row) if row is not None else None
+        changed = old is None or row != old[1]
+        return ToolResult(tool=tool.name, ok=True, result=result, state_changed=changed)
+
+    # -- errors ----------------------------------------------------------------------------
+
+    def _translate(
+        self, tool: ToolSpec, exc: sqlite3.Error, old: tuple[int, Row] | None, args: dict[str, Any]
+    ) -> ToolError:
+        text = str(exc)
+        m = RAISE_PATTERN.match(text)
+        if m is not None:
+            try:
+                rule = self.spec.rule(m["rule"])
+            except KeyError:
+                return ToolError(m["code"], m["message"], m["rule"])
+            message = rule.message
+            detail = self._detail(rule, tool, old, args)
+            if detail:
+                message = f"{message} ({detail})"
+            return ToolError(rule.code, message, rule.id, rule.hint)
+        return _schema_error(tool, text)
+
+    def _detail(
+        self, rule: Rule, tool: ToolSpec, old: tuple[int, Row] | None, args: dict[str, Any]
+    ) -> str | None:
+        """Evaluate a rule's ``detail`` expression with NEW/OLD bound as parameters."""
+        if not rule.detail:
+            return None
+        table = self.spec.table(tool.table)
+        old_row = self._as_dict(tool.table, old[1]) if old is not None else {}
+        new_row = {c.name: c.default for c in table.columns} if old is None else dict(old_row)
+        new_row.update(args)
+        params: dict[str, Any] = {}
+
+        def bind(m: re.Match[str]) -> str:
+            ref, col = m.group(1), m.group(2)
+            name = f"{ref.lower()}_{col}"
+            params[name] = (old_row if ref == "OLD" else new_row).get(col)
+            return f":{name}"
+
+        expr = _NEW_OLD.sub(bind, rule.detail)
+        try:
+            value = self._conn.execute(f"SELECT {expr}", params).fetchone()[0]
+        except sqlite3.Error:
+            return None
+        return None if value is None else str(value)
+
+    # -- state -----------------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        """The current state (serialized database plus its tracked changes)."""
+        return Snapshot(
+            self._conn.serialize(), self.domain.layout, read_tracked(self._conn, self.domain.layout)
+        )
+
+    def restore(self, state: Snapshot | bytes) -> None:
+        """Replace the current state by a snapshot or a raw database image."""
+        data = state.data if isinstance(state, Snapshot) else state
+        self._mode = "admin"
+        try:
+            self._conn.deserialize(data)
+        finally:
+            self._mode = "read"
+
+    def rebase(self) -> str:
+        """Make the current state a root (forget tracked changes); return the root id."""
+        self._mode = "admin"
+        try:
+            return rebase(self._conn, self.domain.layout)
+        finally:
+            self._mode = "read"
+
+    def diff(self, target: Snapshot) -> StateDiff:
+        """DIFF from the current state to ``target`` (rows only ``target`` has are "added")."""
+        mine, theirs = read_tracked(self._conn, self.domain.layout), target.tracked
+        if mine.root and mine.root == theirs.root:
+            return diff_tracked(mine, theirs, self.domain.layout)
+        return diff(self.snapshot(), target)
+
+    def distance(self, target: Snapshot) -> int:
+        """Rows in the symmetric difference between the current state and ``target``."""
+        return self.diff(target).distance
+
+    def save(self, path: str | Path) -> None:
+        """Write the current state to a SQLite file."""
+        Path(path).write_bytes(self._conn.serialize())
+
+    def rows(self, table: str) -> list[dict[str, Any]]:
+        """All rows of a table (an inspection helper, not an agent tool)."""
+        t = self.spec.table(table)
+        sql = f"SELECT {self._columns_sql(t.name)} FROM {quote_ident(t.name)} ORDER BY rowid"
+        return [self._as_dict(t.name, r) for r in self._conn.execute(sql)]
+
+    def _execute(self, sql: str, params: tuple[Any, ...] = (), mode: Mode = "read") -> list[Row]:
+        """Run raw SQL under an authorizer mode; for tests of the enforcement layer only."""
+        self._mode = mode
+        try:
+            return list(self._conn.execute(sql, params))
+        finally:
+            self._mode = "read"
+
+
+_SCHEMA_ERRORS = [
+    (
+        "NOT NULL constraint failed",
+        "NOT_NULL_VIOLATION",
+        "Provide a value for the column named above.",
+    ),
+    ("CHECK constraint failed", "CHECK_VIOLATION", "A value is outside the allowed range or set."),
+    (
+        "FOREIGN KEY constraint failed",
+        "FOREIGN_KEY_VIOLATION",
+        "A referenced row does not exist; look it up first.",
+    ),
+    ("UNIQUE constraint failed", "UNIQUE_VIOLATION", "A row with these values already exists."),
+    ("not authorized", "FORBIDDEN", "This operation is not allowed in this environment."),
+]
+
+
+def _schema_error(tool: ToolSpec, text: str) -> ToolError:
+    for needle, code, hint in _SCHEMA_ERRORS:
+        if needle in text:
+            return ToolError(code, f"{tool.name}: {text}", None, hint)
+    return ToolError("DATABASE_ERROR", f"{tool.name}: {text}", None, "")

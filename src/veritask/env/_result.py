@@ -1,0 +1,56 @@
+"""Structured results of tool calls."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolError:
+    """LOGIGEN's structured error: ``{code, message, violated_rule, hint}``.
+
+    ``violated_rule`` is the id of the spec rule whose trigger rejected the write, or None for
+    errors raised before the database was touched (bad arguments, unknown tool) or by the schema.
+    """
+
+    code: str
+    message: str
+    violated_rule: str | None = None
+    hint: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The error as a JSON-ready dict."""
+        return {
+            "code": self.code,
+            "message": self.message,
+            "violated_rule": self.violated_rule,
+            "hint": self.hint,
+        }
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The outcome of ``Environment.call``: a result payload or a structured error."""
+
+    tool: str
+    ok: bool
+    result: Any = None
+    error: ToolError | None = None
+    state_changed: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The result as a JSON-ready dict (the ``veritask call --json`` contract)."""
+        return {
+            "ok": self.ok,
+            "result": self.result,
+            "error": self.error.to_json() if self.error else None,
+            "state_changed": self.state_changed,
+        }
+
+
+def failure(
+    tool: str, code: str, message: str, hint: str = "", rule: str | None = None
+) -> ToolResult:
+    """A failed call that did not change the state."""
+    return ToolResult(tool=tool, ok=False, error=ToolError(code, message, rule, hint))
