@@ -25,9 +25,8 @@ from collections.abc import Callable
 from typing import Any
 
 from veritask.domains import load_domain
-from veritask.env import CompiledDomain, Environment, build_image, diff, diff_full
+from veritask.env import CompiledDomain, Environment, build_image, diff, diff_full, insert_rows
 from veritask.policy import DomainSpec, compile_sql, quote_ident
-from veritask.env._build import insert_rows
 
 
 def bulk_rows(spec: DomainSpec, n_rows: int) -> dict[str, list[dict[str, Any]]]:
@@ -37,7 +36,13 @@ def bulk_rows(spec: DomainSpec, n_rows: int) -> dict[str, list[dict[str, Any]]]:
     n_users = max(1, n_req // 4)
     levels = ["STAFF", "MANAGER", "DIRECTOR", "VP"]
     rows["users"] += [
-        {"id": f"u_bulk_{i}", "name": f"Bulk User {i}", "company_id": "comp_alpha", "user_level": levels[i % 4], "active": 1}
+        {
+            "id": f"u_bulk_{i}",
+            "name": f"Bulk User {i}",
+            "company_id": "comp_alpha",
+            "user_level": levels[i % 4],
+            "active": 1,
+        }
         for i in range(n_users)
     ]
     first_req = 1 + max(r["id"] for r in rows["travel_requests"])
@@ -46,17 +51,40 @@ def bulk_rows(spec: DomainSpec, n_rows: int) -> dict[str, list[dict[str, Any]]]:
     for i in range(n_req):
         req = first_req + i
         rows["travel_requests"].append(
-            {"id": req, "user_id": f"u_bulk_{i % n_users}", "trip_purpose": f"Trip {i}", "status": "DRAFT",
-             "current_step": 10, "flight_booking_count": 1, "hotel_booking_count": 1}
+            {
+                "id": req,
+                "user_id": f"u_bulk_{i % n_users}",
+                "trip_purpose": f"Trip {i}",
+                "status": "DRAFT",
+                "current_step": 10,
+                "flight_booking_count": 1,
+                "hotel_booking_count": 1,
+            }
         )
         rows["flight_bookings"].append(
-            {"id": first_fb + i, "travel_request_id": req, "flight_code": f"BK{i}", "cost": 300, "class": "ECONOMY",
-             "departure_step": 30, "booking_step": 10, "status": "PENDING", "approval_status": "NOT_REQUIRED",
-             "policy_violation_flag": 0}
+            {
+                "id": first_fb + i,
+                "travel_request_id": req,
+                "flight_code": f"BK{i}",
+                "cost": 300,
+                "class": "ECONOMY",
+                "departure_step": 30,
+                "booking_step": 10,
+                "status": "PENDING",
+                "approval_status": "NOT_REQUIRED",
+                "policy_violation_flag": 0,
+            }
         )
         rows["hotel_bookings"].append(
-            {"id": first_hb + i, "travel_request_id": req, "hotel_vendor_id": "hv_marriott_01", "cost": 200,
-             "booking_step": 10, "status": "PENDING", "reimbursable": 1}
+            {
+                "id": first_hb + i,
+                "travel_request_id": req,
+                "hotel_vendor_id": "hv_marriott_01",
+                "cost": 200,
+                "booking_step": 10,
+                "status": "PENDING",
+                "reimbursable": 1,
+            }
         )
     return rows
 
@@ -75,8 +103,15 @@ def policy_only_image(spec: DomainSpec, rows: dict[str, list[dict[str, Any]]]) -
 
 
 def booking(req: int, i: int) -> dict[str, Any]:
-    return {"travel_request_id": req, "flight_code": f"NEW{i}", "cost": 250, "class": "ECONOMY",
-            "departure_step": 40, "booking_step": 20, "approval_status": "NOT_REQUIRED"}
+    return {
+        "travel_request_id": req,
+        "flight_code": f"NEW{i}",
+        "cost": 250,
+        "class": "ECONOMY",
+        "departure_step": 40,
+        "booking_step": 20,
+        "approval_status": "NOT_REQUIRED",
+    }
 
 
 def timed(fn: Callable[[], Any], n: int) -> list[float]:
@@ -90,16 +125,26 @@ def timed(fn: Callable[[], Any], n: int) -> list[float]:
 
 def stats(samples: list[float]) -> dict[str, float]:
     s = sorted(samples)
-    return {"p50_us": round(statistics.median(s), 2), "p90_us": round(s[int(0.9 * (len(s) - 1))], 2), "n": len(s)}
+    return {
+        "p50_us": round(statistics.median(s), 2),
+        "p90_us": round(s[int(0.9 * (len(s) - 1))], 2),
+        "n": len(s),
+    }
 
 
-def bench_writes(domain: CompiledDomain, rows: dict[str, list[dict[str, Any]]], image: bytes, calls: int) -> dict[str, Any]:
+def bench_writes(
+    domain: CompiledDomain, rows: dict[str, list[dict[str, Any]]], image: bytes, calls: int
+) -> dict[str, Any]:
     spec = domain.spec
-    reqs = [r["id"] for r in rows["travel_requests"] if str(r["user_id"]).startswith("u_bulk_")][:calls]
+    reqs = [r["id"] for r in rows["travel_requests"] if str(r["user_id"]).startswith("u_bulk_")][
+        :calls
+    ]
     args = [booking(req, i) for i, req in enumerate(reqs)]
     cols = list(args[0])
-    sql = (f"INSERT INTO flight_bookings ({', '.join(quote_ident(c) for c in cols)}) "
-           f"VALUES ({', '.join('?' for _ in cols)})")
+    sql = (
+        f"INSERT INTO flight_bookings ({', '.join(quote_ident(c) for c in cols)}) "
+        f"VALUES ({', '.join('?' for _ in cols)})"
+    )
     raw = sqlite3.connect(":memory:", isolation_level=None)
     raw.execute("PRAGMA foreign_keys = ON")
     raw.deserialize(policy_only_image(spec, rows))
@@ -114,14 +159,23 @@ def bench_writes(domain: CompiledDomain, rows: dict[str, list[dict[str, Any]]], 
     raw_same.execute("PRAGMA foreign_keys = ON")
     raw_same.deserialize(image)
     it3 = iter(args)
-    raw_same_t = timed(lambda: raw_same.execute(sql, [a[c] for a in (next(it3),) for c in cols]), len(args))
-    return {"raw_sqlite": stats(raw_t), "raw_sqlite_with_tracking": stats(raw_same_t), "env_call": stats(call_t)}
+    raw_same_t = timed(
+        lambda: raw_same.execute(sql, [a[c] for a in (next(it3),) for c in cols]), len(args)
+    )
+    return {
+        "raw_sqlite": stats(raw_t),
+        "raw_sqlite_with_tracking": stats(raw_same_t),
+        "env_call": stats(call_t),
+    }
 
 
 def bench_state(domain: CompiledDomain, image: bytes, reps: int) -> dict[str, Any]:
     env = Environment(domain, image)
     origin = env.snapshot()
-    reqs = [r["id"] for r in env.call("query_travel_requests", {"status": "DRAFT", "limit": 100}).result["rows"]]
+    reqs = [
+        r["id"]
+        for r in env.call("query_travel_requests", {"status": "DRAFT", "limit": 100}).result["rows"]
+    ]
     for i in range(10):  # a 10-row change: 5 new bookings, each bumping its request's counter
         if i % 2 == 0:
             assert env.call("insert_flight_bookings", booking(reqs[-1 - i], i)).ok
@@ -138,14 +192,19 @@ def bench_state(domain: CompiledDomain, image: bytes, reps: int) -> dict[str, An
         "snapshot": stats(timed(env.snapshot, reps)),
         "diff_tracked_snapshots": stats(timed(lambda: diff(agent, target), reps)),
         "diff_live_env_vs_target": stats(timed(lambda: env.diff(target), reps)),
-        "diff_full_scan": stats(timed(lambda: diff_full(agent.data, target.data, agent.layout), max(5, reps // 20))),
+        "diff_full_scan": stats(
+            timed(lambda: diff_full(agent.data, target.data, agent.layout), max(5, reps // 20))
+        ),
     }
 
 
 def run(sizes: list[int], calls: int, reps: int) -> dict[str, Any]:
     spec = load_domain("travel")
     domain = CompiledDomain.from_spec(spec)
-    out: dict[str, Any] = {"machine": f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}", "sizes": {}}
+    out: dict[str, Any] = {
+        "machine": f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}",
+        "sizes": {},
+    }
     for n in sizes:
         rows = bulk_rows(spec, n)
         image = build_image(spec, rows)
@@ -153,15 +212,20 @@ def run(sizes: list[int], calls: int, reps: int) -> dict[str, Any]:
         entry: dict[str, Any] = {"rows": total}
         entry.update(bench_writes(domain, rows, image, calls))
         entry.update(bench_state(domain, image, reps))
-        entry["call_over_raw_p50"] = round(entry["env_call"]["p50_us"] / entry["raw_sqlite"]["p50_us"], 2)
+        entry["call_over_raw_p50"] = round(
+            entry["env_call"]["p50_us"] / entry["raw_sqlite"]["p50_us"], 2
+        )
         out["sizes"][str(n)] = entry
     return out
 
 
 def markdown(res: dict[str, Any]) -> str:
-    lines = [f"Machine: {res['machine']}", "",
-             "| rows | raw insert p50 | call p50 | call / raw | restore p50 | snapshot p50 | diff 10-row (tracked) p50 | diff live env p50 | diff full scan p50 |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"Machine: {res['machine']}",
+        "",
+        "| rows | raw insert p50 | call p50 | call / raw | restore p50 | snapshot p50 | diff 10-row (tracked) p50 | diff live env p50 | diff full scan p50 |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for e in res["sizes"].values():
         lines.append(
             f"| {e['rows']:,} | {e['raw_sqlite']['p50_us']} us | {e['env_call']['p50_us']} us | {e['call_over_raw_p50']}x | "

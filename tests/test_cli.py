@@ -44,21 +44,43 @@ def test_tools_json() -> None:
     code, out = run("tools", "mock", "--json")
     tools = json.loads(out)
     assert code == 0
-    assert [t["function"]["name"] for t in tools] == ["query_members", "query_books", "query_loans", "insert_loans", "update_loans"]
+    assert [t["function"]["name"] for t in tools] == [
+        "query_members",
+        "query_books",
+        "query_loans",
+        "insert_loans",
+        "update_loans",
+    ]
 
 
 def test_call_ok_save_and_state(tmp_path: Path) -> None:
     state = tmp_path / "s.sqlite"
-    code, out = run("call", "mock", "insert_loans", '{"member_id": "m_ana", "book_id": "b_dune", "due_step": 4}', "--save", str(state), "--json")
+    code, out = run(
+        "call",
+        "mock",
+        "insert_loans",
+        '{"member_id": "m_ana", "book_id": "b_dune", "due_step": 4}',
+        "--save",
+        str(state),
+        "--json",
+    )
     payload = json.loads(out)
     assert code == 0 and set(payload) == {"ok", "result", "error", "state_changed"}
     assert payload["ok"] and payload["state_changed"] and payload["error"] is None
-    code, out = run("call", "mock", "query_loans", '{"member_id": "m_ana"}', "--state", str(state), "--json")
+    code, out = run(
+        "call", "mock", "query_loans", '{"member_id": "m_ana"}', "--state", str(state), "--json"
+    )
     assert json.loads(out)["result"]["total"] == 1
 
 
 def test_call_error_is_structured() -> None:
-    code, out = run("call", "mock", "insert_loans", '{"member_id": "m_lapsed", "book_id": "b_dune", "due_step": 4}', "--json")
+    code, out = run(
+        "call",
+        "mock",
+        "insert_loans",
+        '{"member_id": "m_lapsed", "book_id": "b_dune", "due_step": 4}',
+        "--json",
+    )
     payload = json.loads(out)
     assert code == 1
     assert payload["ok"] is False and payload["state_changed"] is False
@@ -73,7 +95,17 @@ def test_call_error_is_structured() -> None:
 def test_diff_json(tmp_path: Path) -> None:
     a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
     run("seed", "mock", str(a))
-    run("call", "mock", "update_loans", '{"id": 1, "status": "RETURNED", "return_step": 5, "late_fee": 0}', "--state", str(a), "--save", str(b), "--json")
+    run(
+        "call",
+        "mock",
+        "update_loans",
+        '{"id": 1, "status": "RETURNED", "return_step": 5, "late_fee": 0}',
+        "--state",
+        str(a),
+        "--save",
+        str(b),
+        "--json",
+    )
     code, out = run("diff", str(a), str(b), "--json")
     payload = json.loads(out)
     assert code == 0 and set(payload) == {"distance", "tables"}
@@ -85,7 +117,9 @@ def test_diff_json(tmp_path: Path) -> None:
 
 def test_bad_spec_is_a_clean_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("name: x\nwiki: {title: t, persona: p}\ntables:\n  - {name: t, tier: nope, access: read-only, columns: [{name: id, type: TEXT}]}\n")
+    bad.write_text(
+        "name: x\nwiki: {title: t, persona: p}\ntables:\n  - {name: t, tier: nope, access: read-only, columns: [{name: id, type: TEXT}]}\n"
+    )
     result = CliRunner().invoke(cli, ["schema", str(bad)])
     assert result.exit_code != 0
     assert f"{bad}:4: tables[0].tier" in result.output

@@ -23,7 +23,13 @@ GOOD = {
     "approval_status": "NOT_REQUIRED",
 }
 QUOTA = {**GOOD, "flight_code": "B6990", "cost": 320}
-CABIN = {**GOOD, "travel_request_id": 1, "flight_code": "AA101", "booking_step": 10, "departure_step": 20}
+CABIN = {
+    **GOOD,
+    "travel_request_id": 1,
+    "flight_code": "AA101",
+    "booking_step": 10,
+    "departure_step": 20,
+}
 
 
 def _show(title: str, tool: str, args: dict[str, Any], env: Environment) -> None:
@@ -44,13 +50,29 @@ def main() -> None:
     )
     env = Environment(domain)
     origin = env.snapshot()
-    _show("1. a director books a business-class flight under $500 (waiver: no approval)", "insert_flight_bookings", GOOD, env)
+    _show(
+        "1. a director books a business-class flight under $500 (waiver: no approval)",
+        "insert_flight_bookings",
+        GOOD,
+        env,
+    )
     before = env.snapshot().data
-    _show("2. a fourth flight on the same request hits the quota (3)", "insert_flight_bookings", QUOTA, env)
+    _show(
+        "2. a fourth flight on the same request hits the quota (3)",
+        "insert_flight_bookings",
+        QUOTA,
+        env,
+    )
     _show("3. a STAFF user asks for BUSINESS class", "insert_flight_bookings", CABIN, env)
-    console.print(f"rejected calls left the database byte-identical: {env.snapshot().data == before}")
+    console.print(
+        f"rejected calls left the database byte-identical: {env.snapshot().data == before}"
+    )
     d = diff(origin, env.snapshot())
-    console.print(Panel(json.dumps(d.to_json(), indent=2), title=f"4. DIFF(origin, now): distance {d.distance}"))
+    console.print(
+        Panel(
+            json.dumps(d.to_json(), indent=2), title=f"4. DIFF(origin, now): distance {d.distance}"
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -57,7 +57,9 @@ class CompiledDomain:
             layout=Layout.from_spec(spec),
             seed=build_image(spec),
             read_only=frozenset(t.name for t in spec.tables if not t.writable),
-            columns_sql={t.name: ", ".join(quote_ident(c) for c in t.column_names) for t in spec.tables},
+            columns_sql={
+                t.name: ", ".join(quote_ident(c) for c in t.column_names) for t in spec.tables
+            },
         )
 
 

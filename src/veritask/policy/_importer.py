@@ -9,9 +9,10 @@ SQL parser dependency (sqlglot), whose SQLite trigger support would need checkin
 
 What does not survive the import: non-constant defaults, composite primary or foreign keys,
 generated columns, partial or expression unique indexes, views, DELETE and INSTEAD OF triggers
-(all rejected with a SpecError); ON DELETE/UPDATE actions and non-unique indexes (dropped). No
-column is marked computed, insert-only or update-only: the DDL does not say which columns the
-system owns. See ``_import_triggers`` for how triggers map onto rules and effects.
+(all rejected with a SpecError); ON DELETE/UPDATE actions, non-unique indexes and PRAGMA
+statements (dropped). No column is marked computed, insert-only or update-only: the DDL does not
+say which columns the system owns. See ``_import_triggers`` for how triggers become rules and
+effects.
 """
 
 from __future__ import annotations

@@ -119,7 +119,8 @@ def _governance(spec: DomainSpec) -> str:
         "2. **WRITEABLE Tables (You can INSERT and UPDATE these):**",
         *_writable_lines(spec),
         '3. **The Universal "No-Delete" Rule:**',
-        "   - You are **STRICTLY FORBIDDEN** from deleting records from any table; no tool deletes.",
+        "   - You are **STRICTLY FORBIDDEN** from deleting records from any table; no tool "
+        "deletes.",
         '   - **Deactivation/Lifecycle Method:** To "remove" a record, use the prescribed update:',
         *_lifecycle_lines(spec),
     ]
@@ -149,7 +150,7 @@ def _conversation(spec: DomainSpec) -> str:
 
 
 def _column_facts(col: Column) -> list[str]:
-    facts = [col.type]
+    facts: list[str] = [col.type]
     if col.primary_key:
         facts.append("primary key, assigned by the system" if col.autoincrement else "primary key")
     elif col.not_null and col.default is None:
@@ -225,8 +226,13 @@ def _threshold_text(threshold: Threshold) -> str:
     return f"Threshold: {threshold.quantity}, {bound} held in {threshold.column}."
 
 
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if not text or text[-1] in ".!?" else f"{text}."
+
+
 def _rule_line(rule: Rule) -> str:
-    text = f"  - **{rule.id}** ({rule.category}): {rule.message.strip()}"
+    text = f"  - **{rule.id}** ({rule.category}): {_sentence(rule.message)}"
     if rule.threshold is not None:
         text += f" {_threshold_text(rule.threshold)}"
     return f"{text} {rule.hint.strip()}".rstrip()
@@ -324,7 +330,7 @@ def _category_lines(spec: DomainSpec, category: str) -> list[str]:
         if rule.threshold is not None:
             text += f" ({_threshold_text(rule.threshold)})"
         lines.append(text)
-    return lines
+    return list(dict.fromkeys(lines))
 
 
 def _or_none(lines: list[str]) -> list[str]:
