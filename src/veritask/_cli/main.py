@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from veritask import __version__
-from veritask._cli import env_cmds
+from veritask._cli import env_cmds, synth_cmds
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -15,6 +15,7 @@ def cli() -> None:
 
 
 env_cmds.register(cli)
+synth_cmds.register(cli)
 
 
 def main() -> None:

@@ -294,27 +294,50 @@ class Environment:
     def _detail(
         self, rule: Rule, tool: ToolSpec, old: tuple[int, Row] | None, args: dict[str, Any]
     ) -> str | None:
-        """Evaluate a rule's ``detail`` expression with NEW/OLD bound as parameters."""
+        """Evaluate a rule's ``detail`` expression for a rejected call."""
         if not rule.detail:
             return None
+        old_row = self._as_dict(tool.table, old[1]) if old is not None else None
+        value = self._evaluate(rule.detail, tool, args, old_row)
+        return None if value is None else str(value)
+
+    def _evaluate(
+        self, expr: str, tool: ToolSpec, args: Mapping[str, Any], old_row: dict[str, Any] | None
+    ) -> Any:
         table = self.spec.table(tool.table)
-        old_row = self._as_dict(tool.table, old[1]) if old is not None else {}
-        new_row = {c.name: c.default for c in table.columns} if old is None else dict(old_row)
+        new_row = {c.name: c.default for c in table.columns} if old_row is None else dict(old_row)
         new_row.update(args)
         params: dict[str, Any] = {}
 
         def bind(m: re.Match[str]) -> str:
             ref, col = m.group(1), m.group(2)
             name = f"{ref.lower()}_{col}"
-            params[name] = (old_row if ref == "OLD" else new_row).get(col)
+            params[name] = ((old_row or {}) if ref == "OLD" else new_row).get(col)
             return f":{name}"
 
-        expr = _NEW_OLD.sub(bind, rule.detail)
+        sql = _NEW_OLD.sub(bind, expr)
         try:
-            value = self._conn.execute(f"SELECT {expr}", params).fetchone()[0]
+            row = self._conn.execute(f"SELECT {sql}", params).fetchone()
         except sqlite3.Error:
             return None
-        return None if value is None else str(value)
+        return row[0]
+
+    def evaluate(self, expr: str, tool: str, args: Mapping[str, Any]) -> Any:
+        """Evaluate an SQL expression over ``NEW`` / ``OLD`` for a prospective call, read-only.
+
+        ``NEW`` is the row the call would write (column defaults, or the current row for an
+        update, overlaid with ``args``); ``OLD`` is the current row for an update. Used to compute
+        the value a calculation rule expects. Returns None when the expression cannot be evaluated.
+        """
+        spec = self.domain.tools[tool]
+        old_row = None
+        if spec.kind == "update" and spec.key is not None and spec.key in args:
+            sql = f"SELECT {self._columns_sql(spec.table)} FROM {quote_ident(spec.table)} WHERE {quote_ident(spec.key)} = ?"
+            found = self._conn.execute(sql, (args[spec.key],)).fetchone()
+            if found is None:
+                return None
+            old_row = self._as_dict(spec.table, found)
+        return self._evaluate(expr, spec, args, old_row)
 
     # -- state -----------------------------------------------------------------------------
 

@@ -171,6 +171,8 @@ def _check_sql_columns(
 def check_references(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
     """Yield (location, message) for every cross-reference the schema cannot check."""
     table_names = [t.name for t in spec.tables]
+    if spec.actor is not None and spec.actor not in table_names:
+        yield ("actor",), f"unknown table {spec.actor!r}"
     for i, table in enumerate(spec.tables):
         if table.name.startswith("vt_"):
             yield (
@@ -214,6 +216,15 @@ def _check_rules(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
             sql = getattr(rule, part)
             if sql:
                 yield from _check_sql_columns(spec, rule.table, sql, (*loc, part), list(rule.on))
+        if rule.repair is not None:
+            if rule.repair.column not in spec.table(rule.table).column_names:
+                yield (
+                    (*loc, "repair", "column"),
+                    f"{rule.table} has no column {rule.repair.column!r}",
+                )
+            yield from _check_sql_columns(
+                spec, rule.table, rule.repair.value, (*loc, "repair", "value"), list(rule.on)
+            )
 
 
 def _check_effects(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
@@ -242,6 +253,12 @@ def _check_transactions(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
         for j, param in enumerate(tx.parameters):
             if param not in cols:
                 yield ("transactions", i, "parameters", j), f"{table} has no column {param!r}"
+        for j, param in enumerate(tx.agent_decides):
+            if param not in tx.parameters:
+                yield (
+                    ("transactions", i, "agent_decides", j),
+                    f"{param!r} is not one of the parameters",
+                )
 
 
 def _check_seed(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:

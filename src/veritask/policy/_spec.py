@@ -156,6 +156,14 @@ class Threshold(_Model):
     """``max``: the quantity may not reach/exceed the limit; ``min``: may not fall below it."""
 
 
+class Repair(_Model):
+    """How to compute the value a calculation rule expects, so a synthesizer can correct a call."""
+
+    column: Identifier
+    value: str
+    """SQL expression over NEW/OLD giving the expected value of ``column``."""
+
+
 class Rule(_Model):
     """A BEFORE-trigger check: when ``condition`` holds the write is rejected."""
 
@@ -173,6 +181,7 @@ class Rule(_Model):
     detail: str | None = None
     """Optional SQL expression (over NEW/OLD) whose value is appended to the message."""
     threshold: Threshold | None = None
+    repair: Repair | None = None
     transaction: str | None = None
     examples: list[Example] = Field(default_factory=list)
 
@@ -198,6 +207,8 @@ class Transaction(_Model):
     goal: str
     tool: str
     parameters: list[Identifier] = Field(default_factory=list)
+    agent_decides: list[Identifier] = Field(default_factory=list)
+    """Parameters the agent must work out from the policy (the user does not state them)."""
     notes: list[str] = Field(default_factory=list)
 
 
@@ -217,6 +228,8 @@ class DomainSpec(_Model):
     name: Identifier
     version: str = "1"
     description: str = ""
+    actor: Identifier | None = None
+    """The entity table whose rows are the users tasks are written for (guessed when unset)."""
     wiki: Wiki
     tables: list[Table] = Field(min_length=1)
     rules: list[Rule] = Field(default_factory=list)

@@ -1,0 +1,201 @@
+"""What the symbolic roles need to know about a domain, derived once from its spec.
+
+Nothing here is domain-specific code: the actor table, ownership paths, row labels, value pools
+and repairs all come from the spec's structure (foreign keys, tiers, enums, rules, thresholds).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from veritask.policy import Column, DomainSpec, Rule, Table, Transaction
+
+_NEW_COL = re.compile(r"\bNEW\.([A-Za-z_][A-Za-z0-9_]*)")
+_NEW_CMP = re.compile(r"\bNEW\.([A-Za-z_][A-Za-z0-9_]*)\s*(?:<=|>=|<|>|=|!=)\s*(-?\d+)")
+_NAME_COLUMNS = ("name", "full_name", "title", "label", "display_name")
+
+
+def derive_seed(*parts: object) -> int:
+    """A 63-bit seed from any parts, stable across processes (unlike ``hash``)."""
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def humanize(name: str) -> str:
+    """``flight_bookings`` -> ``flight booking``; ``trip_purpose`` -> ``trip purpose``."""
+    words = name.split("_")
+    last = words[-1]
+    if last.endswith("ies"):
+        words[-1] = last[:-3] + "y"
+    elif last.endswith(("ches", "shes", "sses", "xes")):
+        words[-1] = last[:-2]
+    elif last.endswith("s") and not last.endswith("ss"):
+        words[-1] = last[:-1]
+    return " ".join(words)
+
+
+def column_words(name: str) -> str:
+    """``departure_step`` -> ``departure step``."""
+    return name.replace("_", " ")
+
+
+@dataclass
+class DomainModel:
+    """Derived facts about a spec used by the Set Designer, Explorer and Projector."""
+
+    spec: DomainSpec
+    actor: str
+    owner_path: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    """table -> [(fk column, parent table), ...] leading to the actor table (NOT NULL FKs)."""
+    label: dict[str, str | None] = field(default_factory=dict)
+    public_keys: set[str] = field(default_factory=set)
+    """Tables whose primary-key values are public codes (reference tables without a name)."""
+    numbers: dict[tuple[str, str], set[int]] = field(default_factory=dict)
+    """Boundary numbers per (table, column) from rule conditions and thresholds."""
+    write_transactions: list[Transaction] = field(default_factory=list)
+
+    @classmethod
+    def from_spec(cls, spec: DomainSpec) -> DomainModel:
+        """Analyse a spec."""
+        model = cls(spec=spec, actor=spec.actor or _guess_actor(spec))
+        for table in spec.tables:
+            model.owner_path[table.name] = _path_to(spec, table.name, model.actor)
+            model.label[table.name] = _label_column(table)
+            if table.tier == "reference" and not any(
+                c.name in _NAME_COLUMNS for c in table.columns
+            ):
+                model.public_keys.add(table.name)
+        model.numbers = _boundary_numbers(spec)
+        model.write_transactions = list(spec.transactions) or _default_transactions(spec)
+        return model
+
+    def named(self, table: str) -> bool:
+        """True when rows of ``table`` have a proper name column (name, title, ...)."""
+        return self.label.get(table) in _NAME_COLUMNS
+
+    def owned(self, table: str) -> bool:
+        """True when rows of ``table`` belong to an actor (directly or through parents)."""
+        return table == self.actor or bool(self.owner_path.get(table))
+
+    def agent_decides(self, tx: Transaction) -> set[str]:
+        """Parameters the agent must derive: declared ones plus columns repaired by calculation rules."""
+        table = tx.tool.partition("_")[2]
+        out = set(tx.agent_decides)
+        for rule in self.spec.rules:
+            if (
+                rule.table == table
+                and rule.repair is not None
+                and rule.repair.column in tx.parameters
+            ):
+                out.add(rule.repair.column)
+        return out
+
+    def rules_for(self, tool: str) -> list[Rule]:
+        """Rules guarding the tool's table and event."""
+        kind, _, table = tool.partition("_")
+        return [r for r in self.spec.rules if r.table == table and kind in r.on]
+
+    def transaction_for(self, rule: Rule) -> Transaction | None:
+        """The SOP a rule belongs to (by id, else the first on the same table and event)."""
+        for tx in self.write_transactions:
+            if rule.transaction and tx.id == rule.transaction:
+                return tx
+        for tx in self.write_transactions:
+            kind, _, table = tx.tool.partition("_")
+            if table == rule.table and kind in rule.on:
+                return tx
+        return None
+
+
+def implicated_columns(rule: Rule, guard: bool = True) -> list[str]:
+    """Columns of the written row a rule looks at (``NEW.<col>``), in order. With
+    ``guard=False`` only the condition counts: the ``when`` guard describes the situation
+    (e.g. "this is a cancellation"), which a correction should not change."""
+    text = f"{rule.when or ''} {rule.condition}" if guard else rule.condition
+    guarded = set(_NEW_COL.findall(rule.when or "")) if not guard else set()
+    seen: list[str] = []
+    for col in _NEW_COL.findall(text):
+        if col not in seen and col not in guarded:
+            seen.append(col)
+    return seen
+
+
+def _guess_actor(spec: DomainSpec) -> str:
+    counts: dict[str, int] = {}
+    for table in spec.tables:
+        if table.tier != "transaction":
+            continue
+        for col in table.columns:
+            if col.references and col.not_null:
+                parent = col.references.split(".")[0]
+                if spec.table(parent).tier == "entity":
+                    counts[parent] = counts.get(parent, 0) + 1
+    if counts:
+        return max(counts, key=lambda t: (counts[t], -[x.name for x in spec.tables].index(t)))
+    return next((t.name for t in spec.tables if t.tier == "entity"), spec.tables[0].name)
+
+
+def _path_to(spec: DomainSpec, start: str, goal: str) -> list[tuple[str, str]]:
+    if start == goal:
+        return []
+    queue: deque[tuple[str, list[tuple[str, str]]]] = deque([(start, [])])
+    seen = {start}
+    while queue:
+        name, path = queue.popleft()
+        for col in spec.table(name).columns:
+            if not (col.references and col.not_null):
+                continue
+            parent = col.references.split(".")[0]
+            if parent == goal:
+                return [*path, (col.name, parent)]
+            if parent not in seen and spec.table(parent).tier != "reference":
+                seen.add(parent)
+                queue.append((parent, [*path, (col.name, parent)]))
+    return []
+
+
+def _is_plain_text(col: Column) -> bool:
+    return col.type == "TEXT" and not col.primary_key and not col.references and col.enum is None
+
+
+def _label_column(table: Table) -> str | None:
+    for name in _NAME_COLUMNS:
+        if name in table.column_names:
+            return name
+    return next((c.name for c in table.columns if _is_plain_text(c)), None)
+
+
+def _boundary_numbers(spec: DomainSpec) -> dict[tuple[str, str], set[int]]:
+    out: dict[tuple[str, str], set[int]] = {}
+    for rule in spec.rules:
+        for col, num in _NEW_CMP.findall(f"{rule.when or ''} {rule.condition}"):
+            n = int(num)
+            out.setdefault((rule.table, col), set()).update({n - 1, n, n + 1})
+    return out
+
+
+def _default_transactions(spec: DomainSpec) -> list[Transaction]:
+    out = []
+    for table in spec.tables:
+        if table.writable:
+            params = [c.name for c in table.columns if c.writable_on_insert]
+            out.append(
+                Transaction(
+                    id=f"create_{table.name}",
+                    name=f"Create {humanize(table.name)}",
+                    goal="",
+                    tool=f"insert_{table.name}",
+                    parameters=params,
+                )
+            )
+    return out
+
+
+def row_key(table: Table, row: dict[str, Any]) -> Any:
+    """The primary-key value of a row (None when the table has none)."""
+    pk = table.primary_key
+    return row[pk[0].name] if pk else None

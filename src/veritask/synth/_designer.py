@@ -1,0 +1,223 @@
+"""The Set Designer: builds s_origin from a spec and a seed (LOGIGEN section 3.4).
+
+Phase 1, resource injection: clones of catalog and actor rows with new names (Faker) and perturbed
+attributes give substitutes (same kind, different name), trade-offs (a cheaper option of another
+type), distractors (look-alikes that are inactive or of the wrong kind) and noise (volume).
+Phase 2, cast assembly and boundary-adjacent seeding: history is written through the domain's own
+write tools, so counters and effects stay consistent, and every quota a rule guards is driven to
+N-1 for some of the cast. The state is then rebased: it is the root the tasks are diffed against.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from faker import Faker
+
+from veritask.env import CompiledDomain, Environment, build_image
+from veritask.policy import Rule, Table
+from veritask.synth._analysis import DomainModel, row_key
+from veritask.synth._sampler import Sampler, StateView
+
+_FAKER: dict[str, Faker] = {}
+
+
+def faker_for(seed: int) -> Faker:
+    """A per-process Faker instance, reseeded for each use."""
+    fk = _FAKER.get("en")
+    if fk is None:
+        fk = _FAKER["en"] = Faker("en_US")
+    fk.seed_instance(seed)
+    return fk
+
+
+@dataclass
+class Scene:
+    """An origin state and who is in it."""
+
+    index: int
+    seed: int
+    origin: bytes
+    cast: list[Any]
+    edge: dict[str, list[Any]] = field(default_factory=dict)
+    """quota rule id -> keys of parent rows placed at N-1."""
+
+
+def _clonable(model: DomainModel, table: Table) -> bool:
+    if (
+        table.tier == "transaction"
+        or table.name in model.public_keys
+        or not model.named(table.name)
+    ):
+        return False
+    if table.primary_key and table.primary_key[0].type != "TEXT":
+        return False
+    for other in model.spec.tables:
+        for group in other.unique:
+            refs = [other.column(c).references for c in group]
+            if any(r and r.split(".")[0] == table.name for r in refs):
+                return False
+    return True
+
+
+def _new_key(existing: list[str], rng: random.Random, taken: set[str]) -> str:
+    base = rng.choice(existing) if existing else "row"
+    prefix = base.rsplit("_", 1)[0] if "_" in base else base
+    for _ in range(1000):
+        key = f"{prefix}_{rng.randint(100, 999)}"
+        if key not in taken:
+            taken.add(key)
+            return key
+    raise RuntimeError("could not find a free key")
+
+
+class SymbolicSetDesigner:
+    """Builds origin states without an LLM."""
+
+    def __init__(self, domain: CompiledDomain, model: DomainModel) -> None:
+        self.domain = domain
+        self.model = model
+
+    def design(self, index: int, seed: int) -> Scene:
+        """The origin of scene ``index`` (deterministic in ``seed``)."""
+        rng = random.Random(seed)
+        faker = faker_for(seed)
+        rows = copy.deepcopy({k: [dict(r) for r in v] for k, v in self.model.spec.seed.items()})
+        for table in self.model.spec.tables:
+            if _clonable(self.model, table):
+                self._inject(table, rows, rng, faker)
+        env = Environment(self.domain, build_image(self.model.spec, rows))
+        view = StateView(self.model, env)
+        sampler = Sampler(self.model, view, rng, faker)
+        actors = [
+            row_key(self.model.spec.table(self.model.actor), r) for r in view.rows(self.model.actor)
+        ]
+        edge = self._boundary(env, view, sampler, rng, actors)
+        env.rebase()
+        origin = env.snapshot().data
+        env.close()
+        rng.shuffle(actors)
+        return Scene(index=index, seed=seed, origin=origin, cast=actors, edge=edge)
+
+    # -- phase 1 ---------------------------------------------------------------------------
+
+    def _inject(
+        self, table: Table, rows: dict[str, list[dict[str, Any]]], rng: random.Random, faker: Faker
+    ) -> None:
+        existing = rows.get(table.name, [])
+        if not existing:
+            return
+        pk = table.primary_key[0].name
+        taken = {str(r[pk]) for r in existing}
+        label = self.model.label[table.name]
+        person = table.name == self.model.actor
+        for _ in range(rng.randint(2, 5)):
+            clone = dict(rng.choice(existing))
+            clone[pk] = _new_key([str(r[pk]) for r in existing], rng, taken)
+            if label:
+                clone[label] = (
+                    faker.name()
+                    if person
+                    else f"{faker.last_name()} {rng.choice(['Group', 'Works', 'House', 'Point', 'Central'])}"
+                )
+            for col in table.columns:
+                if col.primary_key or col.references or col.name == label:
+                    continue
+                if col.computed:
+                    clone[col.name] = (
+                        col.default if col.default is not None else clone.get(col.name)
+                    )
+                elif col.enum is not None and rng.random() < 0.3:
+                    clone[col.name] = rng.choice(col.enum)
+                elif (
+                    col.type in ("INTEGER", "REAL")
+                    and col.enum is None
+                    and isinstance(clone.get(col.name), int | float)
+                ):
+                    scaled = clone[col.name] * rng.uniform(0.6, 1.5)
+                    clone[col.name] = round(scaled) if col.type == "INTEGER" else round(scaled, 2)
+            existing.append(clone)
+        rows[table.name] = existing
+
+    # -- phase 2 ---------------------------------------------------------------------------
+
+    def _quota_rules(self) -> list[Rule]:
+        return [
+            r
+            for r in self.model.spec.rules
+            if r.category == "quota"
+            and r.threshold is not None
+            and r.threshold.value is not None
+            and "." in r.threshold.quantity
+        ]
+
+    def _boundary(
+        self,
+        env: Environment,
+        view: StateView,
+        sampler: Sampler,
+        rng: random.Random,
+        actors: list[Any],
+    ) -> dict[str, list[Any]]:
+        """Drive each quota's counter to N-1 on a few parents, through the write tools."""
+        edge: dict[str, list[Any]] = {}
+        for rule in self._quota_rules():
+            assert rule.threshold is not None and rule.threshold.value is not None
+            parent_table, counter = rule.threshold.quantity.split(".")
+            tx = self.model.transaction_for(rule)
+            if tx is None or not self.model.spec.has_table(parent_table):
+                continue
+            limit = int(rule.threshold.value)
+            parents = view.rows(parent_table)
+            rng.shuffle(parents)
+            placed = []
+            for parent in parents[:5]:
+                goal = limit if len(placed) == 2 else limit - 1  # two at N-1, one full
+                if self._fill(env, view, sampler, tx, parent_table, parent, counter, goal):
+                    placed.append(row_key(self.model.spec.table(parent_table), parent))
+                if len(placed) >= 3:
+                    break
+            edge[rule.id] = placed
+        return edge
+
+    def _fill(
+        self,
+        env: Environment,
+        view: StateView,
+        sampler: Sampler,
+        tx: Any,
+        parent_table: str,
+        parent: dict[str, Any],
+        counter: str,
+        goal: int,
+    ) -> bool:
+        table = self.model.spec.table(parent_table)
+        key = row_key(table, parent)
+        actor = view.owner(parent_table, parent)
+        fk = next(
+            (
+                c.name
+                for c in self.model.spec.table(tx.tool.partition("_")[2]).columns
+                if c.references == f"{parent_table}.{table.primary_key[0].name}"
+            ),
+            None,
+        )
+        if fk is None or tx.tool.partition("_")[0] != "insert":
+            return False
+        for _ in range(12):
+            current = view.get(parent_table, key)
+            if current is None or current.get(counter) is None:
+                return False
+            if current[counter] >= goal:
+                return current[counter] == goal
+            args = sampler.sample(tx, actor)
+            if args is None:
+                return False
+            args[fk] = key
+            if env.call(tx.tool, args).ok:
+                view.invalidate()
+        current = view.get(parent_table, key)
+        return current is not None and current.get(counter) == goal

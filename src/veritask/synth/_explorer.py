@@ -1,0 +1,407 @@
+"""The Explorer: goal-conditioned search over the environment's tools (LOGIGEN section 3.5).
+
+The symbolic Explorer plays both roles. As Client it picks a user goal from the menu the state
+offers (an SOP applied to the actor's own records or a catalogue choice) and makes the imperfect
+first request a real user or a hurried agent would make. As Consultant it resolves descriptions to
+ids through reads, attempts the write, and on a policy violation finds an alternative (a corrected
+calculation, another option, another parent record, or a new one) and tries again. Every write is a
+real environment call, so the state after the episode is the certified s_target.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from veritask.env import Environment, Snapshot, ToolResult
+from veritask.policy import Rule, Transaction
+from veritask.synth._analysis import DomainModel, implicated_columns, row_key
+from veritask.synth._sampler import Sampler, StateView
+from veritask.task import WitnessCall
+
+MAX_ATTEMPTS = 4
+AIM_PROBES = 24
+REPAIR_PROBES = 16
+
+
+@dataclass
+class Hit:
+    """A rejected attempt and what changed to get past it."""
+
+    rule: str
+    changed: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    """param -> (value tried, value accepted)."""
+
+
+@dataclass
+class SubGoalTrace:
+    """One user goal as it was achieved."""
+
+    tx: Transaction
+    args: dict[str, Any]
+    result: dict[str, Any]
+    target: dict[str, Any] | None
+    hits: list[Hit] = field(default_factory=list)
+    decided: set[str] = field(default_factory=set)
+    created_parent: SubGoalTrace | None = None
+
+
+@dataclass
+class Episode:
+    """A whole exploration: the witness, the goals reached, and the target state."""
+
+    actor: Any
+    witness: list[WitnessCall]
+    subgoals: list[SubGoalTrace]
+    refusal: tuple[Transaction, dict[str, Any], dict[str, Any] | None, Rule] | None = None
+    target: bytes = b""
+
+    @property
+    def rejected(self) -> list[str]:
+        """Ids of the rules that rejected witness calls, in order."""
+        return [
+            c.error["violated_rule"]
+            for c in self.witness
+            if not c.ok and c.error and c.error.get("violated_rule")
+        ]
+
+
+def _witness(tool: str, args: dict[str, Any], result: ToolResult) -> WitnessCall:
+    payload = result.to_json()
+    return WitnessCall(
+        tool=tool, args=dict(args), ok=result.ok, result=payload["result"], error=payload["error"]
+    )
+
+
+class SymbolicExplorer:
+    """Explores one task from an origin state."""
+
+    def __init__(
+        self,
+        model: DomainModel,
+        env: Environment,
+        view: StateView,
+        sampler: Sampler,
+        rng: random.Random,
+    ) -> None:
+        self.model = model
+        self.env = env
+        self.view = view
+        self.sampler = sampler
+        self.rng = rng
+        self.witness: list[WitnessCall] = []
+
+    # -- calls -----------------------------------------------------------------------------
+
+    def _call(self, tool: str, args: dict[str, Any]) -> ToolResult:
+        result = self.env.call(tool, args)
+        self.witness.append(_witness(tool, args, result))
+        if result.ok and not tool.startswith("query_"):
+            self.view.invalidate()
+        return result
+
+    def _probe(self, tool: str, args: dict[str, Any], snap: Snapshot) -> ToolResult:
+        """Try a call and undo it: probes never enter the witness."""
+        result = self.env.call(tool, args)
+        if result.ok:
+            self.env.restore(snap)
+        return result
+
+    def _read(self, table: str, filters: dict[str, Any]) -> None:
+        self._call(f"query_{table}", filters)
+
+    # -- reads that ground the goal --------------------------------------------------------
+
+    def authenticate(self, actor: Any) -> None:
+        """Look the user up, as the wiki's authentication protocol asks."""
+        table = self.model.spec.table(self.model.actor)
+        self._read(table.name, {table.primary_key[0].name: actor})
+
+    def _ground(self, tx: Transaction, args: dict[str, Any], actor: Any) -> None:
+        kind, _, name = tx.tool.partition("_")
+        table = self.model.spec.table(name)
+        if kind == "update":
+            key = table.primary_key[0].name
+            self._read(name, {key: args[key]})
+            return
+        for col in table.columns:
+            if col.name not in args or not col.references:
+                continue
+            parent = col.references.split(".")[0]
+            if parent == self.model.actor:
+                continue
+            path = self.model.owner_path.get(parent, [])
+            if len(path) == 1 and path[0][1] == self.model.actor:
+                self._read(parent, {path[0][0]: actor})
+            else:
+                label = self.model.label.get(parent)
+                row = self.view.get(parent, args[col.name])
+                if label and row is not None:
+                    self._read(parent, {label: row[label]})
+                else:
+                    self._read(parent, {col.references.split(".")[1]: args[col.name]})
+
+    # -- one goal --------------------------------------------------------------------------
+
+    def _aim(
+        self, tx: Transaction, actor: Any, rule: Rule, targets: list[dict[str, Any] | None]
+    ) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+        """Search for a first request that this rule rejects (a boundary collision)."""
+        snap = self.env.snapshot()
+        cols = [c for c in implicated_columns(rule) if c in tx.parameters]
+        for _ in range(AIM_PROBES):
+            target = self.rng.choice(targets)
+            args = self.sampler.sample(tx, actor, target)
+            if args is None:
+                continue
+            for c in cols:
+                if self.rng.random() < 0.5:
+                    self._mutate(tx, args, c, actor, target)
+            result = self._probe(tx.tool, args, snap)
+            if result.error is not None and result.error.violated_rule == rule.id:
+                return args, target
+        return None
+
+    def _mutate(
+        self,
+        tx: Transaction,
+        args: dict[str, Any],
+        col: str,
+        actor: Any,
+        target: dict[str, Any] | None,
+    ) -> None:
+        """An imperfect request: a different choice, a missing detail, or a name not on file."""
+        table = self.model.spec.table(tx.tool.partition("_")[2])
+        column = table.column(col)
+        key = table.primary_key[0].name if tx.tool.startswith("update_") else None
+        if col == key:
+            return
+        roll = self.rng.random()
+        if not column.not_null and roll < 0.15:
+            args.pop(col, None)
+        elif column.type == "TEXT" and not column.references and column.enum is None and roll < 0.3:
+            args[col] = ""
+        elif (
+            column.references
+            and self.model.named(column.references.split(".")[0])
+            and not self.model.owned(column.references.split(".")[0])
+            and roll < 0.3
+        ):
+            args[col] = f"{args.get(col, 'x')}_{self.rng.randint(10, 99)}"
+        else:
+            value = self.sampler.value(tx, column, actor, target, naive=False)
+            if value is not None:
+                args[col] = value
+
+    def _candidates(
+        self, tx: Transaction, col: str, actor: Any, target: dict[str, Any] | None, current: Any
+    ) -> list[Any]:
+        table = self.model.spec.table(tx.tool.partition("_")[2])
+        column = table.column(col)
+        if column.references:
+            on_path = any(c == col for c, _ in self.model.owner_path.get(table.name, []))
+            values = self.sampler.fk_candidates(column, actor, on_path)
+        elif column.enum is not None:
+            values = list(column.enum)
+        elif column.type in ("INTEGER", "REAL"):
+            values = list(self.sampler.number_pool(table, column, target))
+        else:
+            values = [self.sampler.text_value(table, column)]
+        values = [v for v in values if v != current]
+        self.rng.shuffle(values)
+        return values
+
+    def _repair(
+        self,
+        tx: Transaction,
+        rule: Rule,
+        args: dict[str, Any],
+        actor: Any,
+        target: dict[str, Any] | None,
+    ) -> dict[str, Any] | None:
+        """An alternative request after ``rule`` rejected ``args``, found by probing."""
+        if rule.repair is not None and rule.repair.column in args:
+            value = self.env.evaluate(rule.repair.value, tx.tool, args)
+            if value is not None and value != args[rule.repair.column]:
+                return {**args, rule.repair.column: value}
+        snap = self.env.snapshot()
+        table = self.model.spec.table(tx.tool.partition("_")[2])
+        key = table.primary_key[0].name if tx.tool.startswith("update_") else None
+        cols = [c for c in implicated_columns(rule, guard=False) if c in tx.parameters and c != key]
+        self.rng.shuffle(cols)
+        if key is not None and not cols:
+            cols = [key]  # the rule is about the record itself: pick another record
+        fallback = None
+        budget = REPAIR_PROBES
+        for col in cols:
+            options = (
+                self._candidates(tx, col, actor, target, args.get(col))
+                if col != key
+                else self._other_targets(tx, actor, args[key])
+            )
+            for value in options[:8]:
+                if budget == 0:
+                    return fallback
+                budget -= 1
+                trial = {**args, col: value}
+                result = self._probe(tx.tool, trial, snap)
+                if result.ok:
+                    return trial
+                err = result.error
+                if (
+                    fallback is None
+                    and err is not None
+                    and err.violated_rule
+                    and err.violated_rule != rule.id
+                ):
+                    fallback = trial
+        return fallback
+
+    def _other_targets(self, tx: Transaction, actor: Any, current: Any) -> list[Any]:
+        table = self.model.spec.table(tx.tool.partition("_")[2])
+        key = table.primary_key[0].name
+        keys = [r[key] for r in self.sampler.target_rows(tx, actor) if r[key] != current]
+        self.rng.shuffle(keys)
+        return keys
+
+    def _new_parent(
+        self, tx: Transaction, rule: Rule, args: dict[str, Any], actor: Any
+    ) -> tuple[dict[str, Any], SubGoalTrace] | None:
+        """After a quota rejection: open a new parent record and use it instead."""
+        table = self.model.spec.table(tx.tool.partition("_")[2])
+        for col in implicated_columns(rule):
+            column = table.column(col) if col in table.column_names else None
+            if column is None or not column.references or col not in args:
+                continue
+            parent, key = column.references.split(".")
+            parent_tx = next(
+                (t for t in self.model.write_transactions if t.tool == f"insert_{parent}"), None
+            )
+            if parent_tx is None:
+                continue
+            trace = self.achieve(parent_tx, actor, aim=None)
+            if trace is not None:
+                return {**args, col: trace.result[key]}, trace
+        return None
+
+    def achieve(
+        self, tx: Transaction, actor: Any, aim: Rule | None, allow_refusal: bool = False
+    ) -> SubGoalTrace | None:
+        """Reach one goal: choose, ground, attempt, repair. Returns None when it cannot be reached;
+        with ``allow_refusal`` a goal the policy forbids outright is recorded as a refusal."""
+        kind = tx.tool.partition("_")[0]
+        targets: list[dict[str, Any] | None] = (
+            list(self.sampler.target_rows(tx, actor)) if kind == "update" else [None]
+        )
+        if not targets:
+            return None
+        first = self._aim(tx, actor, aim, targets) if aim is not None else None
+        if first is None:
+            target = self.rng.choice(targets)
+            args = self.sampler.sample(tx, actor, target)
+            if args is None:
+                return None
+        else:
+            args, target = first
+        self._ground(tx, args, actor)
+        trace = SubGoalTrace(
+            tx=tx,
+            args=args,
+            result={},
+            target=dict(target) if target else None,
+            decided=self.model.agent_decides(tx),
+        )
+        for _ in range(MAX_ATTEMPTS):
+            mark = len(self.witness)
+            result = self._call(tx.tool, args)
+            if result.ok:
+                trace.args, trace.result = args, result.result or {}
+                return trace
+            err = result.error
+            if err is None or not err.violated_rule:
+                del self.witness[mark:]  # a malformed attempt, not a policy collision: drop it
+                return None
+            rule = self.model.spec.rule(err.violated_rule)
+            repaired = self._repair(tx, rule, args, actor, target)
+            if repaired is None and rule.category == "quota":
+                made = self._new_parent(tx, rule, args, actor)
+                if made is not None:
+                    repaired, trace.created_parent = made
+            if repaired is None:
+                if (
+                    allow_refusal
+                    and not trace.hits
+                    and all(c.tool.startswith("query_") or not c.ok for c in self.witness)
+                ):
+                    self.refused = (tx, args, target, rule)
+                return None
+            trace.hits.append(
+                Hit(rule.id, {k: (args.get(k), v) for k, v in repaired.items() if args.get(k) != v})
+            )
+            if kind == "update":
+                key = self.model.spec.table(tx.tool.partition("_")[2]).primary_key[0].name
+                if repaired[key] != args[key]:
+                    target = self.view.get(tx.tool.partition("_")[2], repaired[key])
+                    self._ground(tx, repaired, actor)
+            args = repaired
+        return None
+
+    # -- whole episodes --------------------------------------------------------------------
+
+    def follow_up(self, prev: SubGoalTrace) -> Transaction | None:
+        """A natural next goal: act on the record just written, or a child of it."""
+        written = prev.tx.tool.partition("_")[2]
+        options = []
+        for tx in self.model.write_transactions:
+            kind, _, table = tx.tool.partition("_")
+            t = self.model.spec.table(table)
+            child = any(c.references and c.references.split(".")[0] == written for c in t.columns)
+            if (kind == "insert" and child) or (
+                kind == "update" and table == written and tx is not prev.tx
+            ):
+                options.append(tx)
+        return self.rng.choice(options) if options else None
+
+    def explore(
+        self,
+        actor: Any,
+        first: Transaction,
+        aim: Rule | None,
+        max_goals: int,
+        chain: float,
+        allow_refusal: bool,
+    ) -> Episode | None:
+        """One episode for ``actor``: a first goal (aimed at a rule), maybe follow-ups."""
+        self.witness = []
+        self.refused: tuple[Transaction, dict[str, Any], dict[str, Any] | None, Rule] | None = None
+        self.authenticate(actor)
+        trace = self.achieve(first, actor, aim, allow_refusal=allow_refusal)
+        if trace is None:
+            if self.refused is not None:
+                return Episode(actor, list(self.witness), [], refusal=self.refused)
+            return None
+        goals = [trace]
+        while len(goals) < max_goals and self.rng.random() < chain:
+            nxt = self.follow_up(goals[-1]) or self.rng.choice(self.model.write_transactions)
+            mark, snap = len(self.witness), self.env.snapshot()
+            more = self.achieve(nxt, actor, aim=self._aim_for(nxt))
+            if more is None:
+                del self.witness[mark:]
+                self.env.restore(snap)
+                self.view.invalidate()
+                break
+            goals.append(more)
+        return Episode(actor, list(self.witness), goals)
+
+    def _aim_for(self, tx: Transaction) -> Rule | None:
+        rules = self.model.rules_for(tx.tool)
+        return self.rng.choice(rules) if rules and self.rng.random() < 0.6 else None
+
+
+def owner_of_row(view: StateView, table: str, row: dict[str, Any]) -> Any:
+    """Convenience for callers: the actor owning a row."""
+    return view.owner(table, row)
+
+
+__all__ = ["Episode", "Hit", "SubGoalTrace", "SymbolicExplorer", "owner_of_row", "row_key"]

@@ -1,0 +1,316 @@
+"""``veritask generate``: the certified-synthesis pipeline over work units (scenes).
+
+A run of N tasks is split into units of ``SCENE_SIZE`` tasks that share one origin state. Each
+unit is a pure function of (domain, seed, unit index): it designs the origin, explores tasks from
+it, projects their descriptions, certifies each witness by replaying it on a fresh environment,
+and writes its packages atomically. Units run in any order on any number of processes; a rerun
+skips the units already written, and the manifest is assembled from the units in index order, so
+an interrupted run finishes with the same bytes as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from veritask import __version__
+from veritask.domains import load_domain
+from veritask.env import CompiledDomain, Environment, Snapshot
+from veritask.policy import Rule, render_wiki
+from veritask.synth._analysis import DomainModel, derive_seed
+from veritask.synth._designer import Scene, SymbolicSetDesigner, faker_for
+from veritask.synth._explorer import Episode, SymbolicExplorer
+from veritask.synth._projector import SymbolicProjector
+from veritask.synth._sampler import Sampler, StateView
+from veritask.task import DatasetDir, TaskPackage, WitnessCall, find_spoilers, sha256, text_keys
+
+GENERATOR = f"veritask-symbolic/{__version__}"
+SCENE_SIZE = 8
+ATTEMPTS_PER_TASK = 12
+REFUSAL_EVERY = 3
+"""At most one refusal task in every third unit (under 5% of a run)."""
+
+
+class SpoilerLeak(RuntimeError):
+    """The projected description names something the user cannot know."""
+
+
+@dataclass
+class UnitResult:
+    """What one unit produced, and why candidates were dropped."""
+
+    unit: int
+    packages: int
+    discarded: dict[str, int] = field(default_factory=dict)
+    leaks: list[str] = field(default_factory=list)
+
+
+def replay(env: Environment, origin: bytes, witness: list[WitnessCall]) -> bool:
+    """Replay a witness from ``origin``; True when every call behaves as recorded."""
+    env.restore(origin)
+    for call in witness:
+        result = env.call(call.tool, call.args)
+        if result.ok != call.ok:
+            return False
+        if not result.ok and result.error is not None and call.error is not None:
+            if result.error.violated_rule != call.error.get("violated_rule"):
+                return False
+    return True
+
+
+class UnitWorker:
+    """Produces the packages of one unit. Built once per process."""
+
+    def __init__(self, domain: str) -> None:
+        self.spec = load_domain(domain)
+        self.domain = CompiledDomain.from_spec(self.spec)
+        self.model = DomainModel.from_spec(self.spec)
+        self.designer = SymbolicSetDesigner(self.domain, self.model)
+        self.projector = SymbolicProjector(self.model)
+        self.policy = render_wiki(self.spec)
+        self.spec_hash = self.spec.spec_hash()
+        self.rules: list[Rule] = list(self.spec.rules)
+        self.checker = Environment(self.domain)
+
+    def _aim(self, task_index: int, attempt: int) -> Rule | None:
+        if not self.rules:
+            return None
+        return self.rules[(task_index * 7 + attempt * 3) % len(self.rules)]
+
+    def _episode(
+        self,
+        scene: Scene,
+        env: Environment,
+        view: StateView,
+        rng: random.Random,
+        aim: Rule | None,
+        refusal_ok: bool,
+    ) -> Episode | None:
+        sampler = Sampler(self.model, view, rng, faker_for(rng.getrandbits(32)))
+        explorer = SymbolicExplorer(self.model, env, view, sampler, rng)
+        first = (self.model.transaction_for(aim) if aim else None) or rng.choice(
+            self.model.write_transactions
+        )
+        actors = list(scene.cast)
+        rng.shuffle(actors)
+        # First look for an episode that collides with the aimed rule (coverage), then any.
+        for aimed, allow in ((True, refusal_ok), (False, False)):
+            for actor in actors[:8]:
+                env.restore(scene.origin)
+                view.invalidate()
+                episode = explorer.explore(
+                    actor, first, aim, max_goals=3, chain=0.5, allow_refusal=allow
+                )
+                if episode is not None and (not aimed or aim is None or aim.id in episode.rejected):
+                    return episode
+        return None
+
+    def run(
+        self, domain: str, seed: int, unit: int, count: int, first_index: int, out: Path
+    ) -> UnitResult:
+        """Design the unit's scene and produce ``count`` certified packages."""
+        ds = DatasetDir(out)
+        scene_seed = derive_seed(domain, seed, "scene", unit)
+        scene = self.designer.design(unit, scene_seed)
+        env = Environment(self.domain, scene.origin)
+        view = StateView(self.model, env)
+        internal = text_keys(self.spec, scene.origin)
+        origin_digest = sha256(scene.origin)
+        policy_digest = ds.put_policy(self.policy)
+        result = UnitResult(unit, 0)
+        packages: list[TaskPackage] = []
+        seen: set[str] = set()
+        refusals = 0
+        attempt = 0
+        while len(packages) < count and attempt < ATTEMPTS_PER_TASK * count:
+            index = first_index + len(packages)
+            rng = random.Random(derive_seed(scene_seed, "task", attempt))
+            aim = self._aim(index, attempt)
+            attempt += 1
+            refusal_ok = refusals == 0 and unit % REFUSAL_EVERY == 0
+            episode = self._episode(scene, env, view, rng, aim, refusal_ok)
+            reason = self._admit(episode, scene, env, view, internal, seen)
+            if reason is not None:
+                result.discarded[reason] = result.discarded.get(reason, 0) + 1
+                continue
+            assert episode is not None
+            try:
+                pkg = self._package(
+                    domain, seed, index, scene, episode, view, origin_digest, policy_digest, ds
+                )
+            except SpoilerLeak as leak:
+                result.discarded["spoiler leak"] = result.discarded.get("spoiler leak", 0) + 1
+                result.leaks.append(str(leak))
+                continue
+            refusals += int(pkg.refusal)
+            seen.add(pkg.target)
+            packages.append(pkg)
+        if packages:
+            ds.put_state(scene.origin)
+        ds.write_part(unit, packages)
+        env.close()
+        result.packages = len(packages)
+        return result
+
+    def _admit(
+        self,
+        episode: Episode | None,
+        scene: Scene,
+        env: Environment,
+        view: StateView,
+        internal: set[str],
+        seen: set[str],
+    ) -> str | None:
+        """Why an episode cannot become a package (None when it can)."""
+        if episode is None:
+            return "no reachable goal"
+        target = scene.origin if episode.refusal is not None else env.snapshot().data
+        if (
+            episode.refusal is None
+            and env.distance(Snapshot(scene.origin, self.domain.layout)) == 0
+        ):
+            return "target equals origin"
+        episode.target = target
+        digest = sha256(target)
+        if digest in seen:
+            return "duplicate target"
+        if not replay(self.checker, scene.origin, episode.witness):
+            return "witness does not replay"
+        if self.checker.distance(Snapshot(target, self.domain.layout)) != 0:
+            return "replay does not reach target"
+        return None
+
+    def _package(
+        self,
+        domain: str,
+        seed: int,
+        index: int,
+        scene: Scene,
+        episode: Episode,
+        view: StateView,
+        origin: str,
+        policy: str,
+        ds: DatasetDir,
+    ) -> TaskPackage:
+        view.invalidate()
+        edge = any(scene.edge.values())
+        internal = text_keys(self.spec, scene.origin)
+        proj = self.projector.project(
+            view,
+            episode,
+            edge and "quota" in {self.spec.rule(r).category for r in episode.rejected},
+            internal,
+        )
+        text = proj.task.render()
+        spoilers = find_spoilers(text, self.spec, internal, proj.profile.known_ids)
+        if spoilers:
+            raise SpoilerLeak(f"{spoilers} in {text!r}")
+        target = ds.put_state(episode.target)
+        return TaskPackage(
+            id=f"{domain}-s{seed}-{index:06d}",
+            domain=domain,
+            spec_hash=self.spec_hash,
+            policy=policy,
+            task=proj.task,
+            task_description=text,
+            user_profile=proj.profile,
+            origin=origin,
+            target=target,
+            witness=episode.witness,
+            reward_basis=["state_exact"],
+            difficulty=proj.difficulty,  # type: ignore[arg-type]
+            tags=proj.tags,
+            rules_exercised=sorted(set(episode.rejected)),
+            boundary_hits=len(episode.rejected),
+            refusal=episode.refusal is not None,
+            seed=derive_seed(domain, seed, "task", index),
+            generator=GENERATOR,
+        )
+
+
+_WORKER: UnitWorker | None = None
+
+
+def _init_worker(domain: str) -> None:
+    global _WORKER
+    _WORKER = UnitWorker(domain)
+
+
+def _run_unit(args: tuple[str, int, int, int, int, str]) -> UnitResult:
+    domain, seed, unit, count, first, out = args
+    assert _WORKER is not None
+    return _WORKER.run(domain, seed, unit, count, first, Path(out))
+
+
+@dataclass
+class GenerateSummary:
+    """The outcome of a generate run."""
+
+    out: Path
+    tasks: int
+    units: int
+    resumed_units: int
+    discarded: dict[str, int]
+
+
+def _units(n: int) -> Iterator[tuple[int, int, int]]:
+    for unit in range((n + SCENE_SIZE - 1) // SCENE_SIZE):
+        first = unit * SCENE_SIZE
+        yield unit, min(SCENE_SIZE, n - first), first
+
+
+def generate(
+    domain: str,
+    n: int,
+    seed: int,
+    out: str | Path,
+    workers: int = 1,
+    progress: Callable[[int], None] | None = None,
+) -> GenerateSummary:
+    """Generate ``n`` certified task packages into ``out`` (resumable; deterministic in ``seed``)."""
+    ds = DatasetDir(Path(out))
+    spec = load_domain(domain)
+    info: dict[str, Any] = {
+        "domain": domain,
+        "n": n,
+        "seed": seed,
+        "generator": GENERATOR,
+        "spec_hash": spec.spec_hash(),
+        "scene_size": SCENE_SIZE,
+    }
+    previous = ds.read_run()
+    if previous is not None and previous != info:
+        raise ValueError(f"{out} holds a different run ({previous}); use another directory")
+    ds.root.mkdir(parents=True, exist_ok=True)
+    ds.write_run(info)
+    todo = [(domain, seed, u, c, f, str(ds.root)) for u, c, f in _units(n) if not ds.has_part(u)]
+    units = len(list(_units(n)))
+    discarded: dict[str, int] = {}
+    if progress:
+        progress(sum(c for u, c, _ in _units(n) if ds.has_part(u)))
+    results = _execute(domain, todo, workers)
+    for res in results:
+        for k, v in res.discarded.items():
+            discarded[k] = discarded.get(k, 0) + v
+        if progress:
+            progress(res.packages)
+    tasks = ds.assemble(units, n)
+    return GenerateSummary(ds.root, tasks, units, units - len(todo), discarded)
+
+
+def _execute(
+    domain: str, todo: list[tuple[str, int, int, int, int, str]], workers: int
+) -> Iterator[UnitResult]:
+    if workers <= 1:
+        _init_worker(domain)
+        for item in todo:
+            yield _run_unit(item)
+        return
+    with ProcessPoolExecutor(
+        max_workers=workers, initializer=_init_worker, initargs=(domain,)
+    ) as pool:
+        yield from pool.map(_run_unit, todo)

@@ -1,0 +1,226 @@
+"""Sampling tool arguments from the current state, the spec and a seeded RNG."""
+
+from __future__ import annotations
+
+import random
+import re
+import string
+from typing import Any
+
+from faker import Faker
+
+from veritask.env import Environment
+from veritask.policy import Column, Table, Transaction
+from veritask.synth._analysis import DomainModel, row_key
+
+_PURPOSE_HINTS = (
+    "purpose",
+    "reason",
+    "description",
+    "notes",
+    "note",
+    "comment",
+    "title",
+    "subject",
+)
+
+
+def mimic(value: str, rng: random.Random) -> str:
+    """A new string shaped like ``value``: letters stay letters, digits stay digits."""
+    out = []
+    for ch in value:
+        if ch.isdigit():
+            out.append(rng.choice(string.digits))
+        elif ch.isupper():
+            out.append(rng.choice(string.ascii_uppercase))
+        elif ch.islower():
+            out.append(rng.choice(string.ascii_lowercase))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+class StateView:
+    """Rows of the environment's current state, cached until the next write."""
+
+    def __init__(self, model: DomainModel, env: Environment) -> None:
+        self.model = model
+        self.env = env
+        self._rows: dict[str, list[dict[str, Any]]] = {}
+        self._by_key: dict[str, dict[Any, dict[str, Any]]] = {}
+
+    def invalidate(self) -> None:
+        """Forget cached rows (call after a write or a restore)."""
+        self._rows.clear()
+        self._by_key.clear()
+
+    def rows(self, table: str) -> list[dict[str, Any]]:
+        """All rows of a table."""
+        if table not in self._rows:
+            self._rows[table] = self.env.rows(table)
+        return self._rows[table]
+
+    def get(self, table: str, key: Any) -> dict[str, Any] | None:
+        """The row of ``table`` with primary key ``key``."""
+        if table not in self._by_key:
+            t = self.model.spec.table(table)
+            self._by_key[table] = {row_key(t, r): r for r in self.rows(table)}
+        return self._by_key[table].get(key)
+
+    def owner(self, table: str, row: dict[str, Any]) -> Any:
+        """The actor a row belongs to, following the ownership path; None when unowned."""
+        if table == self.model.actor:
+            return row_key(self.model.spec.table(table), row)
+        current: dict[str, Any] | None = row
+        for col, parent in self.model.owner_path.get(table, []):
+            if current is None:
+                return None
+            value = current[col]
+            if parent == self.model.actor:
+                return value
+            current = self.get(parent, value)
+        return None
+
+    def owned_rows(self, table: str, actor: Any) -> list[dict[str, Any]]:
+        """Rows of ``table`` that belong to ``actor``."""
+        return [r for r in self.rows(table) if self.owner(table, r) == actor]
+
+
+class Sampler:
+    """Draws plausible arguments for a transaction on behalf of an actor."""
+
+    def __init__(
+        self, model: DomainModel, view: StateView, rng: random.Random, faker: Faker
+    ) -> None:
+        self.model = model
+        self.view = view
+        self.rng = rng
+        self.faker = faker
+
+    def target_rows(self, tx: Transaction, actor: Any) -> list[dict[str, Any]]:
+        """Rows an update transaction could apply to for this actor."""
+        table = tx.tool.partition("_")[2]
+        return (
+            self.view.owned_rows(table, actor) if self.model.owned(table) else self.view.rows(table)
+        )
+
+    def fk_candidates(self, col: Column, actor: Any, on_path: bool) -> list[Any]:
+        """Keys a foreign-key argument may take."""
+        assert col.references is not None
+        parent, key = col.references.split(".")
+        if parent == self.model.actor and on_path:
+            return [actor]
+        rows = (
+            self.view.owned_rows(parent, actor)
+            if self.model.owned(parent) and parent != self.model.actor
+            else self.view.rows(parent)
+        )
+        return [r[key] for r in rows]
+
+    def number_pool(
+        self, table: Table, col: Column, target: dict[str, Any] | None
+    ) -> list[int | float]:
+        """Candidate numbers: values seen in the column, boundary numbers from rules and
+        thresholds (N-1, N, N+1), and, for updates, values near the target row's numbers."""
+        pool: set[int | float] = {
+            r[col.name] for r in self.view.rows(table.name) if r[col.name] is not None
+        }
+        pool |= self.model.numbers.get((table.name, col.name), set())
+        for rule in self.model.spec.rules:
+            th = rule.threshold
+            if th and th.column and th.quantity == f"{table.name}.{col.name}":
+                ref_table, ref_col = th.column.split(".")
+                for r in self.view.rows(ref_table):
+                    if isinstance(r[ref_col], int | float):
+                        pool |= {r[ref_col] - 1, r[ref_col], r[ref_col] + 1}
+        if target is not None:
+            kind = col.name.rsplit("_", 1)[-1]
+            base = [v for k, v in target.items() if _is_number(v) and k.rsplit("_", 1)[-1] == kind]
+            pool |= {v + d for v in base for d in (0, 1, 2, 3, 4)}
+        if not pool:
+            pool = {1, 2, 5, 10}
+        return sorted(v for v in pool if not isinstance(v, bool) and v >= 0)
+
+    def text_value(self, table: Table, col: Column) -> str:
+        """A new text value: a sentence for free text, else the shape of an existing value."""
+        existing = [r[col.name] for r in self.view.rows(table.name) if isinstance(r[col.name], str)]
+        if any(h in col.name for h in _PURPOSE_HINTS) or not existing:
+            return f"{self.faker.bs().capitalize()} in {self.faker.city()}"
+        sample = self.rng.choice(existing)
+        return (
+            mimic(sample, self.rng)
+            if re.search(r"\d", sample)
+            else f"{sample} {self.rng.randint(2, 99)}"
+        )
+
+    def value(
+        self, tx: Transaction, col: Column, actor: Any, target: dict[str, Any] | None, naive: bool
+    ) -> Any:
+        """One argument value (``naive``: the default an agent would try without reasoning)."""
+        table = self.model.spec.table(tx.tool.partition("_")[2])
+        on_path = any(c == col.name for c, _ in self.model.owner_path.get(table.name, []))
+        if col.references:
+            options = self.fk_candidates(col, actor, on_path)
+            return self.rng.choice(options) if options else None
+        if col.enum is not None:
+            return self._enum_value(table, col, target, naive)
+        if col.type in ("INTEGER", "REAL"):
+            if naive and target is not None:
+                nums = [
+                    v for k, v in target.items() if _is_number(v) and k != table.primary_key[0].name
+                ]
+                return self.rng.choice([0, max(nums)]) if nums else 0
+            return self.rng.choice(self.number_pool(table, col, target))
+        return self.text_value(table, col)
+
+    def _enum_value(
+        self, table: Table, col: Column, target: dict[str, Any] | None, naive: bool
+    ) -> Any:
+        assert col.enum is not None
+        if naive and col.default in col.enum:
+            return col.default
+        life = table.lifecycle
+        if (
+            target is not None
+            and life is not None
+            and life.column == col.name
+            and self.rng.random() < 0.8
+        ):
+            return self.rng.choice(life.inactive_values)
+        options = [v for v in col.enum if target is None or v != target.get(col.name)] or list(
+            col.enum
+        )
+        return self.rng.choice(options)
+
+    def sample(
+        self, tx: Transaction, actor: Any, target: dict[str, Any] | None = None
+    ) -> dict[str, Any] | None:
+        """Arguments for one call of ``tx`` (None when a required choice has no candidate)."""
+        kind, _, table_name = tx.tool.partition("_")
+        table = self.model.spec.table(table_name)
+        decided = self.model.agent_decides(tx)
+        args: dict[str, Any] = {}
+        if kind == "update":
+            if target is None:
+                return None
+            key = table.primary_key[0].name
+            args[key] = target[key]
+        params = tx.parameters or [c.name for c in table.columns]
+        for name in params:
+            if name in args:
+                continue
+            col = table.column(name)
+            writable = col.writable_on_insert if kind == "insert" else col.writable_on_update
+            if not writable:
+                continue
+            value = self.value(tx, col, actor, target, naive=name in decided)
+            if value is None:
+                if col.required_on_insert and kind == "insert":
+                    return None
+                continue
+            args[name] = value
+        return args

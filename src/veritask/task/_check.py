@@ -1,0 +1,259 @@
+"""Re-certify a dataset directory: replay every witness, diff against s_target, check spoilers.
+
+``check_dataset`` trusts nothing the generator wrote. For each package it restores s_origin into
+an environment of the package's domain (each domain compiled once, one environment per domain
+reused across packages), replays the witness calls in order, compares each outcome with the
+recorded one and diffs the final state against s_target. It also checks that the domain spec is
+still the one the package was generated from, that the task text is spoiler-free and that no two
+packages share an (origin, target) pair.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from veritask.domains import load_domain
+from veritask.env import CompiledDomain, Environment, Snapshot, StateDiff, ToolResult
+from veritask.task._spoiler import find_spoilers, text_keys
+from veritask.task._dataset import DatasetDir, load_dataset
+from veritask.task._package import TaskPackage, WitnessCall
+
+FailureKind = Literal["replay", "diff", "spoiler", "duplicate", "spec_hash"]
+MAX_FAILURES = 100
+"""At most this many failures are listed in a report (all are still counted in the totals)."""
+_ORIGIN_CACHE = 64
+
+
+@dataclass
+class CheckReport:
+    """What ``check_dataset`` found.
+
+    Attributes:
+        tasks: Packages in the manifest.
+        certified: Packages whose witness replayed with the recorded outcomes and ended at
+            s_target (distance 0) under the current domain spec.
+        spoiler_free: Packages whose task description passed the spoiler check.
+        duplicates: Packages whose (origin, target) pair repeats an earlier package's.
+        failures: ``{"id", "kind", "detail"}`` per problem, at most ``MAX_FAILURES`` of them.
+    """
+
+    tasks: int = 0
+    certified: int = 0
+    spoiler_free: int = 0
+    duplicates: int = 0
+    failures: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when every package is certified, spoiler-free, unique and on the current spec."""
+        return not self.failures
+
+    def add_failure(self, task_id: str, kind: FailureKind, detail: str) -> None:
+        """Record one failure (kept only while fewer than ``MAX_FAILURES`` are listed)."""
+        if len(self.failures) < MAX_FAILURES:
+            self.failures.append({"id": task_id, "kind": kind, "detail": detail})
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as ``{"tasks", "certified", "spoiler_free", "duplicates", "failures"}``."""
+        return {
+            "tasks": self.tasks,
+            "certified": self.certified,
+            "spoiler_free": self.spoiler_free,
+            "duplicates": self.duplicates,
+            "failures": [dict(f) for f in self.failures],
+        }
+
+
+@dataclass
+class _Origin:
+    data: bytes
+    keys: set[str]
+
+
+@dataclass
+class _Domain:
+    """One domain as loaded for this run: compiled once, one environment, its current hash."""
+
+    key: str
+    compiled: CompiledDomain
+    spec_hash: str
+    env: Environment
+
+
+class _Checker:
+    """Per-run caches: loaded domains and recently used origins."""
+
+    def __init__(self, ds: DatasetDir) -> None:
+        self.ds = ds
+        self.domains: dict[str, _Domain | str] = {}
+        self.origins: OrderedDict[tuple[str, str], _Origin] = OrderedDict()
+
+    def close(self) -> None:
+        for dom in self.domains.values():
+            if isinstance(dom, _Domain):
+                dom.env.close()
+
+    def domain(self, name: str) -> _Domain | str:
+        """The loaded domain, or why it cannot be loaded."""
+        if name not in self.domains:
+            try:
+                compiled = CompiledDomain.from_spec(load_domain(name))
+            except (ValueError, OSError) as exc:
+                self.domains[name] = f"domain {name!r} cannot be loaded: {exc}"
+            else:
+                hash_ = compiled.spec.spec_hash()
+                self.domains[name] = _Domain(name, compiled, hash_, Environment(compiled))
+        return self.domains[name]
+
+    def origin(self, dom: _Domain, digest: str) -> _Origin:
+        """Origin bytes and their internal ids, read once per (domain, origin) while recent."""
+        key = (dom.key, digest)
+        found = self.origins.get(key)
+        if found is None:
+            data = self.ds.read_state(digest)
+            found = _Origin(data, text_keys(dom.compiled.spec, data))
+            self.origins[key] = found
+            if len(self.origins) > _ORIGIN_CACHE:
+                self.origins.popitem(last=False)
+        else:
+            self.origins.move_to_end(key)
+        return found
+
+
+def _normalize(value: Any) -> Any:
+    """A value as it reads back from JSON (tuples become lists, keys become strings)."""
+    return json.loads(json.dumps(value))
+
+
+def outcome_mismatch(expected: WitnessCall, got: ToolResult) -> str | None:
+    """How a replayed call's outcome differs from the recorded one, or None when it matches.
+
+    Args:
+        expected: The call as the witness recorded it.
+        got: What the environment answered on replay.
+
+    Returns:
+        A short explanation, or None when the ok flag agrees and, for rejected calls, the error
+        code and violated rule agree; for accepted calls, the result payload agrees.
+    """
+    if expected.ok != got.ok:
+        seen = "accepted" if got.ok else f"rejected ({got.error.code if got.error else '?'})"
+        return f"recorded {'accepted' if expected.ok else 'rejected'}, replay {seen}"
+    if got.ok:
+        if _normalize(expected.result) != _normalize(got.result):
+            return f"result differs: recorded {expected.result!r}, replay {got.result!r}"
+        return None
+    recorded = expected.error or {}
+    actual = got.error
+    assert actual is not None
+    for name, value in (("code", actual.code), ("violated_rule", actual.violated_rule)):
+        if recorded.get(name) != value:
+            return f"error {name} differs: recorded {recorded.get(name)!r}, replay {value!r}"
+    return None
+
+
+def _replay(env: Environment, pkg: TaskPackage) -> str | None:
+    for i, call in enumerate(pkg.witness):
+        problem = outcome_mismatch(call, env.call(call.tool, call.args))
+        if problem is not None:
+            return f"call {i} {call.tool}: {problem}"
+    return None
+
+
+def _describe(d: StateDiff) -> str:
+    parts = [f"{name} +{len(t.added)} -{len(t.removed)}" for name, t in d.tables.items()]
+    return f"final state is {d.distance} row(s) from s_target ({', '.join(parts)})"
+
+
+def _check_state(
+    checker: _Checker, dom: _Domain, pkg: TaskPackage, origin: _Origin, report: CheckReport
+) -> None:
+    """Replay and diff; count the package as certified when both pass."""
+    dom.env.restore(origin.data)
+    problem = _replay(dom.env, pkg)
+    if problem is not None:
+        report.add_failure(pkg.id, "replay", problem)
+        return
+    try:
+        d = dom.env.diff(Snapshot(checker.ds.read_state(pkg.target), dom.compiled.layout))
+    except sqlite3.Error as exc:
+        report.add_failure(pkg.id, "diff", f"s_target {pkg.target[:12]}… is not readable: {exc}")
+        return
+    if d.distance:
+        report.add_failure(pkg.id, "diff", _describe(d))
+        return
+    report.certified += 1
+
+
+def _check_spoilers(dom: _Domain, pkg: TaskPackage, origin: _Origin, report: CheckReport) -> None:
+    spec, known = dom.compiled.spec, pkg.user_profile.known_ids
+    found = find_spoilers(pkg.task_description, spec, origin.keys, known)
+    if found:
+        report.add_failure(pkg.id, "spoiler", "; ".join(found))
+    else:
+        report.spoiler_free += 1
+
+
+def _check_package(checker: _Checker, pkg: TaskPackage, report: CheckReport) -> None:
+    dom = checker.domain(pkg.domain)
+    if isinstance(dom, str):
+        report.add_failure(pkg.id, "spec_hash", dom)
+        return
+    if pkg.spec_hash != dom.spec_hash:
+        report.add_failure(
+            pkg.id,
+            "spec_hash",
+            f"generated against spec {pkg.spec_hash[:12]}…, "
+            f"domain {pkg.domain!r} is now {dom.spec_hash[:12]}…",
+        )
+    try:
+        origin = checker.origin(dom, pkg.origin)
+    except sqlite3.Error as exc:
+        report.add_failure(pkg.id, "replay", f"s_origin {pkg.origin[:12]}… is not readable: {exc}")
+        return
+    _check_state(checker, dom, pkg, origin, report)
+    _check_spoilers(dom, pkg, origin, report)
+
+
+def check_dataset(root: str | Path) -> CheckReport:
+    """Re-certify every package of a dataset directory.
+
+    Each package's witness is replayed from s_origin in an environment of its domain (compiled
+    once per domain) and the final state diffed against s_target. A package is *certified* when
+    every call's outcome matches the recording (ok flag; error code and violated rule for
+    rejections; the result for accepted calls) and the distance is 0. Independently, a package
+    whose ``spec_hash`` differs from the current domain spec, whose description names something
+    the user could not know, or whose (origin, target) pair repeats an earlier one's is listed as
+    a failure. A domain that cannot be loaded is reported as a ``spec_hash`` failure.
+
+    Args:
+        root: The dataset directory.
+
+    Returns:
+        The counts and up to ``MAX_FAILURES`` failures.
+
+    Raises:
+        DatasetError: The manifest is invalid or refers to missing states or policies.
+    """
+    ds = DatasetDir(Path(root))
+    packages = load_dataset(ds.root)
+    report = CheckReport(tasks=len(packages))
+    seen: dict[tuple[str, str], str] = {}
+    checker = _Checker(ds)
+    try:
+        for pkg in packages:
+            pair = (pkg.origin, pkg.target)
+            if pair in seen:
+                report.duplicates += 1
+                report.add_failure(pkg.id, "duplicate", f"same origin and target as {seen[pair]!r}")
+            else:
+                seen[pair] = pkg.id
+            _check_package(checker, pkg, report)
+    finally:
+        checker.close()
+    return report

@@ -1,0 +1,112 @@
+"""TaskPackage: one certified task, LOGIGEN's <P, I, E, s_origin, s_target> plus its witness."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Difficulty = Literal["L1", "L2", "L3"]
+TAGS = (
+    "linear",
+    "conditional",
+    "multi-step",
+    "waterfall",
+    "adversarial",
+    "state-based",
+    "hidden-constraint",
+    "refusal",
+)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class WitnessCall(_Model):
+    """One tool call of the witness episode, with what the environment answered."""
+
+    tool: str
+    args: dict[str, Any]
+    ok: bool
+    result: Any = None
+    error: dict[str, Any] | None = None
+
+
+class UserProfile(_Model):
+    """The simulated user: who they are, in the user's own terms."""
+
+    user_id: str
+    name: str
+    archetype: Literal["mismatch", "entangled", "rookie", "edge"]
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    known_ids: list[str] = Field(default_factory=list)
+    """Internal ids the user knows (their own id, public codes); the spoiler check allows them."""
+
+
+class SubGoal(_Model):
+    """One ordered step of the user's plan, with reactions to what the agent may say."""
+
+    title: str
+    request: str
+    reactive_triggers: list[str] = Field(default_factory=list)
+
+
+class TaskDescription(_Model):
+    """The spoiler-free task text in the structure of LOGIGEN Appendix A."""
+
+    who_you_are: str
+    cognitive_gaps: list[str] = Field(default_factory=list)
+    false_beliefs: list[str] = Field(default_factory=list)
+    total_goal: str
+    sub_goals: list[SubGoal] = Field(min_length=1)
+
+    def render(self) -> str:
+        """The description as the text a user simulator reads."""
+        lines = ["WHO YOU ARE:", self.who_you_are, "", "COGNITIVE_GAPS & FALSE BELIEFS (CRITICAL):"]
+        lines += [f"- {gap}" for gap in self.cognitive_gaps]
+        lines += [f"- FALSE BELIEF: {b}" for b in self.false_beliefs] or ["- (No false beliefs.)"]
+        lines += [
+            "",
+            "YOUR_TOTAL_GOAL:",
+            self.total_goal,
+            "",
+            "SUB_GOALS (Must be completed in order):",
+        ]
+        for i, sub in enumerate(self.sub_goals, 1):
+            lines.append(f"{i}. [{sub.title}]")
+            lines.append(f"   - {sub.request}")
+            for trigger in sub.reactive_triggers:
+                lines.append(f"   - REACTIVE_TRIGGER: {trigger}")
+        return "\n".join(lines)
+
+
+class TaskPackage(_Model):
+    """A certified task. States and the policy are stored once each, content-addressed, in the
+    dataset directory; the package refers to them by sha256."""
+
+    id: str
+    domain: str
+    spec_hash: str
+    policy: str
+    """sha256 of the wiki policy text, stored as ``policies/<sha256>.md``."""
+    task: TaskDescription
+    task_description: str
+    user_profile: UserProfile
+    origin: str
+    """sha256 of s_origin, stored as ``states/<sha256>.sqlite``."""
+    target: str
+    """sha256 of s_target (equal to ``origin`` for refusal tasks)."""
+    witness: list[WitnessCall]
+    reward_basis: list[str] = Field(default_factory=lambda: ["state_exact"])
+    difficulty: Difficulty
+    tags: list[str]
+    rules_exercised: list[str]
+    boundary_hits: int
+    refusal: bool = False
+    seed: int
+    generator: str
+
+    def write_tools(self) -> list[str]:
+        """Write tools the witness called successfully."""
+        return sorted({c.tool for c in self.witness if c.ok and not c.tool.startswith("query_")})

@@ -1,0 +1,108 @@
+"""Dataset statistics: difficulty and tag mix, boundary density, rule and tool coverage."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from veritask.domains import load_domain
+from veritask.policy import DomainSpec, build_tools
+from veritask.task._dataset import load_dataset
+from veritask.task._package import TAGS, TaskPackage
+
+_DIFFICULTIES = ("L1", "L2", "L3")
+
+
+def _share(part: int, whole: int) -> float:
+    return round(part / whole, 4) if whole else 0.0
+
+
+def _write_tools(spec: DomainSpec) -> set[str]:
+    return {name for name, tool in build_tools(spec).items() if tool.kind in ("insert", "update")}
+
+
+def _coverage(found: set[str], available: set[str]) -> float:
+    """Share of ``available`` that was found; a domain with nothing to cover counts as 1.0."""
+    return len(found & available) / len(available) if available else 1.0
+
+
+def _domain_coverage(packages: Sequence[TaskPackage], spec: DomainSpec) -> tuple[float, float]:
+    """(rule coverage, write-tool coverage) of one domain's packages."""
+    rules = {r.id for r in spec.rules}
+    exercised = {r for p in packages for r in p.rules_exercised}
+    tools = _write_tools(spec)
+    called = {c.tool for p in packages for c in p.witness if c.ok}
+    return _coverage(exercised, rules), _coverage(called, tools)
+
+
+def _coverages(packages: Sequence[TaskPackage], spec: DomainSpec | None) -> tuple[float, float]:
+    """Coverage per domain, averaged over the domains present (unweighted)."""
+    by_domain: dict[str, list[TaskPackage]] = defaultdict(list)
+    for pkg in packages:
+        by_domain[pkg.domain].append(pkg)
+    if not by_domain:
+        return 0.0, 0.0
+    pairs = [
+        _domain_coverage(group, spec if spec is not None else load_domain(name))
+        for name, group in sorted(by_domain.items())
+    ]
+    rules = sum(r for r, _ in pairs) / len(pairs)
+    tools = sum(t for _, t in pairs) / len(pairs)
+    return round(rules, 4), round(tools, 4)
+
+
+def _tag_counts(packages: Sequence[TaskPackage]) -> dict[str, int]:
+    counts = Counter(t for p in packages for t in p.tags)
+    out = {tag: counts.get(tag, 0) for tag in TAGS}
+    out.update({tag: n for tag, n in sorted(counts.items()) if tag not in out})
+    return out
+
+
+def report_dataset(root: str | Path, spec: DomainSpec | None = None) -> dict[str, Any]:
+    """Statistics of a dataset directory.
+
+    Shares are rounded to 4 decimals and are 0.0 for an empty dataset.
+
+    * ``boundary_density``: share of tasks whose witness hit at least one policy violation
+      (``boundary_hits > 0``).
+    * ``rule_coverage``: rules named in any package's ``rules_exercised`` over the rules of the
+      domain spec.
+    * ``tool_coverage``: write tools (``insert_*`` / ``update_*``) some witness called
+      successfully over the write tools of the domain.
+    * ``refusal_share``: share of refusal tasks.
+
+    When a directory mixes domains, both coverages are computed per domain and then averaged
+    with equal weight per domain (not per task). A domain with no rules (or no write tools)
+    counts as fully covered.
+
+    Args:
+        root: The dataset directory.
+        spec: The domain spec to measure coverage against; by default each package's built-in
+            domain (``load_domain(package.domain)``).
+
+    Returns:
+        ``{"tasks", "difficulty": {"L1", "L2", "L3"}, "tags": {tag: count},
+        "boundary_density", "rule_coverage", "tool_coverage", "mean_witness_calls",
+        "refusal_share"}``; ``tags`` lists every known tag (0 when unused) and any other tag
+        found.
+
+    Raises:
+        DatasetError: The manifest is invalid or refers to missing states or policies.
+    """
+    packages = load_dataset(root)
+    n = len(packages)
+    difficulty = Counter[str](p.difficulty for p in packages)
+    rule_coverage, tool_coverage = _coverages(packages, spec)
+    calls = sum(len(p.witness) for p in packages)
+    return {
+        "tasks": n,
+        "difficulty": {d: difficulty.get(d, 0) for d in _DIFFICULTIES},
+        "tags": _tag_counts(packages),
+        "boundary_density": _share(sum(1 for p in packages if p.boundary_hits > 0), n),
+        "rule_coverage": rule_coverage,
+        "tool_coverage": tool_coverage,
+        "mean_witness_calls": round(calls / n, 4) if n else 0.0,
+        "refusal_share": _share(sum(1 for p in packages if p.refusal), n),
+    }
