@@ -130,3 +130,53 @@ def test_every_command_is_documented() -> None:
     documented = set(re.findall(r"veritask ([a-z][a-z-]+)", text))
     missing = set(cli.commands) - documented
     assert not missing, f"README does not document: {sorted(missing)}"
+
+
+def test_generate_check_report_export(tmp_path: Path) -> None:
+    out = tmp_path / "ds"
+    code, text = run(
+        "generate", "--domain", "mock", "--n", "12", "--seed", "5", "--out", str(out), "--json"
+    )
+    assert code == 0
+    summary = json.loads(text)
+    assert summary["tasks"] == 12 and set(summary) == {
+        "out",
+        "tasks",
+        "units",
+        "resumed_units",
+        "discarded",
+    }
+    code, text = run("check", str(out), "--json")
+    check = json.loads(text)
+    assert code == 0 and set(check) == {
+        "tasks",
+        "certified",
+        "spoiler_free",
+        "duplicates",
+        "failures",
+    }
+    assert check["certified"] == check["spoiler_free"] == 12
+    code, text = run("report", str(out), "--json")
+    report = json.loads(text)
+    assert set(report) == {
+        "tasks",
+        "difficulty",
+        "tags",
+        "boundary_density",
+        "rule_coverage",
+        "tool_coverage",
+        "mean_witness_calls",
+        "refusal_share",
+    }
+    code, text = run("export", str(out), "--format", "tau2", "--out", str(tmp_path / "t.json"))
+    assert code == 0 and len(json.loads((tmp_path / "t.json").read_text())) == 12
+    code, text = run(
+        "generate", "--domain", "mock", "--n", "12", "--seed", "5", "--out", str(out), "--json"
+    )
+    assert json.loads(text)["resumed_units"] == json.loads(text)["units"]
+
+
+def test_check_of_a_broken_dataset_fails_cleanly(tmp_path: Path) -> None:
+    (tmp_path / "manifest.jsonl").write_text("{not json\n")
+    result = CliRunner().invoke(cli, ["check", str(tmp_path), "--json"])
+    assert result.exit_code != 0 and "manifest.jsonl:1" in result.output

@@ -1,78 +1,81 @@
-"""``make demo``: the environment engine at work on the built-in travel domain, offline."""
+"""``make demo``: certified task synthesis on the built-in travel domain, offline.
+
+It generates a small dataset (resumable: rerunning finishes or reuses it), checks every package by
+replaying its witness, reports the dataset's shape, and prints one task as the user simulator and
+the grader would see it.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import sys
+from pathlib import Path
 
 from rich.console import Console
 from rich.panel import Panel
+from rich.table import Table
 
 from veritask.domains import load_domain
-from veritask.env import CompiledDomain, Environment, diff
+from veritask.synth import generate
+from veritask.task import check_dataset, load_dataset, report_dataset
 
 console = Console()
-
-GOOD = {
-    "travel_request_id": 2,
-    "flight_code": "DL488",
-    "cost": 480,
-    "class": "BUSINESS",
-    "departure_step": 18,
-    "booking_step": 6,
-    "approval_status": "NOT_REQUIRED",
-}
-QUOTA = {**GOOD, "flight_code": "B6990", "cost": 320}
-CABIN = {
-    **GOOD,
-    "travel_request_id": 1,
-    "flight_code": "AA101",
-    "booking_step": 10,
-    "departure_step": 20,
-}
+OUT = Path("out/demo-travel")
+N = 200
 
 
-def _show(title: str, tool: str, args: dict[str, Any], env: Environment) -> None:
-    result = env.call(tool, args)
-    style = "green" if result.ok else "red"
-    body = f"{tool}({json.dumps(args)})\n\n" + json.dumps(result.to_json(), indent=2)
-    console.print(Panel(body, title=title, border_style=style))
+def _summary_table(check: dict[str, object], report: dict[str, object]) -> Table:
+    table = Table("measure", "value", title="travel: check + report")
+    for key in ("tasks", "certified", "spoiler_free", "duplicates"):
+        table.add_row(key, str(check[key]))
+    for key in (
+        "difficulty",
+        "boundary_density",
+        "rule_coverage",
+        "tool_coverage",
+        "mean_witness_calls",
+        "refusal_share",
+    ):
+        table.add_row(key, json.dumps(report[key]))
+    table.add_row("tags", json.dumps(report["tags"]))
+    return table
 
 
 def main() -> None:
-    """Compile travel, book a flight, get two rejections with structured errors, show the diff."""
+    """Generate, check and report a travel dataset, then show one task."""
     spec = load_domain("travel")
-    domain = CompiledDomain.from_spec(spec)
-    console.rule("[bold]veritask demo: the corporate travel domain (LOGIGEN Appendix A)")
+    console.rule(
+        "[bold]veritask demo: certified tasks from the corporate travel domain (LOGIGEN Appendix A)"
+    )
     console.print(
-        f"compiled [bold]{spec.name}[/bold]: {len(spec.tables)} tables, {len(spec.rules)} rules "
-        f"(BEFORE triggers), {len(spec.effects)} effects (AFTER triggers), {len(domain.tools)} tools"
+        f"domain [bold]{spec.name}[/bold]: {len(spec.tables)} tables, {len(spec.rules)} rules, {len(spec.effects)} effects"
     )
-    env = Environment(domain)
-    origin = env.snapshot()
-    _show(
-        "1. a director books a business-class flight under $500 (waiver: no approval)",
-        "insert_flight_bookings",
-        GOOD,
-        env,
-    )
-    before = env.snapshot().data
-    _show(
-        "2. a fourth flight on the same request hits the quota (3)",
-        "insert_flight_bookings",
-        QUOTA,
-        env,
-    )
-    _show("3. a STAFF user asks for BUSINESS class", "insert_flight_bookings", CABIN, env)
+    summary = generate("travel", N, 0, OUT)
     console.print(
-        f"rejected calls left the database byte-identical: {env.snapshot().data == before}"
+        f"generated {summary.tasks} packages into {OUT} ({summary.resumed_units}/{summary.units} units reused)"
     )
-    d = diff(origin, env.snapshot())
+    check = check_dataset(OUT).to_json()
+    report = report_dataset(OUT)
+    console.print(_summary_table(check, report))
+    packages = load_dataset(OUT)
+    pkg = next((p for p in packages if p.difficulty == "L3" and "waterfall" in p.tags), packages[0])
     console.print(
-        Panel(
-            json.dumps(d.to_json(), indent=2), title=f"4. DIFF(origin, now): distance {d.distance}"
+        Panel(pkg.task_description, title=f"{pkg.id}: {pkg.difficulty} {', '.join(pkg.tags)}")
+    )
+    lines = []
+    for call in pkg.witness:
+        verdict = (
+            "ok"
+            if call.ok
+            else f"REJECTED {call.error['code'] if call.error else ''} ({call.error['violated_rule'] if call.error else ''})"
         )
+        lines.append(f"{call.tool}({json.dumps(call.args)}) -> {verdict}")
+    console.print(Panel("\n".join(lines), title="witness episode (replayed by `veritask check`)"))
+    console.print(
+        f"next: veritask check {OUT} --json | veritask report {OUT} --json | veritask export {OUT} --format tau2 --out tasks.json"
     )
+    if check["certified"] != check["tasks"]:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

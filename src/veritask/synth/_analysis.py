@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from veritask.policy import Column, DomainSpec, Rule, Table, Transaction
+from veritask.policy._sql import rule_condition
 
 _NEW_COL = re.compile(r"\bNEW\.([A-Za-z_][A-Za-z0-9_]*)")
 _NEW_CMP = re.compile(r"\bNEW\.([A-Za-z_][A-Za-z0-9_]*)\s*(?:<=|>=|<|>|=|!=)\s*(-?\d+)")
@@ -56,6 +57,8 @@ class DomainModel:
     """Tables whose primary-key values are public codes (reference tables without a name)."""
     numbers: dict[tuple[str, str], set[int]] = field(default_factory=dict)
     """Boundary numbers per (table, column) from rule conditions and thresholds."""
+    sources: dict[tuple[str, str], set[tuple[str, str]]] = field(default_factory=dict)
+    """Columns of other tables whose values bound a written column (see number_sources)."""
     write_transactions: list[Transaction] = field(default_factory=list)
 
     @classmethod
@@ -70,6 +73,7 @@ class DomainModel:
             ):
                 model.public_keys.add(table.name)
         model.numbers = _boundary_numbers(spec)
+        model.sources = number_sources(spec)
         model.write_transactions = list(spec.transactions) or _default_transactions(spec)
         return model
 
@@ -100,15 +104,17 @@ class DomainModel:
         return [r for r in self.spec.rules if r.table == table and kind in r.on]
 
     def transaction_for(self, rule: Rule) -> Transaction | None:
-        """The SOP a rule belongs to (by id, else the first on the same table and event)."""
-        for tx in self.write_transactions:
-            if rule.transaction and tx.id == rule.transaction:
-                return tx
-        for tx in self.write_transactions:
+        """The SOP whose tool the rule guards: the rule's own SOP when its tool writes the rule's
+        table with the rule's event, else the first SOP that does."""
+
+        def guards(tx: Transaction) -> bool:
             kind, _, table = tx.tool.partition("_")
-            if table == rule.table and kind in rule.on:
-                return tx
-        return None
+            return table == rule.table and kind in rule.on
+
+        own = [tx for tx in self.write_transactions if tx.id == rule.transaction and guards(tx)]
+        return next(iter(own), None) or next(
+            (tx for tx in self.write_transactions if guards(tx)), None
+        )
 
 
 def implicated_columns(rule: Rule, guard: bool = True) -> list[str]:
@@ -116,6 +122,7 @@ def implicated_columns(rule: Rule, guard: bool = True) -> list[str]:
     ``guard=False`` only the condition counts: the ``when`` guard describes the situation
     (e.g. "this is a cancellation"), which a correction should not change."""
     text = f"{rule.when or ''} {rule.condition}" if guard else rule.condition
+    text = text.replace("{threshold}", "0")
     guarded = set(_NEW_COL.findall(rule.when or "")) if not guard else set()
     seen: list[str] = []
     for col in _NEW_COL.findall(text):
@@ -172,9 +179,37 @@ def _label_column(table: Table) -> str | None:
 def _boundary_numbers(spec: DomainSpec) -> dict[tuple[str, str], set[int]]:
     out: dict[tuple[str, str], set[int]] = {}
     for rule in spec.rules:
-        for col, num in _NEW_CMP.findall(f"{rule.when or ''} {rule.condition}"):
+        text = f"{rule.when or ''} {rule_condition(rule)}"
+        for col, num in _NEW_CMP.findall(text):
             n = int(num)
             out.setdefault((rule.table, col), set()).update({n - 1, n, n + 1})
+    return out
+
+
+def number_sources(spec: DomainSpec) -> dict[tuple[str, str], set[tuple[str, str]]]:
+    """For each written numeric column a rule compares, the numeric columns of other tables the
+    same condition mentions (a deadline, a cap): their values are the boundaries to probe."""
+    numeric = {
+        c.name: t.name
+        for t in spec.tables
+        for c in t.columns
+        if c.type in ("INTEGER", "REAL")
+        and not c.primary_key
+        and not c.references
+        and c.enum is None
+    }
+    out: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for rule in spec.rules:
+        text = rule_condition(rule)
+        written = [c for c in _NEW_COL.findall(text) if c in spec.table(rule.table).column_names]
+        others = {
+            (numeric[w], w)
+            for w in re.findall(r"\.([a-z][a-z0-9_]*)\b", text)
+            if w in numeric and numeric[w] != rule.table
+        }
+        for col in written:
+            if spec.table(rule.table).column(col).type in ("INTEGER", "REAL") and others:
+                out.setdefault((rule.table, col), set()).update(others)
     return out
 
 

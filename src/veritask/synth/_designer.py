@@ -18,8 +18,9 @@ from typing import Any
 from faker import Faker
 
 from veritask.env import CompiledDomain, Environment, build_image
-from veritask.policy import Rule, Table
+from veritask.policy import Rule, Table, Transaction
 from veritask.synth._analysis import DomainModel, row_key
+from veritask.synth._explorer import SymbolicExplorer
 from veritask.synth._sampler import Sampler, StateView
 
 _FAKER: dict[str, Faker] = {}
@@ -162,7 +163,8 @@ class SymbolicSetDesigner:
         rng: random.Random,
         actors: list[Any],
     ) -> dict[str, list[Any]]:
-        """Drive each quota's counter to N-1 on a few parents, through the write tools."""
+        """Drive each quota's counter to N-1 (and one to N) on a few parents, through the tools."""
+        explorer = SymbolicExplorer(self.model, env, view, sampler, rng)
         edge: dict[str, list[Any]] = {}
         for rule in self._quota_rules():
             assert rule.threshold is not None and rule.threshold.value is not None
@@ -171,53 +173,76 @@ class SymbolicSetDesigner:
             if tx is None or not self.model.spec.has_table(parent_table):
                 continue
             limit = int(rule.threshold.value)
-            parents = view.rows(parent_table)
+            parents = list(view.rows(parent_table))
             rng.shuffle(parents)
-            placed = []
+            placed: list[Any] = []
             for parent in parents[:5]:
                 goal = limit if len(placed) == 2 else limit - 1  # two at N-1, one full
-                if self._fill(env, view, sampler, tx, parent_table, parent, counter, goal):
+                if self._fill(explorer, view, tx, parent_table, parent, counter, goal):
                     placed.append(row_key(self.model.spec.table(parent_table), parent))
                 if len(placed) >= 3:
                     break
+            if not placed:
+                placed = self._from_examples(env, view, rule, parent_table, counter, limit)
             edge[rule.id] = placed
         return edge
 
-    def _fill(
+    def _from_examples(
         self,
         env: Environment,
         view: StateView,
-        sampler: Sampler,
-        tx: Any,
+        rule: Rule,
+        parent_table: str,
+        counter: str,
+        goal: int,
+    ) -> list[Any]:
+        """Fallback when no generic fill works: replay the spec's own boundary example up to the
+        rejected call, which leaves its record full (at N)."""
+        table = self.model.spec.table(parent_table)
+        for example in rule.examples:
+            idx = next((i for i, c in enumerate(example.calls) if c.expect == rule.id), None)
+            if idx is None:
+                continue
+            setup = [c for c in example.calls[:idx] if c.expect == "ok"]
+            snap = env.snapshot()
+            if not all(env.call(c.tool, c.args).ok for c in setup):
+                env.restore(snap)
+                view.invalidate()
+                continue
+            view.invalidate()
+            keys = [row_key(table, r) for r in view.rows(parent_table) if r.get(counter) == goal]
+            if keys:
+                return keys
+        return []
+
+    def _link(self, tx: Transaction, parent_table: str) -> str | None:
+        """The column of the transaction's table that points at the parent (or the owner path)."""
+        table = self.model.spec.table(tx.tool.partition("_")[2])
+        pk = self.model.spec.table(parent_table).primary_key[0].name
+        return next((c.name for c in table.columns if c.references == f"{parent_table}.{pk}"), None)
+
+    def _fill(
+        self,
+        explorer: SymbolicExplorer,
+        view: StateView,
+        tx: Transaction,
         parent_table: str,
         parent: dict[str, Any],
         counter: str,
         goal: int,
     ) -> bool:
-        table = self.model.spec.table(parent_table)
-        key = row_key(table, parent)
+        key = row_key(self.model.spec.table(parent_table), parent)
         actor = view.owner(parent_table, parent)
-        fk = next(
-            (
-                c.name
-                for c in self.model.spec.table(tx.tool.partition("_")[2]).columns
-                if c.references == f"{parent_table}.{table.primary_key[0].name}"
-            ),
-            None,
-        )
-        if fk is None or tx.tool.partition("_")[0] != "insert":
+        link = self._link(tx, parent_table)
+        if actor is None or link is None:
             return False
-        for _ in range(12):
+        for _ in range(3 * goal + 6):
             current = view.get(parent_table, key)
-            if current is None or current.get(counter) is None:
+            if current is None or not isinstance(current.get(counter), int):
                 return False
             if current[counter] >= goal:
-                return current[counter] == goal
-            args = sampler.sample(tx, actor)
-            if args is None:
-                return False
-            args[fk] = key
-            if env.call(tx.tool, args).ok:
-                view.invalidate()
+                return bool(current[counter] == goal)
+            explorer.witness = []
+            explorer.achieve(tx, actor, aim=None, fixed={link: key})
         current = view.get(parent_table, key)
         return current is not None and current.get(counter) == goal

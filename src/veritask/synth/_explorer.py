@@ -21,7 +21,8 @@ from veritask.synth._sampler import Sampler, StateView
 from veritask.task import WitnessCall
 
 MAX_ATTEMPTS = 4
-AIM_PROBES = 24
+AIM_PROBES = 8
+AIM_STEPS = 3
 REPAIR_PROBES = 16
 
 
@@ -55,6 +56,9 @@ class Episode:
     witness: list[WitnessCall]
     subgoals: list[SubGoalTrace]
     refusal: tuple[Transaction, dict[str, Any], dict[str, Any] | None, Rule] | None = None
+    """A goal the policy forbids outright, when the whole task is that refusal."""
+    declined: tuple[Transaction, dict[str, Any], dict[str, Any] | None, Rule] | None = None
+    """A first goal the policy forbade, which the user gave up before the goals that follow."""
     target: bytes = b""
 
     @property
@@ -76,6 +80,8 @@ def _witness(tool: str, args: dict[str, Any], result: ToolResult) -> WitnessCall
 
 class SymbolicExplorer:
     """Explores one task from an origin state."""
+
+    refused: tuple[Transaction, dict[str, Any], dict[str, Any] | None, Rule] | None = None
 
     def __init__(
         self,
@@ -147,7 +153,10 @@ class SymbolicExplorer:
     def _aim(
         self, tx: Transaction, actor: Any, rule: Rule, targets: list[dict[str, Any] | None]
     ) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
-        """Search for a first request that this rule rejects (a boundary collision)."""
+        """Search for a first request that this rule rejects (a boundary collision).
+
+        A random request is walked toward the rule: while an earlier rule rejects it, that rule is
+        repaired; once it would pass, the columns the aimed rule looks at are perturbed."""
         snap = self.env.snapshot()
         cols = [c for c in implicated_columns(rule) if c in tx.parameters]
         for _ in range(AIM_PROBES):
@@ -155,12 +164,24 @@ class SymbolicExplorer:
             args = self.sampler.sample(tx, actor, target)
             if args is None:
                 continue
-            for c in cols:
-                if self.rng.random() < 0.5:
-                    self._mutate(tx, args, c, actor, target)
-            result = self._probe(tx.tool, args, snap)
-            if result.error is not None and result.error.violated_rule == rule.id:
-                return args, target
+            for step in range(AIM_STEPS):
+                if step == 0 or self.rng.random() < 0.5:
+                    for c in cols:
+                        if self.rng.random() < 0.5:
+                            self._mutate(tx, args, c, actor, target)
+                result = self._probe(tx.tool, args, snap)
+                err = result.error
+                if err is not None and err.violated_rule == rule.id:
+                    return args, target
+                if err is not None and err.violated_rule:
+                    fixed = self._repair(
+                        tx, self.model.spec.rule(err.violated_rule), args, actor, target
+                    )
+                    if fixed is None:
+                        break
+                    args = fixed
+                elif err is not None:
+                    break
         return None
 
     def _mutate(
@@ -286,14 +307,28 @@ class SymbolicExplorer:
         return None
 
     def achieve(
-        self, tx: Transaction, actor: Any, aim: Rule | None, allow_refusal: bool = False
+        self,
+        tx: Transaction,
+        actor: Any,
+        aim: Rule | None,
+        allow_refusal: bool = False,
+        fixed: dict[str, Any] | None = None,
     ) -> SubGoalTrace | None:
         """Reach one goal: choose, ground, attempt, repair. Returns None when it cannot be reached;
-        with ``allow_refusal`` a goal the policy forbids outright is recorded as a refusal."""
+        with ``allow_refusal`` a goal the policy forbids outright is recorded as a refusal.
+        ``fixed`` pins arguments (e.g. the parent record a seeder fills)."""
         kind = tx.tool.partition("_")[0]
         targets: list[dict[str, Any] | None] = (
             list(self.sampler.target_rows(tx, actor)) if kind == "update" else [None]
         )
+        if fixed and kind == "update":
+            table = self.model.spec.table(tx.tool.partition("_")[2])
+            targets = [
+                t
+                for t in targets
+                if t is not None
+                and all(t.get(k) == v for k, v in fixed.items() if k in table.column_names)
+            ]
         if not targets:
             return None
         first = self._aim(tx, actor, aim, targets) if aim is not None else None
@@ -302,8 +337,11 @@ class SymbolicExplorer:
             args = self.sampler.sample(tx, actor, target)
             if args is None:
                 return None
+            if fixed and kind == "insert":
+                args.update(fixed)
         else:
             args, target = first
+        start = len(self.witness)
         self._ground(tx, args, actor)
         trace = SubGoalTrace(
             tx=tx,
@@ -312,6 +350,7 @@ class SymbolicExplorer:
             target=dict(target) if target else None,
             decided=self.model.agent_decides(tx),
         )
+        first_refusal = None
         for _ in range(MAX_ATTEMPTS):
             mark = len(self.witness)
             result = self._call(tx.tool, args)
@@ -323,19 +362,15 @@ class SymbolicExplorer:
                 del self.witness[mark:]  # a malformed attempt, not a policy collision: drop it
                 return None
             rule = self.model.spec.rule(err.violated_rule)
+            if first_refusal is None:
+                first_refusal = (tx, dict(args), target, rule)
             repaired = self._repair(tx, rule, args, actor, target)
             if repaired is None and rule.category == "quota":
                 made = self._new_parent(tx, rule, args, actor)
                 if made is not None:
                     repaired, trace.created_parent = made
             if repaired is None:
-                if (
-                    allow_refusal
-                    and not trace.hits
-                    and all(c.tool.startswith("query_") or not c.ok for c in self.witness)
-                ):
-                    self.refused = (tx, args, target, rule)
-                return None
+                break
             trace.hits.append(
                 Hit(rule.id, {k: (args.get(k), v) for k, v in repaired.items() if args.get(k) != v})
             )
@@ -345,6 +380,11 @@ class SymbolicExplorer:
                     target = self.view.get(tx.tool.partition("_")[2], repaired[key])
                     self._ground(tx, repaired, actor)
             args = repaired
+        # Out of alternatives: if nothing was written, the user has to give this goal up.
+        if first_refusal is not None and all(
+            c.tool.startswith("query_") or not c.ok for c in self.witness[start:]
+        ):
+            self.refused = first_refusal
         return None
 
     # -- whole episodes --------------------------------------------------------------------
@@ -357,9 +397,7 @@ class SymbolicExplorer:
             kind, _, table = tx.tool.partition("_")
             t = self.model.spec.table(table)
             child = any(c.references and c.references.split(".")[0] == written for c in t.columns)
-            if (kind == "insert" and child) or (
-                kind == "update" and table == written and tx is not prev.tx
-            ):
+            if (kind == "insert" and child) or (kind == "update" and table == written):
                 options.append(tx)
         return self.rng.choice(options) if options else None
 
@@ -374,13 +412,26 @@ class SymbolicExplorer:
     ) -> Episode | None:
         """One episode for ``actor``: a first goal (aimed at a rule), maybe follow-ups."""
         self.witness = []
-        self.refused: tuple[Transaction, dict[str, Any], dict[str, Any] | None, Rule] | None = None
+        self.refused = None
         self.authenticate(actor)
+        snap = self.env.snapshot()
         trace = self.achieve(first, actor, aim, allow_refusal=allow_refusal)
+        declined = None
         if trace is None:
-            if self.refused is not None:
+            if self.refused is None:
+                return None
+            self.env.restore(snap)  # a forbidden goal leaves nothing behind
+            self.view.invalidate()
+            if allow_refusal:
                 return Episode(actor, list(self.witness), [], refusal=self.refused)
-            return None
+            # the user accepts the refusal and moves on to another request
+            declined = self.refused
+            nxt = self.rng.choice(
+                [t for t in self.model.write_transactions if t is not first] or [first]
+            )
+            trace = self.achieve(nxt, actor, aim=self._aim_for(nxt))
+            if trace is None:
+                return None
         goals = [trace]
         while len(goals) < max_goals and self.rng.random() < chain:
             nxt = self.follow_up(goals[-1]) or self.rng.choice(self.model.write_transactions)
@@ -392,7 +443,7 @@ class SymbolicExplorer:
                 self.view.invalidate()
                 break
             goals.append(more)
-        return Episode(actor, list(self.witness), goals)
+        return Episode(actor, list(self.witness), goals, declined=declined)
 
     def _aim_for(self, tx: Transaction) -> Rule | None:
         rules = self.model.rules_for(tx.tool)

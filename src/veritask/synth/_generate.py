@@ -56,9 +56,13 @@ def replay(env: Environment, origin: bytes, witness: list[WitnessCall]) -> bool:
         result = env.call(call.tool, call.args)
         if result.ok != call.ok:
             return False
-        if not result.ok and result.error is not None and call.error is not None:
-            if result.error.violated_rule != call.error.get("violated_rule"):
-                return False
+        if (
+            not result.ok
+            and result.error is not None
+            and call.error is not None
+            and result.error.violated_rule != call.error.get("violated_rule")
+        ):
+            return False
     return True
 
 
@@ -97,9 +101,20 @@ class UnitWorker:
         )
         actors = list(scene.cast)
         rng.shuffle(actors)
+        if aim is not None and scene.edge.get(aim.id):
+            # a quota aim: start with the users who own the records placed at the boundary
+            parent = aim.threshold.quantity.split(".")[0] if aim.threshold else ""
+            env.restore(scene.origin)
+            view.invalidate()
+            owners = list(
+                dict.fromkeys(
+                    view.owner(parent, r) for k in scene.edge[aim.id] if (r := view.get(parent, k))
+                )
+            )
+            actors = [a for a in owners if a is not None] + [a for a in actors if a not in owners]
         # First look for an episode that collides with the aimed rule (coverage), then any.
         for aimed, allow in ((True, refusal_ok), (False, False)):
-            for actor in actors[:8]:
+            for actor in actors[: 10 if aimed else 4]:
                 env.restore(scene.origin)
                 view.invalidate()
                 episode = explorer.explore(
@@ -119,6 +134,7 @@ class UnitWorker:
         env = Environment(self.domain, scene.origin)
         view = StateView(self.model, env)
         internal = text_keys(self.spec, scene.origin)
+        origin_snap = Snapshot(scene.origin, self.domain.layout)
         origin_digest = sha256(scene.origin)
         policy_digest = ds.put_policy(self.policy)
         result = UnitResult(unit, 0)
@@ -133,14 +149,23 @@ class UnitWorker:
             attempt += 1
             refusal_ok = refusals == 0 and unit % REFUSAL_EVERY == 0
             episode = self._episode(scene, env, view, rng, aim, refusal_ok)
-            reason = self._admit(episode, scene, env, view, internal, seen)
+            reason = self._admit(episode, env, origin_snap, seen)
             if reason is not None:
                 result.discarded[reason] = result.discarded.get(reason, 0) + 1
                 continue
             assert episode is not None
             try:
                 pkg = self._package(
-                    domain, seed, index, scene, episode, view, origin_digest, policy_digest, ds
+                    domain,
+                    seed,
+                    index,
+                    scene,
+                    episode,
+                    view,
+                    internal,
+                    origin_digest,
+                    policy_digest,
+                    ds,
                 )
             except SpoilerLeak as leak:
                 result.discarded["spoiler leak"] = result.discarded.get("spoiler leak", 0) + 1
@@ -157,30 +182,20 @@ class UnitWorker:
         return result
 
     def _admit(
-        self,
-        episode: Episode | None,
-        scene: Scene,
-        env: Environment,
-        view: StateView,
-        internal: set[str],
-        seen: set[str],
+        self, episode: Episode | None, env: Environment, origin: Snapshot, seen: set[str]
     ) -> str | None:
         """Why an episode cannot become a package (None when it can)."""
         if episode is None:
             return "no reachable goal"
-        target = scene.origin if episode.refusal is not None else env.snapshot().data
-        if (
-            episode.refusal is None
-            and env.distance(Snapshot(scene.origin, self.domain.layout)) == 0
-        ):
+        snap = origin if episode.refusal is not None else env.snapshot()
+        if episode.refusal is None and env.distance(origin) == 0:
             return "target equals origin"
-        episode.target = target
-        digest = sha256(target)
-        if digest in seen:
+        episode.target = snap.data
+        if sha256(snap.data) in seen:
             return "duplicate target"
-        if not replay(self.checker, scene.origin, episode.witness):
+        if not replay(self.checker, origin.data, episode.witness):
             return "witness does not replay"
-        if self.checker.distance(Snapshot(target, self.domain.layout)) != 0:
+        if self.checker.distance(snap) != 0:
             return "replay does not reach target"
         return None
 
@@ -192,13 +207,13 @@ class UnitWorker:
         scene: Scene,
         episode: Episode,
         view: StateView,
+        internal: set[str],
         origin: str,
         policy: str,
         ds: DatasetDir,
     ) -> TaskPackage:
         view.invalidate()
         edge = any(scene.edge.values())
-        internal = text_keys(self.spec, scene.origin)
         proj = self.projector.project(
             view,
             episode,

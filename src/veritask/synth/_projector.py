@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from veritask.policy import Transaction
 from veritask.synth._analysis import DomainModel, column_words, humanize, row_key
@@ -64,13 +64,29 @@ class SymbolicProjector:
                 if owned or table != self.model.actor
                 else f"'{row[label]}'"
             )
+        return f"{owned or 'the '}{humanize(table)} ({', '.join(self._traits(view, table, row, actor))})"
+
+    def _traits(self, view: StateView, table: str, row: dict[str, Any], actor: Any) -> list[str]:
+        """What tells a label-less record apart: its parents, then its first plain number."""
         t = self.model.spec.table(table)
+        parts = []
         for col in t.columns:
-            if col.references and not col.primary_key:
+            if col.references and not col.primary_key and row.get(col.name) is not None:
                 parent = col.references.split(".")[0]
                 if parent != self.model.actor:
-                    return f"{owned or 'the '}{humanize(table)} for {self.describe(view, parent, row[col.name], actor)}"
-        return f"{owned or 'a '}{humanize(table)}"
+                    parts.append(self.describe(view, parent, row[col.name], actor))
+        number = next(
+            (
+                c
+                for c in t.columns
+                if c.type in ("INTEGER", "REAL")
+                and not (c.primary_key or c.references or c.computed or c.technical or c.enum)
+            ),
+            None,
+        )
+        if number is not None and row.get(number.name) is not None:
+            parts.append(f"{column_words(number.name)} {row[number.name]}")
+        return parts or [f"{humanize(table)}"]
 
     def value_text(self, view: StateView, table: str, col: str, value: Any, actor: Any) -> str:
         """One argument in words."""
@@ -184,15 +200,14 @@ class SymbolicProjector:
         text = f'You are {name} (user id: "{actor}")'
         return (text + (f", with {', '.join(parts)}." if parts else "."), {"name": name, **attrs})
 
-    def _refusal(self, view: StateView, episode: Episode) -> list[SubGoal]:
-        assert episode.refusal is not None
-        tx, args, target, rule = episode.refusal
+    def _refused(self, view: StateView, episode: Episode, item: Any, then: str) -> SubGoal:
+        tx, args, target, rule = item
         trace = SubGoalTrace(
             tx=tx, args=args, result={}, target=target, decided=self.model.agent_decides(tx)
         )
         request = self._request(view, trace, episode.actor, args)
-        trigger = f"IF the agent explains that this is not possible ({plain(rule.message)}), THEN accept that it cannot be done and end the conversation."
-        return [SubGoal(title=tx.name, request=request, reactive_triggers=[trigger])]
+        trigger = f"IF the agent explains that this is not possible ({plain(rule.message)}), THEN accept that it cannot be done and {then}."
+        return SubGoal(title=tx.name, request=request, reactive_triggers=[trigger])
 
     def _public(self, text: str, internal: set[str]) -> list[str]:
         """Internal ids the user can know anyway: those inside the labels of records they are
@@ -217,8 +232,12 @@ class SymbolicProjector:
             subgoals.append(
                 SubGoal(title=trace.tx.name, request=request, reactive_triggers=triggers)
             )
+        if episode.declined is not None:
+            subgoals.insert(
+                0, self._refused(view, episode, episode.declined, "move on to your next request")
+            )
         if episode.refusal is not None:
-            subgoals = self._refusal(view, episode)
+            subgoals = [self._refused(view, episode, episode.refusal, "end the conversation")]
         goal = "; then ".join(
             s.request.removeprefix("Ask the agent to ").rstrip(".") for s in subgoals
         )
@@ -251,7 +270,10 @@ class SymbolicProjector:
 
 
 def _contains(text: str, key: str) -> bool:
-    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(key)}(?![A-Za-z0-9_])", text) is not None
+    return (
+        key in text
+        and re.search(rf"(?<![A-Za-z0-9_]){re.escape(key)}(?![A-Za-z0-9_])", text) is not None
+    )
 
 
 def classify(model: DomainModel, episode: Episode, adversarial: bool) -> tuple[list[str], str]:
@@ -300,7 +322,10 @@ def _has_choice(model: DomainModel, trace: SubGoalTrace) -> bool:
     )
 
 
-def _archetype(model: DomainModel, episode: Episode, edge: bool, adversarial: bool) -> str:
+Archetype = Literal["mismatch", "entangled", "rookie", "edge"]
+
+
+def _archetype(model: DomainModel, episode: Episode, edge: bool, adversarial: bool) -> Archetype:
     categories = {model.spec.rule(r).category for r in episode.rejected}
     if edge or "quota" in categories:
         return "edge"

@@ -53,10 +53,13 @@ class StateView:
         self._rows: dict[str, list[dict[str, Any]]] = {}
         self._by_key: dict[str, dict[Any, dict[str, Any]]] = {}
 
+    generation = 0
+
     def invalidate(self) -> None:
         """Forget cached rows (call after a write or a restore)."""
         self._rows.clear()
         self._by_key.clear()
+        self.generation += 1
 
     def rows(self, table: str) -> list[dict[str, Any]]:
         """All rows of a table."""
@@ -100,6 +103,8 @@ class Sampler:
         self.view = view
         self.rng = rng
         self.faker = faker
+        self._phrases = [f"{faker.bs().capitalize()} in {faker.city()}" for _ in range(6)]
+        self._pools: dict[tuple[str, str, int], list[int | float]] = {}
 
     def target_rows(self, tx: Transaction, actor: Any) -> list[dict[str, Any]]:
         """Rows an update transaction could apply to for this actor."""
@@ -121,15 +126,34 @@ class Sampler:
         )
         return [r[key] for r in rows]
 
+    _pool_gen = -1
+
     def number_pool(
         self, table: Table, col: Column, target: dict[str, Any] | None
     ) -> list[int | float]:
         """Candidate numbers: values seen in the column, boundary numbers from rules and
-        thresholds (N-1, N, N+1), and, for updates, values near the target row's numbers."""
+        thresholds (N-1, N, N+1), and, for updates, values near the target row's numbers.
+        Cached until the state changes."""
+        if self._pool_gen != self.view.generation:
+            self._pools.clear()
+            self._pool_gen = self.view.generation
+        key = (table.name, col.name, id(target) if target is not None else 0)
+        cached = self._pools.get(key)
+        if cached is None:
+            cached = self._pools[key] = self._number_pool(table, col, target)
+        return cached
+
+    def _number_pool(
+        self, table: Table, col: Column, target: dict[str, Any] | None
+    ) -> list[int | float]:
         pool: set[int | float] = {
             r[col.name] for r in self.view.rows(table.name) if r[col.name] is not None
         }
         pool |= self.model.numbers.get((table.name, col.name), set())
+        for src_table, src_col in sorted(self.model.sources.get((table.name, col.name), set())):
+            for r in self.view.rows(src_table):
+                if _is_number(r[src_col]):
+                    pool |= {r[src_col] - 1, r[src_col], r[src_col] + 1}
         for rule in self.model.spec.rules:
             th = rule.threshold
             if th and th.column and th.quantity == f"{table.name}.{col.name}":
@@ -149,7 +173,7 @@ class Sampler:
         """A new text value: a sentence for free text, else the shape of an existing value."""
         existing = [r[col.name] for r in self.view.rows(table.name) if isinstance(r[col.name], str)]
         if any(h in col.name for h in _PURPOSE_HINTS) or not existing:
-            return f"{self.faker.bs().capitalize()} in {self.faker.city()}"
+            return self.rng.choice(self._phrases)
         sample = self.rng.choice(existing)
         return (
             mimic(sample, self.rng)

@@ -19,9 +19,9 @@ from typing import Any, Literal
 
 from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment, Snapshot, StateDiff, ToolResult
-from veritask.task._spoiler import find_spoilers, text_keys
 from veritask.task._dataset import DatasetDir, load_dataset
 from veritask.task._package import TaskPackage, WitnessCall
+from veritask.task._spoiler import find_spoilers, text_keys
 
 FailureKind = Literal["replay", "diff", "spoiler", "duplicate", "spec_hash"]
 MAX_FAILURES = 100

@@ -60,7 +60,11 @@ def find_spoilers(
         found.append(f"schema identifier {name!r}")
     allowed = set(known)
     for key in sorted(set(internal_ids) - allowed):
-        if key and re.search(rf"(?<![A-Za-z0-9_]){re.escape(key)}(?![A-Za-z0-9_])", text):
+        if (
+            key
+            and key in text
+            and re.search(rf"(?<![A-Za-z0-9_]){re.escape(key)}(?![A-Za-z0-9_])", text)
+        ):
             found.append(f"internal id {key!r}")
     found += [f"row id {m.group(0)!r}" for m in _INT_ID.finditer(text)]
     return found
