@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from veritask.env._state import Layout, rebase, tracking_sql
-from veritask.policy import DomainSpec, compile_sql, quote_ident, table_order
+from veritask.policy import CompiledSQL, DomainSpec, compile_sql, quote_ident, table_order
 
 Rows = Mapping[str, Sequence[Mapping[str, Any]]]
 
@@ -31,6 +31,19 @@ def insert_rows(conn: sqlite3.Connection, spec: DomainSpec, rows: Rows) -> None:
             conn.execute(sql, [row[c] for c in cols])
 
 
+_COMPILED: dict[int, tuple[DomainSpec, CompiledSQL, Layout, str]] = {}
+
+
+def _compiled(spec: DomainSpec) -> tuple[CompiledSQL, Layout, str]:
+    """SQL, layout and tracking SQL of a spec, computed once per spec object."""
+    hit = _COMPILED.get(id(spec))
+    if hit is None or hit[0] is not spec:
+        layout = Layout.from_spec(spec)
+        hit = (spec, compile_sql(spec), layout, tracking_sql(layout))
+        _COMPILED[id(spec)] = hit
+    return hit[1], hit[2], hit[3]
+
+
 def build_image(spec: DomainSpec, rows: Rows | None = None) -> bytes:
     """A serialized database: tables, then ``rows`` (the spec's seed by default), then triggers.
 
@@ -39,7 +52,7 @@ def build_image(spec: DomainSpec, rows: Rows | None = None) -> bytes:
     Foreign keys and CHECK constraints are enforced while loading. The image is rebased: it is
     the root that states reached from it are diffed against.
     """
-    compiled = compile_sql(spec)
+    compiled, layout, tracking = _compiled(spec)
     conn = sqlite3.connect(":memory:", isolation_level=None)
     try:
         conn.execute("PRAGMA foreign_keys = ON")
@@ -50,10 +63,7 @@ def build_image(spec: DomainSpec, rows: Rows | None = None) -> bytes:
         violations = conn.execute("PRAGMA foreign_key_check").fetchall()
         if violations:
             raise ValueError(f"rows violate foreign keys: {violations[:5]}")
-        conn.executescript(compiled.triggers)
-        layout = Layout.from_spec(spec)
-        conn.executescript(tracking_sql(layout))
-        conn.execute("VACUUM")
+        conn.executescript(compiled.triggers + "\n" + tracking)
         rebase(conn, layout)
         return conn.serialize()
     finally:

@@ -347,6 +347,10 @@ class Environment:
             self._conn.serialize(), self.domain.layout, read_tracked(self._conn, self.domain.layout)
         )
 
+    def image(self) -> bytes:
+        """The serialized database alone (cheaper than ``snapshot`` when only restoring later)."""
+        return self._conn.serialize()
+
     def restore(self, state: Snapshot | bytes) -> None:
         """Replace the current state by a snapshot or a raw database image."""
         data = state.data if isinstance(state, Snapshot) else state

@@ -165,6 +165,7 @@ class SymbolicSetDesigner:
     ) -> dict[str, list[Any]]:
         """Drive each quota's counter to N-1 (and one to N) on a few parents, through the tools."""
         explorer = SymbolicExplorer(self.model, env, view, sampler, rng)
+        explorer.grounding = False
         edge: dict[str, list[Any]] = {}
         for rule in self._quota_rules():
             assert rule.threshold is not None and rule.threshold.value is not None

@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from veritask.env import Environment, Snapshot, ToolResult
+from veritask.env import Environment, ToolResult
 from veritask.policy import Rule, Transaction
 from veritask.synth._analysis import DomainModel, implicated_columns, row_key
 from veritask.synth._sampler import Sampler, StateView
@@ -82,6 +82,8 @@ class SymbolicExplorer:
     """Explores one task from an origin state."""
 
     refused: tuple[Transaction, dict[str, Any], dict[str, Any] | None, Rule] | None = None
+    grounding = True
+    """Issue the reads a real consultant would make (off when the Set Designer seeds history)."""
 
     def __init__(
         self,
@@ -107,7 +109,7 @@ class SymbolicExplorer:
             self.view.invalidate()
         return result
 
-    def _probe(self, tool: str, args: dict[str, Any], snap: Snapshot) -> ToolResult:
+    def _probe(self, tool: str, args: dict[str, Any], snap: bytes) -> ToolResult:
         """Try a call and undo it: probes never enter the witness."""
         result = self.env.call(tool, args)
         if result.ok:
@@ -125,6 +127,8 @@ class SymbolicExplorer:
         self._read(table.name, {table.primary_key[0].name: actor})
 
     def _ground(self, tx: Transaction, args: dict[str, Any], actor: Any) -> None:
+        if not self.grounding:
+            return
         kind, _, name = tx.tool.partition("_")
         table = self.model.spec.table(name)
         if kind == "update":
@@ -157,7 +161,7 @@ class SymbolicExplorer:
 
         A random request is walked toward the rule: while an earlier rule rejects it, that rule is
         repaired; once it would pass, the columns the aimed rule looks at are perturbed."""
-        snap = self.env.snapshot()
+        snap = self.env.image()
         cols = [c for c in implicated_columns(rule) if c in tx.parameters]
         for _ in range(AIM_PROBES):
             target = self.rng.choice(targets)
@@ -246,7 +250,7 @@ class SymbolicExplorer:
             value = self.env.evaluate(rule.repair.value, tx.tool, args)
             if value is not None and value != args[rule.repair.column]:
                 return {**args, rule.repair.column: value}
-        snap = self.env.snapshot()
+        snap = self.env.image()
         table = self.model.spec.table(tx.tool.partition("_")[2])
         key = table.primary_key[0].name if tx.tool.startswith("update_") else None
         cols = [c for c in implicated_columns(rule, guard=False) if c in tx.parameters and c != key]
@@ -414,7 +418,7 @@ class SymbolicExplorer:
         self.witness = []
         self.refused = None
         self.authenticate(actor)
-        snap = self.env.snapshot()
+        snap = self.env.image()
         trace = self.achieve(first, actor, aim, allow_refusal=allow_refusal)
         declined = None
         if trace is None:
@@ -435,7 +439,7 @@ class SymbolicExplorer:
         goals = [trace]
         while len(goals) < max_goals and self.rng.random() < chain:
             nxt = self.follow_up(goals[-1]) or self.rng.choice(self.model.write_transactions)
-            mark, snap = len(self.witness), self.env.snapshot()
+            mark, snap = len(self.witness), self.env.image()
             more = self.achieve(nxt, actor, aim=self._aim_for(nxt))
             if more is None:
                 del self.witness[mark:]

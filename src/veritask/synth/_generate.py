@@ -29,7 +29,7 @@ from veritask.synth._sampler import Sampler, StateView
 from veritask.task import DatasetDir, TaskPackage, WitnessCall, find_spoilers, sha256, text_keys
 
 GENERATOR = f"veritask-symbolic/{__version__}"
-SCENE_SIZE = 8
+SCENE_SIZE = 10
 ATTEMPTS_PER_TASK = 12
 REFUSAL_EVERY = 3
 """At most one refusal task in every third unit (under 5% of a run)."""
@@ -114,7 +114,7 @@ class UnitWorker:
             actors = [a for a in owners if a is not None] + [a for a in actors if a not in owners]
         # First look for an episode that collides with the aimed rule (coverage), then any.
         for aimed, allow in ((True, refusal_ok), (False, False)):
-            for actor in actors[: 10 if aimed else 4]:
+            for actor in actors[: 7 if aimed else 4]:
                 env.restore(scene.origin)
                 view.invalidate()
                 episode = explorer.explore(
