@@ -82,8 +82,10 @@ class SymbolicSetDesigner:
         self.domain = domain
         self.model = model
 
-    def design(self, index: int, seed: int) -> Scene:
-        """The origin of scene ``index`` (deterministic in ``seed``)."""
+    def design(self, index: int, seed: int, fill: bool = True) -> Scene:
+        """The origin of scene ``index`` (deterministic in ``seed``). With ``fill=False`` the
+        seed's own records keep the state the spec's examples were written against (the seed
+        already holds boundary cases); only new resources are injected."""
         rng = random.Random(seed)
         faker = faker_for(seed)
         rows = copy.deepcopy({k: [dict(r) for r in v] for k, v in self.model.spec.seed.items()})
@@ -96,7 +98,7 @@ class SymbolicSetDesigner:
         actors = [
             row_key(self.model.spec.table(self.model.actor), r) for r in view.rows(self.model.actor)
         ]
-        edge = self._boundary(env, view, sampler, rng, actors)
+        edge = self._boundary(env, view, sampler, rng, actors) if fill else {}
         env.rebase()
         origin = env.snapshot().data
         env.close()

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from veritask.env import Environment, ToolResult
-from veritask.policy import Rule, Transaction
+from veritask.policy import Call, Rule, Transaction
 from veritask.synth._analysis import DomainModel, implicated_columns, row_key
 from veritask.synth._sampler import Sampler, StateView
 from veritask.task import WitnessCall
@@ -82,6 +82,7 @@ class SymbolicExplorer:
     """Explores one task from an origin state."""
 
     refused: tuple[Transaction, dict[str, Any], dict[str, Any] | None, Rule] | None = None
+    pre_traces: list[SubGoalTrace]
     grounding = True
     """Issue the reads a real consultant would make (off when the Set Designer seeds history)."""
 
@@ -99,6 +100,7 @@ class SymbolicExplorer:
         self.sampler = sampler
         self.rng = rng
         self.witness: list[WitnessCall] = []
+        self.pre_traces = []
 
     # -- calls -----------------------------------------------------------------------------
 
@@ -156,12 +158,24 @@ class SymbolicExplorer:
 
     def _aim(
         self, tx: Transaction, actor: Any, rule: Rule, targets: list[dict[str, Any] | None]
-    ) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+    ) -> tuple[dict[str, Any], dict[str, Any] | None, list[Call]] | None:
         """Search for a first request that this rule rejects (a boundary collision).
 
         A random request is walked toward the rule: while an earlier rule rejects it, that rule is
         repaired; once it would pass, the columns the aimed rule looks at are perturbed."""
         snap = self.env.image()
+        for prefix, example in self._example_calls(tx, rule, actor):
+            if all(self.env.call(c.tool, c.args).ok for c in prefix):
+                self.view.invalidate()
+                hit = self._target_of(tx, example)
+                result = self.env.call(tx.tool, dict(example))
+                self.env.restore(snap)
+                self.view.invalidate()
+                if result.error is not None and result.error.violated_rule == rule.id:
+                    return dict(example), hit, prefix
+            else:
+                self.env.restore(snap)
+                self.view.invalidate()
         cols = [c for c in implicated_columns(rule) if c in tx.parameters]
         for _ in range(AIM_PROBES):
             target = self.rng.choice(targets)
@@ -176,7 +190,7 @@ class SymbolicExplorer:
                 result = self._probe(tx.tool, args, snap)
                 err = result.error
                 if err is not None and err.violated_rule == rule.id:
-                    return args, target
+                    return args, target, []
                 if err is not None and err.violated_rule:
                     fixed = self._repair(
                         tx, self.model.spec.rule(err.violated_rule), args, actor, target
@@ -187,6 +201,72 @@ class SymbolicExplorer:
                 elif err is not None:
                     break
         return None
+
+    def _lead_up(self, prefix: list[Call], actor: Any) -> bool:
+        """Run an example's accepted lead-up calls for real, each as a goal of its own."""
+        for call in prefix:
+            tx = next((t for t in self.model.write_transactions if t.tool == call.tool), None)
+            if tx is None or call.tool.startswith("query_"):
+                if not self._call(call.tool, dict(call.args)).ok:
+                    return False
+                continue
+            target = self._target_of(tx, call.args)
+            self._ground(tx, dict(call.args), actor)
+            result = self._call(call.tool, dict(call.args))
+            if not result.ok:
+                return False
+            self.pre_traces.append(
+                SubGoalTrace(
+                    tx=tx,
+                    args=dict(call.args),
+                    result=result.result or {},
+                    target=target,
+                    decided=self.model.agent_decides(tx),
+                )
+            )
+        return True
+
+    def actor_of(self, tool: str, args: dict[str, Any]) -> Any:
+        """The user a call acts for: the owner of its target record or of the records it links."""
+        kind, _, name = tool.partition("_")
+        table = self.model.spec.table(name)
+        if kind == "update":
+            row = self.view.get(name, args.get(table.primary_key[0].name))
+            return self.view.owner(name, row) if row is not None else None
+        for col in table.columns:
+            if col.references and col.name in args:
+                parent = col.references.split(".")[0]
+                if parent == self.model.actor and any(
+                    c == col.name for c, _ in self.model.owner_path.get(name, [])
+                ):
+                    return args[col.name]
+                row = self.view.get(parent, args[col.name])
+                if row is not None and self.model.owned(parent) and parent != self.model.actor:
+                    return self.view.owner(parent, row)
+        return None
+
+    def _example_calls(
+        self, tx: Transaction, rule: Rule, actor: Any
+    ) -> list[tuple[list[Call], dict[str, Any]]]:
+        """The spec's own violating examples for this rule that apply to this user, each with the
+        accepted calls that lead up to it (the N-1 -> N step of a quota example)."""
+        out = []
+        for example in rule.examples:
+            for i, call in enumerate(example.calls):
+                if call.expect != rule.id or call.tool != tx.tool:
+                    continue
+                if self.actor_of(call.tool, call.args) != actor:
+                    continue
+                prefix = [c for c in example.calls[:i] if c.expect == "ok"]
+                if all(self.actor_of(c.tool, c.args) in (actor, None) for c in prefix):
+                    out.append((prefix, call.args))
+        return out
+
+    def _target_of(self, tx: Transaction, args: dict[str, Any]) -> dict[str, Any] | None:
+        kind, _, name = tx.tool.partition("_")
+        if kind != "update":
+            return None
+        return self.view.get(name, args.get(self.model.spec.table(name).primary_key[0].name))
 
     def _mutate(
         self,
@@ -344,7 +424,9 @@ class SymbolicExplorer:
             if fixed and kind == "insert":
                 args.update(fixed)
         else:
-            args, target = first
+            args, target, prefix = first
+            if not self._lead_up(prefix, actor):
+                return None
         start = len(self.witness)
         self._ground(tx, args, actor)
         trace = SubGoalTrace(
@@ -440,13 +522,14 @@ class SymbolicExplorer:
         while len(goals) < max_goals and self.rng.random() < chain:
             nxt = self.follow_up(goals[-1]) or self.rng.choice(self.model.write_transactions)
             mark, snap = len(self.witness), self.env.image()
+            self.pre_traces = []
             more = self.achieve(nxt, actor, aim=self._aim_for(nxt))
             if more is None:
                 del self.witness[mark:]
                 self.env.restore(snap)
                 self.view.invalidate()
                 break
-            goals.append(more)
+            goals += [*self.pre_traces, more]
         return Episode(actor, list(self.witness), goals, declined=declined)
 
     def _aim_for(self, tx: Transaction) -> Rule | None:

@@ -31,6 +31,8 @@ from veritask.task import DatasetDir, TaskPackage, WitnessCall, find_spoilers, s
 GENERATOR = f"veritask-symbolic/{__version__}"
 SCENE_SIZE = 10
 ATTEMPTS_PER_TASK = 12
+PRISTINE_EVERY = 4
+"""Every fourth scene keeps the seed records as the spec's examples assume them."""
 REFUSAL_EVERY = 3
 """At most one refusal task in every third unit (under 5% of a run)."""
 
@@ -80,10 +82,13 @@ class UnitWorker:
         self.rules: list[Rule] = list(self.spec.rules)
         self.checker = Environment(self.domain)
 
-    def _aim(self, task_index: int, attempt: int) -> Rule | None:
+    def _aim(self, task_index: int, retry: int) -> Rule | None:
+        """The rule task ``task_index`` aims at on its ``retry``-th try: a rotation over the
+        spec's rules (7 is coprime with any rule count a spec is likely to have, and the
+        rotation only depends on the task index and its own retries)."""
         if not self.rules:
             return None
-        return self.rules[(task_index * 7 + attempt * 3) % len(self.rules)]
+        return self.rules[(task_index * 7 + retry * 3) % len(self.rules)]
 
     def _episode(
         self,
@@ -101,6 +106,18 @@ class UnitWorker:
         )
         actors = list(scene.cast)
         rng.shuffle(actors)
+        if aim is not None:
+            # users the spec's own boundary examples act for come first
+            env.restore(scene.origin)
+            view.invalidate()
+            named = [
+                explorer.actor_of(c.tool, c.args)
+                for ex in aim.examples
+                for c in ex.calls
+                if c.expect == aim.id
+            ]
+            named = [a for a in dict.fromkeys(named) if a is not None and a in actors]
+            actors = named + [a for a in actors if a not in named]
         if aim is not None and scene.edge.get(aim.id):
             # a quota aim: start with the users who own the records placed at the boundary
             parent = aim.threshold.quantity.split(".")[0] if aim.threshold else ""
@@ -130,7 +147,9 @@ class UnitWorker:
         """Design the unit's scene and produce ``count`` certified packages."""
         ds = DatasetDir(out)
         scene_seed = derive_seed(domain, seed, "scene", unit)
-        scene = self.designer.design(unit, scene_seed)
+        scene = self.designer.design(
+            unit, scene_seed, fill=unit % PRISTINE_EVERY != PRISTINE_EVERY - 1
+        )
         env = Environment(self.domain, scene.origin)
         view = StateView(self.model, env)
         internal = text_keys(self.spec, scene.origin)
@@ -141,12 +160,13 @@ class UnitWorker:
         packages: list[TaskPackage] = []
         seen: set[str] = set()
         refusals = 0
-        attempt = 0
+        attempt = retry = 0
         while len(packages) < count and attempt < ATTEMPTS_PER_TASK * count:
             index = first_index + len(packages)
             rng = random.Random(derive_seed(scene_seed, "task", attempt))
-            aim = self._aim(index, attempt)
+            aim = self._aim(index, retry)
             attempt += 1
+            retry += 1
             refusal_ok = refusals == 0 and unit % REFUSAL_EVERY == 0
             episode = self._episode(scene, env, view, rng, aim, refusal_ok)
             reason = self._admit(episode, env, origin_snap, seen)
@@ -172,6 +192,7 @@ class UnitWorker:
                 result.leaks.append(str(leak))
                 continue
             refusals += int(pkg.refusal)
+            retry = 0
             seen.add(pkg.target)
             packages.append(pkg)
         if packages:
