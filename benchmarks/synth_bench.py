@@ -22,7 +22,7 @@ from typing import Any
 
 from veritask.domains import builtin_domains
 from veritask.synth import generate
-from veritask.task import check_dataset, report_dataset
+from veritask.task import check_dataset, load_dataset, report_dataset
 
 
 def run_domain(domain: str, n: int, seed: int, root: Path) -> dict[str, Any]:
@@ -34,6 +34,7 @@ def run_domain(domain: str, n: int, seed: int, root: Path) -> dict[str, Any]:
     check = check_dataset(out).to_json()
     check_s = time.perf_counter() - t1
     report = report_dataset(out)
+    changed = sum(1 for p in load_dataset(out) if not p.refusal and p.origin != p.target)
     return {
         "domain": domain,
         "tasks": summary.tasks,
@@ -44,7 +45,7 @@ def run_domain(domain: str, n: int, seed: int, root: Path) -> dict[str, Any]:
         "certified": check["certified"],
         "spoiler_free": check["spoiler_free"],
         "duplicates": check["duplicates"],
-        "non_refusal_changed": report["tasks"] - round(report["refusal_share"] * report["tasks"]),
+        "non_refusal_changed": changed,
         "boundary_density": report["boundary_density"],
         "rule_coverage": report["rule_coverage"],
         "tool_coverage": report["tool_coverage"],
@@ -59,14 +60,14 @@ def run_domain(domain: str, n: int, seed: int, root: Path) -> dict[str, Any]:
 def markdown(rows: list[dict[str, Any]], machine: str) -> str:
     head = (
         "| domain | tasks | packages/s/worker | check replays/s | certified | spoiler-free | duplicates | "
-        "boundary density | rule cov. | tool cov. | L1 | L3 | refusals | mean calls |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "non-refusal, target != origin | boundary density | rule cov. | tool cov. | L1 | L3 | refusals | mean calls |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     )
     lines = [f"Machine: {machine}", "", head]
     for r in rows:
         lines.append(
             f"| {r['domain']} | {r['tasks']} | {r['packages_per_s_per_worker']} | {r['replays_per_s']} | "
-            f"{r['certified']} | {r['spoiler_free']} | {r['duplicates']} | {r['boundary_density']:.3f} | "
+            f"{r['certified']} | {r['spoiler_free']} | {r['duplicates']} | {r['non_refusal_changed']} | {r['boundary_density']:.3f} | "
             f"{r['rule_coverage']:.3f} | {r['tool_coverage']:.3f} | {r['L1']:.1%} | {r['L3']:.1%} | "
             f"{r['refusal_share']:.1%} | {r['mean_witness_calls']} |"
         )

@@ -10,6 +10,7 @@ real environment call, so the state after the episode is the certified s_target.
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -259,7 +260,8 @@ class SymbolicExplorer:
                     continue
                 prefix = [c for c in example.calls[:i] if c.expect == "ok"]
                 if all(self.actor_of(c.tool, c.args) in (actor, None) for c in prefix):
-                    out.append((prefix, call.args))
+                    # an explicit null in an example means "left out"
+                    out.append((prefix, {k: v for k, v in call.args.items() if v is not None}))
         return out
 
     def _target_of(self, tx: Transaction, args: dict[str, Any]) -> dict[str, Any] | None:
@@ -437,7 +439,12 @@ class SymbolicExplorer:
             decided=self.model.agent_decides(tx),
         )
         first_refusal = None
+        tried: set[str] = set()
         for _ in range(MAX_ATTEMPTS):
+            fingerprint = json.dumps(args, sort_keys=True, default=str)
+            if fingerprint in tried:
+                break  # the alternatives went round in a circle: no new request to make
+            tried.add(fingerprint)
             mark = len(self.witness)
             result = self._call(tx.tool, args)
             if result.ok:
