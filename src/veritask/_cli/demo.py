@@ -72,7 +72,7 @@ def main() -> None:
         lines.append(f"{call.tool}({json.dumps(call.args)}) -> {verdict}")
     console.print(Panel("\n".join(lines), title="witness episode (replayed by `veritask check`)"))
     console.print(
-        f"next: veritask check {OUT} --json | veritask report {OUT} --json | veritask export {OUT} --format tau2 --out tasks.json"
+        f"next: veritask check {OUT}; veritask report {OUT}; veritask export {OUT} --format tau2 --out tasks.json"
     )
     if check["certified"] != check["tasks"]:
         sys.exit(1)
