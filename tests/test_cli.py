@@ -180,3 +180,31 @@ def test_check_of_a_broken_dataset_fails_cleanly(tmp_path: Path) -> None:
     (tmp_path / "manifest.jsonl").write_text("{not json\n")
     result = CliRunner().invoke(cli, ["check", str(tmp_path), "--json"])
     assert result.exit_code != 0 and "manifest.jsonl:1" in result.output
+
+
+def test_eval_rollout_export_sft(tmp_path: Path) -> None:
+    data = tmp_path / "ds"
+    run("generate", "--domain", "mock", "--n", "10", "--seed", "2", "--out", str(data), "--json")
+    code, text = run("eval", str(data), "--agent", "oracle", "--trials", "2", "--json")
+    summary = json.loads(text)
+    assert code == 0 and set(summary) == {"tasks", "trials", "pass^1", "pass^2", "per_task"}
+    assert summary["pass^1"] == summary["pass^2"] == 1.0
+    assert set(summary["per_task"][0]) >= {"id", "successes", "trials", "rewards"}
+    traj = tmp_path / "t.jsonl"
+    code, text = run("rollout", str(data), "--agent", "noop", "--out", str(traj))
+    assert code == 0 and len(traj.read_text().splitlines()) == 10
+    code, text = run(
+        "export-sft",
+        str(traj),
+        "--format",
+        "openai",
+        "--verified-only",
+        "--out",
+        str(tmp_path / "sft.jsonl"),
+    )
+    refusals = sum(
+        1
+        for line in (data / "manifest.jsonl").read_text().splitlines()
+        if json.loads(line)["refusal"]
+    )
+    assert code == 0 and len((tmp_path / "sft.jsonl").read_text().splitlines()) == refusals

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from veritask import __version__
-from veritask._cli import env_cmds, synth_cmds
+from veritask._cli import env_cmds, rollout_cmds, synth_cmds
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -16,6 +16,7 @@ def cli() -> None:
 
 env_cmds.register(cli)
 synth_cmds.register(cli)
+rollout_cmds.register(cli)
 
 
 def main() -> None:

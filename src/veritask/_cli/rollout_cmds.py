@@ -1,0 +1,172 @@
+"""Commands that run agents on task datasets: eval, rollout, export-sft."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from veritask._cli._common import echo_json
+from veritask.task import DatasetError
+
+_err = Console(stderr=True)
+
+
+def _roles_options(fn: Any) -> Any:
+    options = [
+        click.option(
+            "--agent",
+            default="oracle",
+            show_default=True,
+            help="oracle | noop | random | openai:MODEL",
+        ),
+        click.option(
+            "--user", default="scripted", show_default=True, help="scripted | openai:MODEL"
+        ),
+        click.option(
+            "--trials",
+            type=click.IntRange(min=1),
+            default=1,
+            show_default=True,
+            help="Trials per task (k of pass^k).",
+        ),
+        click.option(
+            "--seed", type=int, default=0, show_default=True, help="Base seed of the episodes."
+        ),
+        click.option(
+            "--base-url",
+            help="OpenAI-compatible endpoint (vLLM, SGLang, ...); else VERITASK_BASE_URL / OPENAI_BASE_URL.",
+        ),
+        click.option(
+            "--concurrency",
+            type=click.IntRange(min=1),
+            default=8,
+            show_default=True,
+            help="Episodes at once.",
+        ),
+        click.option(
+            "--max-turns",
+            type=click.IntRange(min=1),
+            default=30,
+            show_default=True,
+            help="User turns per episode.",
+        ),
+        click.option("--limit", type=click.IntRange(min=1), help="Only the first N tasks."),
+        click.option(
+            "--cache-dir", type=click.Path(file_okay=False), help="Cache model responses here."
+        ),
+        click.option("--temperature", type=float, help="Sampling temperature for model roles."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _run(directory: str, opts: dict[str, Any], out: Path | None) -> tuple[list[Any], int]:
+    from veritask.rollout import EpisodeLimits, RoleFactory, TaskSource, run_batch
+
+    provider_options: dict[str, Any] = {}
+    if opts["base_url"]:
+        provider_options["base_url"] = opts["base_url"]
+    if opts["cache_dir"]:
+        provider_options["cache_dir"] = opts["cache_dir"]
+    if os.environ.get("VERITASK_API_KEY"):
+        provider_options.setdefault("api_key", os.environ["VERITASK_API_KEY"])
+    try:
+        source = TaskSource.load(directory, limit=opts["limit"])
+    except DatasetError as exc:
+        raise click.ClickException(str(exc)) from None
+    roles = RoleFactory(
+        agent=opts["agent"],
+        user=opts["user"],
+        provider_options=provider_options,
+        temperature=opts["temperature"],
+    )
+    total = len(source.packages) * opts["trials"]
+    with Progress(
+        TextColumn("[bold]episodes"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=_err,
+        disable=opts["quiet"],
+    ) as bar:
+        task = bar.add_task("episodes", total=total)
+        trajectories = asyncio.run(
+            run_batch(
+                source,
+                roles,
+                trials=opts["trials"],
+                seed=opts["seed"],
+                concurrency=opts["concurrency"],
+                out=out,
+                limits=EpisodeLimits(max_turns=opts["max_turns"]),
+                progress=lambda _t: bar.advance(task),
+            )
+        )
+    return trajectories, opts["trials"]
+
+
+@click.command("eval")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@_roles_options
+@click.option(
+    "--out", type=click.Path(dir_okay=False), help="Also keep the trajectories (JSONL; resumable)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def eval_cmd(directory: str, out: str | None, as_json: bool, **opts: Any) -> None:
+    """Run an agent on a task dataset and report pass^k (success: the verified reward is 1)."""
+    from veritask.rollout import summarize
+
+    opts["quiet"] = as_json
+    trajectories, trials = _run(directory, opts, Path(out) if out else None)
+    summary = summarize(trajectories, trials)
+    if as_json:
+        echo_json(summary)
+        return
+    ks = ", ".join(f"pass^{k} {summary[f'pass^{k}']:.3f}" for k in range(1, trials + 1))
+    click.echo(f"{summary['tasks']} tasks x {trials} trials with agent {opts['agent']}: {ks}")
+
+
+@click.command("rollout")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@_roles_options
+@click.option(
+    "--out", type=click.Path(dir_okay=False), required=True, help="Trajectories JSONL (resumable)."
+)
+def rollout_cmd(directory: str, out: str, **opts: Any) -> None:
+    """Run an agent on a task dataset and write verified trajectories (JSONL)."""
+    opts["quiet"] = False
+    trajectories, _ = _run(directory, opts, Path(out))
+    verified = sum(1 for t in trajectories if t.reward == 1.0)
+    click.echo(f"{len(trajectories)} trajectories in {out} ({verified} verified)")
+
+
+@click.command("export-sft")
+@click.argument("trajectories", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["hf", "openai", "sharegpt"]),
+    required=True,
+    help="Row format.",
+)
+@click.option("--verified-only", is_flag=True, help="Keep only trajectories whose reward is 1.")
+@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Output JSONL.")
+def export_sft_cmd(trajectories: str, fmt: str, verified_only: bool, out: str) -> None:
+    """Export trajectories as SFT data: Hugging Face rows, OpenAI chat JSONL, or ShareGPT."""
+    from veritask.export import export_sft, read_trajectories
+
+    count = export_sft(read_trajectories(trajectories), fmt, Path(out), verified_only=verified_only)  # type: ignore[arg-type]
+    click.echo(f"{count} rows -> {out} ({fmt})")
+
+
+def register(group: click.Group) -> None:
+    """Add this module's commands to the CLI group."""
+    for cmd in (eval_cmd, rollout_cmd, export_sft_cmd):
+        group.add_command(cmd)

@@ -1,0 +1,93 @@
+"""Symbolic assistants: the oracle that replays the witness, a do-nothing agent, a random one."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from veritask.agent._base import Turn, text_message, tool_call_message
+from veritask.task import WitnessCall
+
+DONE = "All the requested changes have been made."
+
+
+class OracleAgent:
+    """Replays the task's witness episode, one tool call per assistant message, then reports done.
+
+    Through the full rollout loop it must reach s_target exactly: the end-to-end counterpart of
+    the package's certificate.
+    """
+
+    name = "oracle"
+
+    def __init__(self, witness: list[WitnessCall]) -> None:
+        self._calls = list(witness)
+        self._next = 0
+
+    async def respond(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Turn:
+        """The next witness call, or a closing message once all are made."""
+        if self._next < len(self._calls):
+            call = self._calls[self._next]
+            self._next += 1
+            args = json.dumps(call.args, sort_keys=True)
+            return Turn(tool_call_message(f"call_{self._next}", call.tool, args))
+        return Turn(text_message(DONE))
+
+
+class NoopAgent:
+    """Answers without ever calling a tool: the floor every real agent must beat."""
+
+    name = "noop"
+
+    async def respond(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Turn:
+        """A polite message that changes nothing."""
+        return Turn(text_message("I'm sorry, I can't make changes right now."))
+
+
+def _random_value(schema: dict[str, Any], rng: random.Random) -> Any:
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    kind = schema.get("type")
+    if kind == "integer":
+        low = int(schema.get("minimum", 0))
+        return rng.randint(low, max(low, int(schema.get("maximum", 50))))
+    if kind == "number":
+        return round(rng.uniform(0, 1000), 2)
+    if kind == "boolean":
+        return rng.random() < 0.5
+    return rng.choice(["x", "test", "1", "A1"])
+
+
+def random_arguments(tool: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """Schema-valid but aimless arguments: every required one and a few optional ones."""
+    params = tool["function"]["parameters"]
+    required = set(params.get("required", []))
+    args = {}
+    for name, schema in params.get("properties", {}).items():
+        if name in required or rng.random() < 0.15:
+            args[name] = _random_value(schema, rng)
+    return args
+
+
+class RandomAgent:
+    """Makes a few valid, aimless tool calls per turn (seeded), then says something generic."""
+
+    name = "random"
+
+    def __init__(self, seed: int, calls_per_turn: int = 3) -> None:
+        self._rng = random.Random(seed)
+        self._calls_per_turn = calls_per_turn
+        self._made = 0
+        self._count = 0
+
+    async def respond(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Turn:
+        """A random tool call, or a text turn after ``calls_per_turn`` calls."""
+        if tools and self._made < self._calls_per_turn:
+            self._made += 1
+            self._count += 1
+            tool = self._rng.choice(tools)
+            args = json.dumps(random_arguments(tool, self._rng), sort_keys=True)
+            return Turn(tool_call_message(f"call_{self._count}", tool["function"]["name"], args))
+        self._made = 0
+        return Turn(text_message("I have looked into it. Is there anything else?"))

@@ -1,0 +1,129 @@
+"""User simulators: a scripted one that runs offline, and an LLM one (LOGIGEN Appendix B.1)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from veritask.agent._base import STOP, Turn, text_message
+from veritask.task import SubGoal, TaskPackage
+
+_TRIGGER = re.compile(
+    r"IF the agent (?:explains that this is not possible|says) \((?P<why>[^)]*)\),? THEN (?P<then>.*)",
+    re.S,
+)
+_NO_ROOM = re.compile(r"IF the agent says there is no room left, THEN (?P<then>.*)", re.S)
+
+
+def _as_request(sub: SubGoal) -> str:
+    text = sub.request.removeprefix("Ask the agent to ").rstrip(".")
+    return f"I'd like to {text[0].lower()}{text[1:]}." if text else sub.title
+
+
+def _reaction(trigger: str) -> tuple[str, str] | None:
+    m = _TRIGGER.match(trigger) or _NO_ROOM.match(trigger)
+    if m is None:
+        return None
+    why = m.groupdict().get("why") or "no room left"
+    then = m["then"].strip().rstrip(".")
+    return why.lower(), then
+
+
+class ScriptedUser:
+    """Discloses the sub-goals in order, reacts to the explanations its triggers anticipate,
+    answers questions with the facts of the current sub-goal, and stops once every sub-goal has
+    been asked for and answered."""
+
+    name = "scripted"
+
+    def __init__(self, package: TaskPackage) -> None:
+        self.package = package
+        self._subs = package.task.sub_goals
+        self._next = 0
+        self._used: set[str] = set()
+        self._answered: set[int] = set()
+
+    async def open(self) -> Turn:
+        """Introduce yourself and ask for the first sub-goal."""
+        profile = self.package.user_profile
+        hello = f'Hi, I\'m {profile.name} (user id "{profile.user_id}").'
+        return Turn(text_message(f"{hello} {self._advance()}", role="user"))
+
+    def _advance(self) -> str:
+        sub = self._subs[self._next]
+        self._next += 1
+        return _as_request(sub)
+
+    def _react(self, said: str) -> str | None:
+        if not 0 < self._next <= len(self._subs):
+            return None
+        for trigger in self._subs[self._next - 1].reactive_triggers:
+            reaction = _reaction(trigger)
+            if reaction is None or trigger in self._used:
+                continue
+            why, then = reaction
+            if why[:40] in said:
+                self._used.add(trigger)
+                return f"I see. In that case, {then[0].lower()}{then[1:]}."
+        return None
+
+    async def respond(self, messages: list[dict[str, Any]]) -> Turn:
+        """React to the assistant's last text, else move to the next sub-goal, else stop."""
+        said = next(
+            (m.get("content") or "" for m in reversed(messages) if m.get("role") == "assistant"), ""
+        )
+        reaction = self._react(said.lower())
+        if reaction is not None:
+            return Turn(text_message(reaction, role="user"))
+        if "?" in said and self._next not in self._answered and 0 < self._next <= len(self._subs):
+            # the agent asked something: answer once with the facts of the current request
+            self._answered.add(self._next)
+            facts = self._subs[self._next - 1].request.removeprefix("Ask the agent to ").rstrip(".")
+            return Turn(text_message(f"To be precise, I want to {facts[0].lower()}{facts[1:]}.", role="user"))
+        if self._next < len(self._subs):
+            return Turn(text_message(self._advance(), role="user"))
+        return Turn(text_message(STOP, role="user"))
+
+
+USER_PROMPT = """You are a user interacting with an agent.
+
+<USER_PROFILE>: This block contains the strict definition of your identity (Name, ID, Tier, etc.).
+{profile}
+
+<TASK_DESCRIPTION> (Your Soul & Goals): This is your master directive. It provides your goals.
+You will live and breathe this script.
+
+{task}
+
+Rules:
+- Just generate one line at a time to simulate the user's message.
+- Do not give away all the instruction at once. Only provide the information that is necessary for the current step.
+- Do not hallucinate information that is not provided in the instruction. For example, if the agent asks for the order id but it is not mentioned in the instruction, do not make up an order id, just say you do not remember or have it.
+- If the instruction goal is satisfied, generate '###STOP###' as a standalone message without anything else to end the conversation.
+- Do not repeat the exact instruction in the conversation. Instead, use your own words to convey the same information.
+- Try to make the conversation as natural as possible, and stick to the personalities in the instruction."""
+
+
+def user_system_prompt(package: TaskPackage) -> str:
+    """LOGIGEN's user-simulator prompt (Appendix B.1) for one task."""
+    p = package.user_profile
+    profile = "\n".join(
+        [
+            f"Name: {p.name}",
+            f"User ID: {p.user_id}",
+            *(f"{k}: {v}" for k, v in p.attributes.items()),
+        ]
+    )
+    return USER_PROMPT.format(profile=profile, task=package.task_description)
+
+
+def flip_roles(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation as the user simulator sees it: the assistant's words become the user's
+    input; tool traffic and the policy prompt are not shown."""
+    out = []
+    for m in messages:
+        if m.get("role") == "assistant" and m.get("content"):
+            out.append({"role": "user", "content": m["content"]})
+        elif m.get("role") == "user":
+            out.append({"role": "assistant", "content": m.get("content") or ""})
+    return out

@@ -1,0 +1,64 @@
+"""Model providers: one interface over OpenAI-compatible endpoints, scripts and replays.
+
+Build providers with :func:`get_provider` (``openai:MODEL``, ``scripted``, ``replay:PATH``);
+test doubles enter through :func:`register_provider`. The ``openai`` SDK is imported only
+when an ``openai:`` provider is built.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from veritask.model._cache import CachedProvider, RequestCache
+from veritask.model._convert import from_chat_completion, normalize_message, to_chat_request
+from veritask.model._hash import TRANSPORT_FIELDS, canonical_request, request_hash
+from veritask.model._registry import get_provider, register_provider, registered_schemes
+from veritask.model._replay import RecordingProvider, ReplayProvider, load_recording
+from veritask.model._scripted import ScriptedProvider, ScriptItem
+from veritask.model._types import (
+    GenerateConfig,
+    ModelOutput,
+    ModelProvider,
+    Prices,
+    ProviderError,
+    ReplayMiss,
+    ScriptExhausted,
+)
+
+if TYPE_CHECKING:
+    from veritask.model._openai import OpenAIProvider
+
+
+def __getattr__(name: str) -> Any:
+    """Load ``OpenAIProvider`` (and with it the SDK) only when it is asked for."""
+    if name == "OpenAIProvider":
+        from veritask.model._openai import OpenAIProvider
+
+        return OpenAIProvider
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "TRANSPORT_FIELDS",
+    "CachedProvider",
+    "GenerateConfig",
+    "ModelOutput",
+    "ModelProvider",
+    "OpenAIProvider",
+    "Prices",
+    "ProviderError",
+    "RecordingProvider",
+    "ReplayMiss",
+    "ReplayProvider",
+    "RequestCache",
+    "ScriptExhausted",
+    "ScriptItem",
+    "ScriptedProvider",
+    "canonical_request",
+    "from_chat_completion",
+    "get_provider",
+    "load_recording",
+    "normalize_message",
+    "register_provider",
+    "registered_schemes",
+    "request_hash",
+    "to_chat_request",
+]

@@ -1,0 +1,95 @@
+"""Trajectory: one recorded episode, enough to verify and reward it without re-running anything."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+StopReason = Literal["user_stop", "max_turns", "tool_errors", "agent_error", "agent_done"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Usage(_Model):
+    """Token counts and cost of one side of the conversation."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    calls: int = 0
+    cached_calls: int = 0
+
+    def add(self, other: Usage) -> None:
+        """Accumulate another usage record into this one."""
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cost += other.cost
+        self.calls += other.calls
+        self.cached_calls += other.cached_calls
+
+
+class ToolStep(_Model):
+    """One tool call the agent made, what the environment answered, and where it left the state.
+
+    ``args`` is None when the call's arguments were not a JSON object (a malformed tool call);
+    ``raw_arguments`` keeps what the model produced.
+    """
+
+    turn: int
+    """Index of the assistant message (in ``Trajectory.messages``) that made the call."""
+    call_id: str
+    tool: str
+    args: dict[str, Any] | None
+    raw_arguments: str
+    ok: bool
+    result: Any = None
+    error: dict[str, Any] | None = None
+    writes: bool = False
+    """True for insert/update tools (whether or not the call succeeded)."""
+    distance: int | None = None
+    """DIFF distance from the state after this call to s_target (None when not computed)."""
+
+
+class Trajectory(_Model):
+    """A whole episode between an assistant agent, a user simulator and an environment."""
+
+    task_id: str
+    domain: str
+    trial: int = 0
+    seed: int = 0
+    agent: str
+    user: str
+    messages: list[dict[str, Any]]
+    """OpenAI chat messages: system, user, assistant (with ``tool_calls``), tool."""
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    """OpenAI tool schemas offered to the agent."""
+    steps: list[ToolStep] = Field(default_factory=list)
+    stop_reason: StopReason
+    initial_distance: int
+    """DIFF distance from s_origin to s_target."""
+    final_distance: int
+    """DIFF distance from the final state to s_target (0: the task's state goal was reached)."""
+    agent_diff: dict[str, Any] = Field(default_factory=dict)
+    """DIFF(s_origin, final state) as ``StateDiff.to_json()``: the rows the agent changed."""
+    agent_usage: Usage = Field(default_factory=Usage)
+    user_usage: Usage = Field(default_factory=Usage)
+    reward: float | None = None
+    reward_breakdown: dict[str, float] = Field(default_factory=dict)
+    error: str | None = None
+    """What went wrong when ``stop_reason`` is ``agent_error``."""
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        """The (task id, trial, seed) a batch runner resumes by."""
+        return (self.task_id, self.trial, self.seed)
+
+    def assistant_texts(self) -> list[str]:
+        """The text the assistant said to the user, message by message."""
+        return [
+            m["content"]
+            for m in self.messages
+            if m.get("role") == "assistant" and isinstance(m.get("content"), str) and m["content"]
+        ]
