@@ -18,7 +18,7 @@ class EpisodeLimits:
 
     max_turns: int = 30
     """User turns."""
-    max_steps_per_turn: int = 20
+    max_steps_per_turn: int = 50
     """Assistant messages (tool calls) between two user turns."""
     max_consecutive_tool_errors: int = 8
 

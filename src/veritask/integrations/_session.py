@@ -1,0 +1,299 @@
+"""The episode API trainers build on: reset a task, call tools or step with messages, get rewards.
+
+``VeritaskEnv`` is one rollout's environment: its own in-memory SQLite state (isolated from every
+other rollout), the task's target, the tool schemas, a scripted user for the conversation side,
+and a recorded Trajectory from which rewards are computed. ``EnvFactory`` is picklable, so a
+trainer can ship it to worker processes and build environments there.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from veritask.agent import STOP, ScriptedUser, Turn
+from veritask.env import Environment, Snapshot, diff
+from veritask.rollout import EpisodeTask, TaskSource, ToolStep, Trajectory, Usage, score
+from veritask.task import TaskPackage
+
+
+@dataclass(frozen=True)
+class EnvFactory:
+    """A picklable recipe for environments over one dataset directory."""
+
+    dataset: str
+    lambda_err: float = 0.1
+
+    def __call__(self) -> VeritaskEnv:
+        """A fresh, isolated environment."""
+        return VeritaskEnv(self.dataset, lambda_err=self.lambda_err)
+
+
+_SOURCES: dict[str, TaskSource] = {}
+
+
+def _source(dataset: str) -> TaskSource:
+    """Dataset directories are loaded once per process and shared (read-only)."""
+    if dataset not in _SOURCES:
+        _SOURCES[dataset] = TaskSource.load(dataset)
+    return _SOURCES[dataset]
+
+
+@dataclass
+class Observation:
+    """What a policy sees after ``reset``: system prompt, first user message and tools."""
+
+    task_id: str
+    system: str
+    user: str
+    tools: list[dict[str, Any]]
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The opening chat messages."""
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": self.user}]
+
+
+@dataclass
+class StepResult:
+    """What ``step`` returns: new messages for the policy, the reward so far and whether it ended."""
+
+    messages: list[dict[str, Any]]
+    done: bool
+    proximity: float
+
+
+class VeritaskEnv:
+    """One rollout's environment over a dataset of certified tasks."""
+
+    def __init__(self, dataset: str | Path, *, lambda_err: float = 0.1) -> None:
+        self.dataset = str(dataset)
+        self.source = _source(self.dataset)
+        self.lambda_err = lambda_err
+        self._task: EpisodeTask | None = None
+        self._env: Environment | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _package(self, task: str | int | TaskPackage | None, seed: int | None) -> TaskPackage:
+        packages = self.source.packages
+        if isinstance(task, TaskPackage):
+            return task
+        if isinstance(task, str):
+            found = next((p for p in packages if p.id == task), None)
+            if found is None:
+                raise KeyError(f"no task {task!r} in {self.dataset}")
+            return found
+        index = task if isinstance(task, int) else (seed or 0)
+        return packages[index % len(packages)]
+
+    def reset(
+        self, task: str | int | TaskPackage | None = None, seed: int | None = None
+    ) -> Observation:
+        """Start an episode on a task (by id, index, package, or ``seed`` modulo the dataset)."""
+        package = self._package(task, seed)
+        self._task = self.source.episode_task(package)
+        if self._env is not None:
+            self._env.close()
+        self._env = Environment(self._task.domain, self._task.origin)
+        self._target = Snapshot(self._task.target, self._task.domain.layout)
+        self._user = ScriptedUser(package)
+        opening = _drive(self._user.open())
+        self._d0 = diff(
+            Snapshot(self._task.origin, self._task.domain.layout), self._target
+        ).distance
+        self.messages: list[dict[str, Any]] = [
+            {"role": "system", "content": self._task.policy},
+            opening.message,
+        ]
+        self.steps: list[ToolStep] = []
+        self.done = False
+        return Observation(package.id, self._task.policy, opening.message["content"], self.tools)
+
+    async def areset(
+        self, task: str | int | TaskPackage | None = None, seed: int | None = None
+    ) -> Observation:
+        """``reset`` for async callers."""
+        return self.reset(task, seed)
+
+    @property
+    def env(self) -> Environment:
+        """The live environment (after ``reset``)."""
+        if self._env is None:
+            raise RuntimeError("call reset() first")
+        return self._env
+
+    @property
+    def task(self) -> EpisodeTask:
+        """The current task (after ``reset``)."""
+        if self._task is None:
+            raise RuntimeError("call reset() first")
+        return self._task
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """OpenAI tool schemas of the current task's domain."""
+        return self.env.openai_tools()
+
+    # -- acting ----------------------------------------------------------------------------
+
+    def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | str | None = None,
+        call_id: str = "",
+        turn: int | None = None,
+    ) -> dict[str, Any]:
+        """Run one tool call; returns ``ToolResult.to_json()`` and records the step."""
+        raw = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
+        result = self.env.call(name, raw)
+        try:
+            parsed = json.loads(raw)
+        except json.JSONDecodeError:
+            parsed = None
+        spec = self.env.tools.get(name)
+        self.steps.append(
+            ToolStep(
+                turn=len(self.messages) - 1 if turn is None else turn,
+                call_id=call_id,
+                tool=name,
+                args=parsed if isinstance(parsed, dict) else None,
+                raw_arguments=raw,
+                ok=result.ok,
+                result=result.result,
+                error=result.error.to_json() if result.error else None,
+                writes=bool(spec and spec.writes),
+                distance=self.env.distance(self._target),
+            )
+        )
+        return result.to_json()
+
+    async def acall_tool(
+        self, name: str, arguments: dict[str, Any] | str | None = None, call_id: str = ""
+    ) -> dict[str, Any]:
+        """``call_tool`` for async callers."""
+        return self.call_tool(name, arguments, call_id)
+
+    def step(self, message: dict[str, Any]) -> StepResult:
+        """Feed one assistant message: tool calls are executed (their results returned as tool
+        messages); a text message gets the scripted user's answer, and ``###STOP###`` ends it."""
+        self.messages.append(message)
+        turn = len(self.messages) - 1
+        calls = message.get("tool_calls") or []
+        out: list[dict[str, Any]] = []
+        for call in calls:
+            fn = call.get("function") or {}
+            payload = self.call_tool(
+                str(fn.get("name", "")), fn.get("arguments") or "{}", str(call.get("id", "")), turn
+            )
+            body = payload["result"] if payload["ok"] else {"error": payload["error"]}
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": str(call.get("id", "")),
+                    "content": json.dumps(body, default=str),
+                }
+            )
+        if not calls:
+            reply = _drive(self._user.respond(self.messages))
+            if STOP in (reply.message.get("content") or ""):
+                self.done = True
+            else:
+                out.append(reply.message)
+        self.messages.extend(out)
+        return StepResult(out, self.done, self.proximity())
+
+    async def astep(self, message: dict[str, Any]) -> StepResult:
+        """``step`` for async callers."""
+        return self.step(message)
+
+    # -- rewards ---------------------------------------------------------------------------
+
+    def proximity(self) -> float:
+        """LOGIGEN's state proximity P_t = 1 - min(DIFF(s_t, target), D0) / (D0 + eps)."""
+        d0 = self._d0
+        dt = self.env.distance(self._target)
+        if d0 == 0:
+            return 1.0 if dt == 0 else 0.0
+        return 1.0 - min(dt, d0) / (d0 + 1e-6)
+
+    def trajectory(self) -> Trajectory:
+        """The episode so far as a verified Trajectory (reward and breakdown filled in)."""
+        task = self.task
+        origin = Snapshot(task.origin, task.domain.layout)
+        final = self.env.snapshot()
+        traj = Trajectory(
+            task_id=task.package.id,
+            domain=task.package.domain,
+            agent="trainer",
+            user="scripted",
+            messages=self.messages,
+            tools=self.tools,
+            steps=self.steps,
+            stop_reason="user_stop" if self.done else "agent_done",
+            initial_distance=diff(origin, self._target).distance,
+            final_distance=self.env.distance(self._target),
+            agent_diff=diff(origin, final).to_json(),
+            agent_usage=Usage(),
+            user_usage=Usage(),
+        )
+        return score(traj, self.source, task.package)
+
+    def reward(self) -> dict[str, Any]:
+        """``{"reward", "breakdown", "proximity", "violations"}`` for the episode so far."""
+        traj = self.trajectory()
+        violations = sum(1 for s in self.steps if s.error and s.error.get("violated_rule"))
+        return {
+            "reward": traj.reward or 0.0,
+            "breakdown": traj.reward_breakdown,
+            "proximity": self.proximity(),
+            "violations": violations,
+        }
+
+    def close(self) -> None:
+        """Release the database."""
+        if self._env is not None:
+            self._env.close()
+            self._env = None
+
+
+def _drive(coro: Coroutine[Any, Any, Turn]) -> Turn:
+    """Run a coroutine that never suspends (the scripted user's), in or outside an event loop."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        result: Turn = done.value
+        return result
+    coro.close()
+    raise RuntimeError("the user simulator suspended; it must not await anything")
+
+
+async def run_episode(
+    task: str | int | TaskPackage,
+    client: Any,
+    model: str,
+    dataset: str | Path,
+    *,
+    max_turns: int = 30,
+    **create_kwargs: Any,
+) -> Trajectory:
+    """Drive a whole episode against an OpenAI-compatible async client (``client.chat.completions
+    .create``), the pattern AReaL's and rLLM's workflows use; returns the verified Trajectory."""
+    env = VeritaskEnv(dataset)
+    obs = env.reset(task)
+    for _ in range(max_turns * 4):
+        response = await client.chat.completions.create(
+            model=model, messages=env.messages, tools=obs.tools, **create_kwargs
+        )
+        choice = response.choices[0].message
+        message = (
+            choice.model_dump(exclude_none=True) if hasattr(choice, "model_dump") else dict(choice)
+        )
+        message.setdefault("role", "assistant")
+        if env.step(message).done:
+            break
+    traj = env.trajectory()
+    env.close()
+    return traj
