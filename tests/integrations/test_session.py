@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import pickle
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 

@@ -63,7 +63,7 @@ class _Runner:
         spec = self.env.tools.get(name)
         self.steps.append(
             ToolStep(
-                turn=len(self.messages) - 1,
+                turn=turn,
                 call_id=str(call.get("id", "")),
                 tool=name,
                 args=args,
@@ -96,8 +96,9 @@ class _Runner:
             calls = turn.message.get("tool_calls") or []
             if not calls:
                 return None
+            turn_index = len(self.messages) - 1
             for call in calls:
-                self.messages.append(self._tool_result(len(self.messages) - 1, call))
+                self.messages.append(self._tool_result(turn_index, call))
             if self.errors_in_a_row >= self.limits.max_consecutive_tool_errors:
                 return "tool_errors"
         return "max_turns"

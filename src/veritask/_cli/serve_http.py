@@ -1,0 +1,97 @@
+"""The ``serve`` command: an HTTP environment server (reset / step / state) in the OpenEnv style."""
+
+from __future__ import annotations
+
+import logging
+
+import click
+
+from veritask.integrations.http_server import (
+    DEFAULT_HOST,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_PORT,
+    EnvHTTPServer,
+    open_source,
+)
+
+
+@click.command("serve")
+@click.argument("domain_or_dir")
+@click.option("--host", default=DEFAULT_HOST, show_default=True, help="Address to bind.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=DEFAULT_PORT,
+    show_default=True,
+    help="Port to bind (0: any free port).",
+)
+@click.option(
+    "--allow-remote",
+    is_flag=True,
+    help="Allow a non-loopback --host. The server has no authentication.",
+)
+@click.option(
+    "--idle-timeout",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_IDLE_TIMEOUT,
+    show_default=True,
+    help="Close sessions unused for this many seconds (0: never).",
+)
+@click.option(
+    "--max-sessions",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_SESSIONS,
+    show_default=True,
+    help="Sessions open at once; /reset answers 503 beyond.",
+)
+@click.option("--log-requests", is_flag=True, help="Log every request to stderr.")
+def serve_cmd(
+    domain_or_dir: str,
+    host: str,
+    port: int,
+    allow_remote: bool,
+    idle_timeout: float,
+    max_sessions: int,
+    log_requests: bool,
+) -> None:
+    """Serve DOMAIN_OR_DIR over HTTP: POST /reset, POST /step, GET /state, DELETE /session/ID.
+
+    DOMAIN_OR_DIR is a domain (every session starts from its seed state) or a dataset directory
+    (every session starts from a task's origin; steps are rewarded by proximity to its target).
+    Each session has its own database; sessions never share state.
+    """
+    try:
+        source = open_source(domain_or_dir)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        server = EnvHTTPServer(
+            source,
+            host,
+            port,
+            allow_remote=allow_remote,
+            idle_timeout=idle_timeout or None,
+            max_sessions=max_sessions,
+            log_requests=log_requests,
+        )
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot bind {host}:{port}: {exc}") from None
+    if log_requests:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    tasks = len(source.task_ids())
+    what = f"{source.name} ({tasks} tasks)" if source.mode == "dataset" else source.name
+    click.echo(f"serving {what} at {server.url} (Ctrl-C to stop)", err=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+
+
+def register(group: click.Group) -> None:
+    """Add this module's commands to the CLI group."""
+    group.add_command(serve_cmd)

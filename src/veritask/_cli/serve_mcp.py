@@ -1,0 +1,71 @@
+"""The ``serve-mcp`` command: expose a domain's environment as an MCP server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from veritask._cli._common import spec_arg
+
+
+@click.command("serve-mcp")
+@click.argument("domain")
+@click.option(
+    "--state",
+    "state",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Start from this SQLite state (default: the domain's seed state).",
+)
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio: one client over stdin/stdout; http: streamable HTTP at /mcp.",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to bind with --transport http (keep loopback unless you mean to expose it).",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=8765,
+    show_default=True,
+    help="Port to bind with --transport http.",
+)
+def serve_mcp_cmd(domain: str, state: str | None, transport: str, host: str, port: int) -> None:
+    """Serve DOMAIN's tools over the Model Context Protocol (needs the `mcp` package).
+
+    Every call acts on one environment that lives as long as the server; policy violations come
+    back as tool errors carrying {code, message, violated_rule, hint}.
+    """
+    spec = spec_arg(domain)
+    try:
+        from veritask.integrations import mcp_server
+    except ImportError as exc:
+        raise click.ClickException(
+            f"serve-mcp needs the MCP SDK ({exc}); install it with: pip install 'veritask[mcp]'"
+        ) from None
+    state_path = Path(state) if state else None
+    try:
+        if transport == "stdio":
+            # stdout is the protocol channel: print nothing there.
+            mcp_server.run_stdio(spec, state_path)
+            return
+        shown = f"[{host}]" if ":" in host else host
+        click.echo(
+            f"serving {spec.name} over MCP at http://{shown}:{port}{mcp_server.HTTP_PATH}",
+            err=True,
+        )
+        mcp_server.run_http(spec, state_path, host=host, port=port)
+    except KeyboardInterrupt:
+        pass
+
+
+def register(group: click.Group) -> None:
+    """Add this module's commands to the CLI group."""
+    group.add_command(serve_mcp_cmd)
