@@ -190,6 +190,56 @@ def test_stdio_transport_end_to_end(tmp_path: Path) -> None:
     assert text_payload(wire)["violated_rule"] == "MEMBER_ACTIVE"
 
 
+def test_http_transport_end_to_end() -> None:
+    """The streamable-HTTP app under a real uvicorn on a loopback port."""
+    import importlib
+    import socket
+
+    import uvicorn
+
+    from veritask.integrations.mcp_server import HTTP_PATH, http_app
+
+    module: Any = importlib.import_module("mcp.client.streamable_http")
+    # mcp 2.x: streamable_http_client yields (read, write); 1.x: streamablehttp_client adds a third.
+    connect = getattr(module, "streamable_http_client", None) or module.streamablehttp_client
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    served = build_server("mock")
+    config = uvicorn.Config(
+        http_app(served.server), host="127.0.0.1", port=port, log_level="warning"
+    )
+    web = uvicorn.Server(config)
+
+    async def client() -> tuple[list[str], dict[str, Any]]:
+        while not web.started:
+            await anyio.sleep(0.05)
+        async with (
+            connect(f"http://127.0.0.1:{port}{HTTP_PATH}") as streams,
+            ClientSession(streams[0], streams[1]) as session,
+        ):
+            await session.initialize()
+            names = [t.name for t in (await session.list_tools()).tools]
+            return names, await call(session, "insert_loans", LAPSED_LOAN)
+
+    out: list[tuple[list[str], dict[str, Any]]] = []
+
+    async def main() -> None:
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(web.serve)
+                try:
+                    out.append(await client())
+                finally:
+                    web.should_exit = True
+
+    anyio.run(main)
+    ((names, wire),) = out
+    assert names == list(served.env.tools)
+    assert wire["isError"] is True
+    assert text_payload(wire)["violated_rule"] == "MEMBER_ACTIVE"
+
+
 def test_cli_help() -> None:
     result = CliRunner().invoke(serve_mcp_cmd, ["--help"], catch_exceptions=False)
     assert result.exit_code == 0
