@@ -196,7 +196,7 @@ def test_routing_and_protocol_errors_are_json(server: EnvHTTPServer, client: Env
     too_big = raw(b"POST /step HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999\r\n\r\n")
     assert too_big.startswith(b"HTTP/1.1 413")
     assert json.loads(too_big.split(b"\r\n\r\n", 1)[1])["error"]["code"] == "PAYLOAD_TOO_LARGE"
-    garbage = raw(b"HELLO / HTTP/1.1 extra\r\n\r\n")
+    garbage = raw(b"HELLO there / HTTP/1.1\r\n\r\n")
     assert garbage.startswith(b"HTTP/1.1 400")
     assert "error" in json.loads(garbage.split(b"\r\n\r\n", 1)[1])
 
@@ -244,13 +244,14 @@ def test_idle_sessions_expire(compiled: dict[str, CompiledDomain]) -> None:
     service.close()
 
     # the server's reaper does the same on its own
-    with EnvHTTPServer(DomainSource(compiled["mock"]), port=0, idle_timeout=0.2) as srv:
+    with EnvHTTPServer(DomainSource(compiled["mock"]), port=0, idle_timeout=0.2) as srv:  # noqa: SIM117 - the client needs the started server's url
         with EnvClient(srv.start().url, timeout=10) as c:
             sid = c.reset()["session_id"]
             deadline = time.monotonic() + 10
-            while c.request("GET", f"/state?session_id={sid}")[0] == 200:
+            while c.health()["sessions"]:  # /health does not touch sessions
                 assert time.monotonic() < deadline, "the session never expired"
                 time.sleep(0.05)
+            assert c.request("GET", f"/state?session_id={sid}")[0] == 404
 
 
 def test_session_limit_is_503(compiled: dict[str, CompiledDomain]) -> None:
@@ -306,11 +307,11 @@ def test_concurrent_sessions_do_not_leak_state(
     plans = [random_calls(random.Random(1000 + i), CALLS) for i in range(SESSIONS)]
     results: list[dict[str, Any] | None] = [None] * SESSIONS
     errors: list[BaseException] = []
-    barrier = threading.Barrier(SESSIONS, timeout=60)
+    barrier = threading.Barrier(SESSIONS, timeout=30)
 
     def run(i: int) -> None:
         try:
-            with EnvClient(server.url, timeout=60) as c:
+            with EnvClient(server.url, timeout=30) as c:
                 sid = c.reset()["session_id"]
                 barrier.wait()  # every session exists before any step: the steps interleave
                 observations = [c.step(sid, tool, args)["observation"] for tool, args in plans[i]]
@@ -325,9 +326,10 @@ def test_concurrent_sessions_do_not_leak_state(
     started = time.monotonic()
     for t in threads:
         t.start()
+    deadline = started + 90
     for t in threads:
-        t.join(timeout=120)
-    elapsed = time.monotonic() - started
+        t.join(timeout=max(0.0, deadline - time.monotonic()))
+    assert not any(t.is_alive() for t in threads), "sessions still running after 90 s"
     assert not errors, errors[:3]
     assert all(r is not None for r in results)
     done = [r for r in results if r is not None]
@@ -350,4 +352,3 @@ def test_concurrent_sessions_do_not_leak_state(
     assert len(digests) > SESSIONS // 2
     assert outcomes["ok"] > 0 and outcomes["rejected"] > 0
     assert len(server.service) == 0
-    assert elapsed < 60

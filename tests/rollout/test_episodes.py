@@ -142,7 +142,9 @@ def test_calls_of_one_message_share_its_turn(sources: dict[str, TaskSource]) -> 
     source = sources["travel"]
     pkg = source.packages[0]
     first = {"name": "query_users", "arguments": {"id": pkg.user_profile.user_id}}
-    agent = LLMAgent(get_provider("scripted", script=[{"tool_calls": [first, first]}, "Done."] + ["Done."] * 10))
+    agent = LLMAgent(
+        get_provider("scripted", script=[{"tool_calls": [first, first]}, "Done."] + ["Done."] * 10)
+    )
     traj = asyncio.run(run_episode(source.episode_task(pkg), agent, ScriptedUser(pkg)))
     assert traj.steps[0].turn == traj.steps[1].turn
     assert traj.messages[traj.steps[0].turn]["role"] == "assistant"

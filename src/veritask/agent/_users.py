@@ -79,7 +79,11 @@ class ScriptedUser:
             # the agent asked something: answer once with the facts of the current request
             self._answered.add(self._next)
             facts = self._subs[self._next - 1].request.removeprefix("Ask the agent to ").rstrip(".")
-            return Turn(text_message(f"To be precise, I want to {facts[0].lower()}{facts[1:]}.", role="user"))
+            return Turn(
+                text_message(
+                    f"To be precise, I want to {facts[0].lower()}{facts[1:]}.", role="user"
+                )
+            )
         if self._next < len(self._subs):
             return Turn(text_message(self._advance(), role="user"))
         return Turn(text_message(STOP, role="user"))

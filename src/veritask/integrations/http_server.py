@@ -29,18 +29,22 @@ The server binds loopback by default and refuses a non-loopback address unless
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import http.client
 import ipaddress
 import json
 import logging
+import re
 import secrets
 import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from email.utils import formatdate
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import parse_qs, quote, urlsplit
@@ -55,8 +59,15 @@ DEFAULT_PORT = 8000
 DEFAULT_IDLE_TIMEOUT = 600.0
 DEFAULT_MAX_SESSIONS = 1024
 MAX_BODY_BYTES = 1 << 20
+MAX_LINE_BYTES = 16 << 10
+MAX_HEAD_BYTES = 64 << 10
+MAX_HEADERS = 100
 CONNECTION_TIMEOUT = 300.0
-"""Seconds a keep-alive connection may sit idle before the server closes it."""
+"""Seconds a keep-alive connection may sit idle (or stall mid-request) before it is closed."""
+
+_REASONS = {s.value: s.phrase for s in HTTPStatus}
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+_SINGLE_HEADERS = frozenset({"content-length", "transfer-encoding", "host"})
 
 _ACTION_KEYS = frozenset({"tool", "arguments"})
 
@@ -393,19 +404,26 @@ class EnvService:
         return len(stale)
 
     @staticmethod
-    def _close(session: _Session) -> None:
-        with session.lock:
+    def _close(session: _Session, timeout: float = -1) -> bool:
+        if not session.lock.acquire(timeout=timeout):
+            return False
+        try:
             if not session.closed:
                 session.closed = True
                 session.env.close()
+        finally:
+            session.lock.release()
+        return True
 
-    def close(self) -> None:
-        """Close every session."""
+    def close(self, timeout: float = 5.0) -> None:
+        """Close every session, waiting at most ``timeout`` seconds in all for calls in flight."""
         with self._lock:
             sessions = list(self._sessions.values())
             self._sessions.clear()
-        for s in sessions:
-            self._close(s)
+        deadline = time.monotonic() + timeout
+        stuck = sum(not self._close(s, max(0.0, deadline - time.monotonic())) for s in sessions)
+        if stuck:
+            log.warning("%d session(s) still busy at shutdown were left open", stuck)
 
     # -- endpoints -----------------------------------------------------------------------------
 
@@ -599,96 +617,116 @@ def is_loopback(host: str) -> bool:
     return bool(infos) and all(ipaddress.ip_address(i[4][0]).is_loopback for i in infos)
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 1024  # the default of 5 drops connections under a burst of clients
-    service: EnvService
-    log_requests: bool
+@dataclass
+class _Request:
+    method: str
+    target: str
+    keep_alive: bool
+    length: int
+    expect_continue: bool
+    body: bytes = b""
 
 
-class _HTTPServer6(_HTTPServer):
-    address_family = socket.AF_INET6
+def _parse_head(lines: list[bytes]) -> _Request:
+    """The request line and headers (without line endings) as a request; raises RequestError."""
+    try:
+        method, target, version = lines[0].decode("ascii").split(" ")
+    except (UnicodeDecodeError, ValueError):
+        raise RequestError(400, "BAD_REQUEST", "malformed request line") from None
+    if version not in ("HTTP/1.1", "HTTP/1.0"):
+        raise RequestError(505, "HTTP_VERSION_NOT_SUPPORTED", f"{version!r} is not supported")
+    if not _TOKEN.match(method) or not target.startswith("/"):
+        raise RequestError(400, "BAD_REQUEST", "malformed request line")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(b":")
+        if not sep or not _TOKEN.match(name.decode("latin-1")):
+            raise RequestError(400, "BAD_REQUEST", "malformed header line")
+        key = name.decode("ascii").lower()
+        text = value.strip(b" \t").decode("latin-1")
+        if key in headers:
+            if key in _SINGLE_HEADERS:
+                raise RequestError(400, "BAD_REQUEST", f"repeated {key} header")
+            text = f"{headers[key]}, {text}"
+        headers[key] = text
+    if "transfer-encoding" in headers:
+        raise RequestError(411, "LENGTH_REQUIRED", "send a Content-Length, not chunks")
+    raw = headers.get("content-length", "0")
+    if not (raw.isascii() and raw.isdigit()):
+        raise RequestError(400, "BAD_REQUEST", "invalid Content-Length")
+    length = int(raw)
+    if length > MAX_BODY_BYTES:
+        raise RequestError(413, "PAYLOAD_TOO_LARGE", f"bodies are limited to {MAX_BODY_BYTES}")
+    tokens = {t.strip() for t in headers.get("connection", "").lower().split(",")}
+    http11 = version == "HTTP/1.1"
+    keep_alive = "close" not in tokens if http11 else "keep-alive" in tokens
+    expect = http11 and headers.get("expect", "").lower() == "100-continue"
+    return _Request(method, target, keep_alive, length, expect)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive: one connection serves a client's whole episode
-    server_version = "veritask"
-    disable_nagle_algorithm = True
-    timeout = CONNECTION_TIMEOUT
-    server: _HTTPServer
-
-    def do_GET(self) -> None:
-        self._dispatch("GET")
-
-    def do_POST(self) -> None:
-        self._dispatch("POST")
-
-    def do_DELETE(self) -> None:
-        self._dispatch("DELETE")
-
-    def do_PUT(self) -> None:
-        self._dispatch("PUT")
-
-    def do_PATCH(self) -> None:
-        self._dispatch("PATCH")
-
-    def _read_body(self) -> bytes:
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            self.close_connection = True
-            raise RequestError(411, "LENGTH_REQUIRED", "send a Content-Length, not chunks")
-        raw = self.headers.get("Content-Length")
-        if raw is None:
-            return b""
+async def _read_request(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> _Request | None:
+    """The next request on a connection, None at a clean end of stream; raises RequestError."""
+    lines: list[bytes] = []
+    total = 0
+    while True:
         try:
-            length = int(raw)
-        except ValueError:
-            length = -1
-        if length < 0:
-            self.close_connection = True
-            raise RequestError(400, "BAD_REQUEST", "invalid Content-Length")
-        if length > MAX_BODY_BYTES:
-            self.close_connection = True  # the unread body must not be parsed as a request
-            raise RequestError(413, "PAYLOAD_TOO_LARGE", f"bodies are limited to {MAX_BODY_BYTES}")
-        return self.rfile.read(length)
+            line = await reader.readuntil(b"\n")
+        except asyncio.IncompleteReadError as exc:
+            if not exc.partial and not lines:
+                return None
+            raise
+        except asyncio.LimitOverrunError:
+            raise RequestError(431, "HEADERS_TOO_LARGE", "a header line is too long") from None
+        total += len(line)
+        if total > MAX_HEAD_BYTES or len(lines) > MAX_HEADERS:
+            raise RequestError(431, "HEADERS_TOO_LARGE", "the request head is too large")
+        line = line[:-2] if line.endswith(b"\r\n") else line[:-1]
+        if line:
+            lines.append(line)
+        elif lines:
+            break  # (empty lines before the request line are ignored, RFC 9112 section 2.2)
+    request = _parse_head(lines)
+    if request.length:
+        if request.expect_continue:
+            writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        request.body = await reader.readexactly(request.length)
+    return request
 
-    def _dispatch(self, method: str) -> None:
-        try:
-            body = self._read_body()
-            status, payload = self.server.service.handle(method, self.path, body)
-        except RequestError as exc:
-            status, payload = exc.status, exc.to_json()
-        except Exception:
-            log.exception("internal error on %s %s", method, self.path)
-            status = 500
-            payload = {"error": {"code": "INTERNAL", "message": "internal server error"}}
-        self._send(status, payload)
 
-    def _send(self, status: int, payload: Mapping[str, Any]) -> None:
-        data = json.dumps(payload, ensure_ascii=False, default=_json_default).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
+def _response(
+    status: int, payload: Mapping[str, Any], *, keep_alive: bool, head_only: bool = False
+) -> bytes:
+    body = json.dumps(payload, ensure_ascii=False, default=_json_default).encode("utf-8")
+    head = (
+        f"HTTP/1.1 {status} {_REASONS.get(status, 'Unknown')}\r\n"
+        f"Server: veritask\r\nDate: {_http_date()}\r\n"
+        "Content-Type: application/json; charset=utf-8\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        + ("" if keep_alive else "Connection: close\r\n")
+        + "\r\n"
+    ).encode("latin-1")
+    return head if head_only else head + body
 
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """Protocol-level errors (bad request line, unsupported method) as JSON too."""
-        self.close_connection = True
-        text = message or self.responses.get(code, ("error",))[0]
-        self._send(code, {"error": {"code": f"HTTP_{code}", "message": text}})
 
-    def log_message(self, format: str, *args: Any) -> None:
-        if self.server.log_requests:
-            log.info("%s %s", self.address_string(), format % args)
-        else:
-            log.debug("%s %s", self.address_string(), format % args)
+_date_cache: tuple[int, str] = (0, "")
+
+
+def _http_date() -> str:
+    global _date_cache
+    now = int(time.time())
+    if _date_cache[0] != now:
+        _date_cache = (now, formatdate(now, usegmt=True))
+    return _date_cache[1]
 
 
 class EnvHTTPServer:
-    """The HTTP server: an :class:`EnvService` behind a threading HTTP/1.1 server.
+    """The HTTP server: an :class:`EnvService` behind an asyncio HTTP/1.1 server.
+
+    One event loop serves every connection; each request runs to completion (a tool call on an
+    in-memory database takes tens of microseconds), so requests never wait on thread switches
+    however many sessions are open. Connections are kept alive between requests.
 
     Args:
         source: Where sessions start from (see :func:`open_source`).
@@ -721,24 +759,28 @@ class EnvHTTPServer:
                 " pass allow_remote (--allow-remote) to expose it"
             )
         self.service = EnvService(source, idle_timeout=idle_timeout, max_sessions=max_sessions)
+        self.log_requests = log_requests
         bind_host = host.strip("[]")
-        server_class = _HTTPServer6 if ":" in bind_host else _HTTPServer
-        self._httpd: _HTTPServer = server_class((bind_host, port), _Handler)
-        self._httpd.service = self.service
-        self._httpd.log_requests = log_requests
-        self._stop = threading.Event()
-        self._reaper: threading.Thread | None = None
+        family = socket.AF_INET6 if ":" in bind_host else socket.AF_INET
+        self._sock = socket.create_server((bind_host, port), family=family, backlog=1024)
+        self._sock.setblocking(False)
+        self._address: tuple[str, int] = self._sock.getsockname()[:2]
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._done = threading.Event()
         self._thread: threading.Thread | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
 
     @property
     def host(self) -> str:
         """The bound address."""
-        return str(self._httpd.server_address[0])
+        return self._address[0]
 
     @property
     def port(self) -> int:
         """The bound port."""
-        return int(self._httpd.server_address[1])
+        return self._address[1]
 
     @property
     def url(self) -> str:
@@ -746,47 +788,42 @@ class EnvHTTPServer:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
 
-    def _reap(self) -> None:
-        timeout = self.service.idle_timeout
-        if timeout is None:
-            return
-        interval = max(0.05, min(timeout / 4, 30.0))
-        while not self._stop.wait(interval):
-            try:
-                self.service.expire()
-            except Exception:  # the reaper must outlive a bad sweep
-                log.exception("session expiry failed")
+    # -- serving ---------------------------------------------------------------------------------
 
     def serve_forever(self) -> None:
         """Serve until :meth:`shutdown` is called from another thread (or KeyboardInterrupt)."""
-        if self._reaper is None:
-            self._reaper = threading.Thread(
-                target=self._reap, name="veritask-http-reaper", daemon=True
-            )
-            self._reaper.start()
-        self._httpd.serve_forever(poll_interval=0.2)
+        if self._done.is_set():
+            raise RuntimeError("the server was shut down")
+        try:
+            asyncio.run(self._serve())
+        finally:
+            self._done.set()
 
     def start(self) -> EnvHTTPServer:
-        """Serve in a background thread; return self."""
+        """Serve in a background thread; return self once it accepts connections."""
         if self._thread is not None:
             raise RuntimeError("the server is already started")
         self._thread = threading.Thread(
             target=self.serve_forever, name="veritask-http", daemon=True
         )
         self._thread.start()
+        while not self._ready.wait(0.05):
+            if not self._thread.is_alive():
+                raise RuntimeError("the HTTP server thread failed to start")
         return self
 
     def shutdown(self) -> None:
-        """Stop serving (when started with :meth:`start`), close the socket and every session."""
-        self._stop.set()
+        """Stop serving, close the socket, open connections and every session."""
+        loop, stopping = self._loop, self._stopping
+        if loop is not None and stopping is not None:
+            with contextlib.suppress(RuntimeError):  # the loop already ended (Ctrl-C)
+                loop.call_soon_threadsafe(stopping.set)
+            self._done.wait(timeout=10)  # serve_forever returns (whichever thread runs it)
+        self._done.set()
         if self._thread is not None:
-            self._httpd.shutdown()  # waits for serve_forever to return
-            self._thread.join(timeout=5)
+            self._thread.join(timeout=10)
             self._thread = None
-        self._httpd.server_close()
-        if self._reaper is not None:
-            self._reaper.join(timeout=5)
-            self._reaper = None
+        self._sock.close()
         self.service.close()
 
     def __enter__(self) -> EnvHTTPServer:
@@ -794,6 +831,86 @@ class EnvHTTPServer:
 
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
+
+    async def _serve(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stopping = asyncio.Event()
+        server = await asyncio.start_server(self._connection, sock=self._sock, limit=MAX_LINE_BYTES)
+        reaper = asyncio.create_task(self._reap())
+        self._ready.set()
+        try:
+            await self._stopping.wait()
+        finally:
+            reaper.cancel()
+            server.close()
+            for writer in list(self._writers):
+                writer.close()
+            await server.wait_closed()
+
+    async def _reap(self) -> None:
+        timeout = self.service.idle_timeout
+        if timeout is None:
+            return
+        interval = max(0.05, min(timeout / 4, 30.0))
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.service.expire()
+            except Exception:  # the reaper must outlive a bad sweep
+                log.exception("session expiry failed")
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            while True:
+                try:
+                    async with asyncio.timeout(CONNECTION_TIMEOUT):
+                        request = await _read_request(reader, writer)
+                except RequestError as exc:  # the framing is lost: answer and hang up
+                    writer.write(_response(exc.status, exc.to_json(), keep_alive=False))
+                    await writer.drain()
+                    return
+                if request is None:
+                    return
+                started = time.perf_counter()
+                status, payload = self._dispatch(request)
+                writer.write(
+                    _response(
+                        status,
+                        payload,
+                        keep_alive=request.keep_alive,
+                        head_only=request.method == "HEAD",
+                    )
+                )
+                if self.log_requests or log.isEnabledFor(logging.DEBUG):
+                    log.log(
+                        logging.INFO if self.log_requests else logging.DEBUG,
+                        "%s %s %d %.2f ms",
+                        request.method,
+                        request.target,
+                        status,
+                        1e3 * (time.perf_counter() - started),
+                    )
+                await writer.drain()
+                if not request.keep_alive:
+                    return
+        except (asyncio.IncompleteReadError, ConnectionError, TimeoutError):
+            pass  # the client went away or idled out
+        finally:
+            self._writers.discard(writer)
+            writer.close()
+
+    def _dispatch(self, request: _Request) -> tuple[int, dict[str, Any]]:
+        try:
+            return self.service.handle(request.method, request.target, request.body)
+        except RequestError as exc:
+            return exc.status, exc.to_json()
+        except Exception:
+            log.exception("internal error on %s %s", request.method, request.target)
+            return 500, {"error": {"code": "INTERNAL", "message": "internal server error"}}
 
 
 # -- client ----------------------------------------------------------------------------------------

@@ -1,0 +1,270 @@
+"""HTTP server load benchmark: many concurrent sessions of seeded tool calls over loopback.
+
+Run: ``.venv/bin/python benchmarks/http_load.py [--sessions 200] [--calls 5] [--rounds 3] [--json]``
+
+Each round starts ``--sessions`` client threads at once; each thread opens one keep-alive
+connection and runs one episode: ``POST /reset``, ``--calls`` seeded ``POST /step`` calls (lends,
+returns and reads on ``mock``; some pass, some are rejected by the policy), ``GET /state`` and
+``DELETE /session/ID``. The server runs in its own process (``--server subprocess``, the
+default) so that the client threads do not compete with it for the GIL; ``--server thread`` runs
+it in this process.
+
+Reported: requests per second over the round (first request sent to last answer received), and
+p50 / p95 / p99 request latency as the client sees it. Every round also checks isolation: each
+session's final ``state_sha256`` and rows must equal those of the same calls run alone on a fresh
+``Environment``.
+
+Baseline, measured in the same run: the same operations in-process, one thread, no HTTP
+(``Environment(...)`` for reset, ``Environment.call`` for step, ``state_digest`` for state,
+``close`` for delete).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+from veritask.domains import load_domain
+from veritask.env import CompiledDomain, Environment
+from veritask.integrations.http_server import (
+    DomainSource,
+    EnvClient,
+    EnvHTTPServer,
+    state_digest,
+    state_rows,
+)
+
+Call = tuple[str, dict[str, Any]]
+
+_SERVER = """
+import sys
+from veritask.integrations.http_server import EnvHTTPServer, open_source
+server = EnvHTTPServer(open_source(sys.argv[1]), port=0, max_sessions=int(sys.argv[2]))
+print(server.url, flush=True)
+server.serve_forever()
+"""
+
+
+def random_calls(rng: random.Random, n: int) -> list[Call]:
+    """A seeded mix of lends, returns and reads on ``mock`` (as in the isolation test)."""
+    calls: list[Call] = []
+    for _ in range(n):
+        roll = rng.random()
+        if roll < 0.5:
+            args: dict[str, Any] = {
+                "member_id": rng.choice(["m_ana", "m_ben", "m_lapsed"]),
+                "book_id": rng.choice(["b_dune", "b_emma", "b_hobbit"]),
+                "due_step": rng.randint(1, 1000),
+            }
+            calls.append(("insert_loans", args))
+        elif roll < 0.9:
+            args = {
+                "id": rng.randint(1, 3),
+                "status": "RETURNED",
+                "return_step": rng.randint(1, 12),
+                "late_fee": rng.choice([0, 0, 0, rng.randint(1, 20)]),
+            }
+            calls.append(("update_loans", args))
+        else:
+            calls.append(("query_loans", {"status": "OPEN"}))
+    return calls
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q``-quantile (0..1) of ``values``, nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def load_round(url: str, plans: list[list[Call]]) -> dict[str, Any]:
+    """One round: every plan as one session in its own thread, all started together."""
+    n = len(plans)
+    latencies: list[list[float]] = [[] for _ in range(n)]
+    finals: list[dict[str, Any] | None] = [None] * n
+    ends: list[float] = [0.0] * n
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(n + 1, timeout=120)
+
+    def run(i: int) -> None:
+        lat = latencies[i]
+        try:
+            with EnvClient(url, timeout=120) as client:
+                client.health()  # connect before the clock starts
+                barrier.wait()
+                t = time.perf_counter()
+                sid = client.reset()["session_id"]
+                lat.append(time.perf_counter() - t)
+                for tool, args in plans[i]:
+                    t = time.perf_counter()
+                    client.step(sid, tool, args)
+                    lat.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                finals[i] = client.state(sid, rows=True)
+                lat.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                client.delete(sid)
+                ends[i] = time.perf_counter()
+                lat.append(ends[i] - t)
+        except BaseException as exc:
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(n)]
+    for th in threads:
+        th.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for th in threads:
+        th.join()
+    if errors:
+        raise RuntimeError(f"{len(errors)} session(s) failed: {errors[0]!r}")
+    wall = max(ends) - start
+    flat = [x for lat in latencies for x in lat]
+    return {"wall_s": wall, "requests": len(flat), "latencies": flat, "finals": finals}
+
+
+def isolated(domain: CompiledDomain, plans: list[list[Call]], finals: list[Any]) -> int:
+    """How many sessions ended exactly where the same calls run alone end."""
+    good = 0
+    for plan, final in zip(plans, finals, strict=True):
+        with Environment(domain) as env:
+            for tool, args in plan:
+                env.call(tool, args)
+            rows = json.loads(json.dumps(state_rows(env)))
+            if final["state_sha256"] == state_digest(env) and final["rows"] == rows:
+                good += 1
+    return good
+
+
+def in_process(domain: CompiledDomain, plans: list[list[Call]]) -> dict[str, Any]:
+    """The same operations without HTTP, one after another in this thread."""
+    latencies: list[float] = []
+    start = time.perf_counter()
+    for plan in plans:
+        t = time.perf_counter()
+        env = Environment(domain)
+        latencies.append(time.perf_counter() - t)
+        for tool, args in plan:
+            t = time.perf_counter()
+            env.call(tool, args)
+            latencies.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        state_digest(env)
+        latencies.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        env.close()
+        latencies.append(time.perf_counter() - t)
+    wall = time.perf_counter() - start
+    return {"wall_s": wall, "requests": len(latencies), "latencies": latencies}
+
+
+def start_server(mode: str, domain: str, max_sessions: int) -> tuple[str, Any]:
+    """The server's URL and a handle to stop it."""
+    if mode == "thread":
+        server = EnvHTTPServer(
+            DomainSource(load_domain(domain)), port=0, max_sessions=max_sessions
+        ).start()
+        return server.url, server
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SERVER, domain, str(max_sessions)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    url = proc.stdout.readline().strip()
+    if not url.startswith("http://"):
+        proc.kill()
+        raise RuntimeError("the server did not start")
+    return url, proc
+
+
+def stop_server(handle: Any) -> None:
+    """Stop what ``start_server`` started."""
+    if isinstance(handle, EnvHTTPServer):
+        handle.shutdown()
+        return
+    handle.terminate()
+    handle.wait(timeout=10)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=200)
+    parser.add_argument("--calls", type=int, default=5, help="Tool calls per session.")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--domain", default="mock", help="Only mock has a call generator.")
+    parser.add_argument("--server", choices=["subprocess", "thread"], default="subprocess")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", action="store_true", help="Print JSON instead of markdown.")
+    args = parser.parse_args()
+
+    domain = CompiledDomain.from_spec(load_domain(args.domain))
+    url, handle = start_server(args.server, args.domain, max(1024, args.sessions))
+    rounds: list[dict[str, Any]] = []
+    try:
+        load_round(url, [random_calls(random.Random(-1 - i), args.calls) for i in range(20)])
+        for r in range(args.rounds):
+            rng = random.Random(f"{args.seed}-{r}")
+            plans = [
+                random_calls(random.Random(rng.random()), args.calls) for _ in range(args.sessions)
+            ]
+            result = load_round(url, plans)
+            result["isolated"] = isolated(domain, plans, result.pop("finals"))
+            result["baseline"] = in_process(domain, plans)
+            rounds.append(result)
+    finally:
+        stop_server(handle)
+
+    by_wall = sorted(rounds, key=lambda r: r["wall_s"])
+    median = by_wall[len(by_wall) // 2]
+    base = sorted((r["baseline"] for r in rounds), key=lambda b: b["wall_s"])[len(rounds) // 2]
+    http_rps = median["requests"] / median["wall_s"]
+    base_rps = base["requests"] / base["wall_s"]
+    summary = {
+        "sessions": args.sessions,
+        "calls_per_session": args.calls,
+        "requests_per_round": median["requests"],
+        "rounds": args.rounds,
+        "server": args.server,
+        "http_rps": http_rps,
+        "http_p50_ms": 1e3 * percentile(median["latencies"], 0.50),
+        "http_p95_ms": 1e3 * percentile(median["latencies"], 0.95),
+        "http_p99_ms": 1e3 * percentile(median["latencies"], 0.99),
+        "inprocess_ops_per_s": base_rps,
+        "inprocess_p50_us": 1e6 * percentile(base["latencies"], 0.50),
+        "inprocess_p95_us": 1e6 * percentile(base["latencies"], 0.95),
+        "isolated": [r["isolated"] for r in rounds],
+        "machine": f"{platform.machine()}, Python {platform.python_version()}, "
+        f"SQLite {sqlite3.sqlite_version}",
+    }
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return
+    ok = all(n == args.sessions for n in summary["isolated"])
+    print(f"machine: {summary['machine']}; server: {args.server}; median of {args.rounds} rounds")
+    print()
+    print(
+        "| sessions | calls/session | requests | HTTP req/s | HTTP p50 | HTTP p95 | HTTP p99 "
+        "| in-process ops/s | in-process p50 | isolated |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|")
+    print(
+        f"| {args.sessions} | {args.calls} | {median['requests']:,} | {http_rps:,.0f} "
+        f"| {summary['http_p50_ms']:.1f} ms | {summary['http_p95_ms']:.1f} ms "
+        f"| {summary['http_p99_ms']:.1f} ms | {base_rps:,.0f} | {summary['inprocess_p50_us']:.0f} us "
+        f"| {'yes' if ok else 'NO'} ({min(summary['isolated'])}/{args.sessions}) |"
+    )
+    if not ok:
+        raise SystemExit("state leaked between sessions")
+
+
+if __name__ == "__main__":
+    main()
