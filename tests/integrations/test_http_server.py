@@ -33,6 +33,7 @@ from veritask.integrations.http_server import (
     state_digest,
     state_rows,
 )
+from veritask.rollout import TaskSource
 from veritask.synth import generate
 
 GOOD_LOAN = {"member_id": "m_ana", "book_id": "b_dune", "due_step": 10}
@@ -199,13 +200,27 @@ def test_routing_and_protocol_errors_are_json(server: EnvHTTPServer, client: Env
     garbage = raw(b"HELLO there / HTTP/1.1\r\n\r\n")
     assert garbage.startswith(b"HTTP/1.1 400")
     assert "error" in json.loads(garbage.split(b"\r\n\r\n", 1)[1])
+    chunked = raw(b"POST /reset HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+    assert chunked.startswith(b"HTTP/1.1 411")
+    # HTTP/1.0 closes after one answer; bare LF line ends are accepted
+    assert raw(b"GET /health HTTP/1.0\n\n").startswith(b"HTTP/1.1 200")
+    # a client waiting for 100 Continue gets it, then the answer
+    body = json.dumps({"seed": 1, "pad": "x" * 2000}).encode()
+    head = f"POST /reset HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: {len(body)}\r\n"
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(head.encode() + b"Connection: close\r\n\r\n")
+        assert sock.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        sock.sendall(body)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200")
+    client.delete(json.loads(answer.split(b"\r\n\r\n", 1)[1])["session_id"])
 
 
 def test_dataset_mode_scores_steps_by_proximity(dataset: Path) -> None:
     source = open_source(dataset)
     assert source.mode == "dataset"
-    from veritask.rollout import TaskSource
-
     packages = TaskSource.load(dataset).packages
     package = next(p for p in packages if not p.refusal)
     with EnvHTTPServer(source, port=0) as srv, EnvClient(srv.start().url, timeout=10) as c:
@@ -244,14 +259,16 @@ def test_idle_sessions_expire(compiled: dict[str, CompiledDomain]) -> None:
     service.close()
 
     # the server's reaper does the same on its own
-    with EnvHTTPServer(DomainSource(compiled["mock"]), port=0, idle_timeout=0.2) as srv:  # noqa: SIM117 - the client needs the started server's url
-        with EnvClient(srv.start().url, timeout=10) as c:
-            sid = c.reset()["session_id"]
-            deadline = time.monotonic() + 10
-            while c.health()["sessions"]:  # /health does not touch sessions
-                assert time.monotonic() < deadline, "the session never expired"
-                time.sleep(0.05)
-            assert c.request("GET", f"/state?session_id={sid}")[0] == 404
+    with (
+        EnvHTTPServer(DomainSource(compiled["mock"]), port=0, idle_timeout=0.2) as srv,
+        EnvClient(srv.start().url, timeout=10) as c,
+    ):
+        sid = c.reset()["session_id"]
+        deadline = time.monotonic() + 10
+        while c.health()["sessions"]:  # /health does not touch sessions
+            assert time.monotonic() < deadline, "the session never expired"
+            time.sleep(0.05)
+        assert c.request("GET", f"/state?session_id={sid}")[0] == 404
 
 
 def test_session_limit_is_503(compiled: dict[str, CompiledDomain]) -> None:

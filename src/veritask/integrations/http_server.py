@@ -19,12 +19,17 @@ status, never a traceback):
   observation carries the structured error. ``reward`` is LOGIGEN's state proximity
   ``1 - min(d_t, d_0) / (d_0 + eps)`` (1.0 exactly at the target; see :func:`proximity`) in
   dataset mode and null in domain mode.
-- ``GET /state?session_id=ID[&rows=1]`` returns ``{"session_id", "task_id", "steps",
-  "distance_to_target", "state_sha256"}`` (plus ``"rows"`` per table with ``rows=1``).
+- ``GET /state?session_id=ID[&rows=1]`` (or ``GET /session/ID``) returns ``{"session_id",
+  "task_id", "steps", "distance_to_target", "state_sha256"}``, plus ``"rows"`` per table with
+  ``rows=1``. ``state_sha256`` hashes the rows (see :func:`state_digest`).
 - ``DELETE /session/ID`` closes a session; ``GET /health`` and ``GET /tasks`` describe the server.
+  Sessions unused for ``idle_timeout`` seconds are closed too.
 
-The server binds loopback by default and refuses a non-loopback address unless
-``allow_remote=True``: there is no authentication, only unguessable session ids.
+The transport is a small HTTP/1.1 server on :mod:`asyncio` (keep-alive, ``Content-Length``
+bodies up to 1 MiB, no chunked uploads): one event loop runs every request to completion, so
+hundreds of concurrent sessions cost no thread switching. It binds loopback by default and
+refuses a non-loopback address unless ``allow_remote=True``: there is no authentication, only
+unguessable session ids. :class:`EnvClient` is a matching blocking client.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from email.utils import formatdate
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from veritask.env import CompiledDomain, Environment, Snapshot, diff
 from veritask.policy import DomainSpec, render_wiki
@@ -562,7 +567,7 @@ class EnvService:
         path = url.path.rstrip("/") or "/"
         query = parse_qs(url.query)
         if path.startswith("/session/"):
-            session_id = path.removeprefix("/session/")
+            session_id = unquote(path.removeprefix("/session/"))
             _allow(method, "GET", "DELETE")
             if method == "DELETE":
                 return 200, self.delete(session_id)
