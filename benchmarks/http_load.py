@@ -200,14 +200,13 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--calls", type=int, default=5, help="Tool calls per session.")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--domain", default="mock", help="Only mock has a call generator.")
     parser.add_argument("--server", choices=["subprocess", "thread"], default="subprocess")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="Print JSON instead of markdown.")
     args = parser.parse_args()
 
-    domain = CompiledDomain.from_spec(load_domain(args.domain))
-    url, handle = start_server(args.server, args.domain, max(1024, args.sessions))
+    domain = CompiledDomain.from_spec(load_domain("mock"))
+    url, handle = start_server(args.server, "mock", max(1024, args.sessions))
     rounds: list[dict[str, Any]] = []
     try:
         load_round(url, [random_calls(random.Random(-1 - i), args.calls) for i in range(20)])
