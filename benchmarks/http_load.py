@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import sqlite3
@@ -241,8 +242,8 @@ def main() -> None:
         "inprocess_p50_us": 1e6 * percentile(base["latencies"], 0.50),
         "inprocess_p95_us": 1e6 * percentile(base["latencies"], 0.95),
         "isolated": [r["isolated"] for r in rounds],
-        "machine": f"{platform.machine()}, Python {platform.python_version()}, "
-        f"SQLite {sqlite3.sqlite_version}",
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}",
     }
     if args.json:
         print(json.dumps(summary, indent=2))

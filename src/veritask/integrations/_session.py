@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from veritask.agent import STOP, ScriptedUser, Turn
-from veritask.env import Environment, Snapshot, diff
+from veritask.env import Environment, Snapshot, ToolResult, diff
+from veritask.reward import proximity
 from veritask.rollout import EpisodeTask, TaskSource, ToolStep, Trajectory, Usage, score
+from veritask.rollout._episode import execute_call
 from veritask.task import TaskPackage
 
 
@@ -147,28 +149,17 @@ class VeritaskEnv:
         turn: int | None = None,
     ) -> dict[str, Any]:
         """Run one tool call; returns ``ToolResult.to_json()`` and records the step."""
+        return self._execute(name, arguments, call_id, turn)[1].to_json()
+
+    def _execute(
+        self, name: str, arguments: Any, call_id: str, turn: int | None
+    ) -> tuple[dict[str, Any], ToolResult]:
         raw = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
-        result = self.env.call(name, raw)
-        try:
-            parsed = json.loads(raw)
-        except json.JSONDecodeError:
-            parsed = None
-        spec = self.env.tools.get(name)
-        self.steps.append(
-            ToolStep(
-                turn=len(self.messages) - 1 if turn is None else turn,
-                call_id=call_id,
-                tool=name,
-                args=parsed if isinstance(parsed, dict) else None,
-                raw_arguments=raw,
-                ok=result.ok,
-                result=result.result,
-                error=result.error.to_json() if result.error else None,
-                writes=bool(spec and spec.writes),
-                distance=self.env.distance(self._target),
-            )
-        )
-        return result.to_json()
+        call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": raw}}
+        at = len(self.messages) - 1 if turn is None else turn
+        step, message, result = execute_call(self.env, self._target, call, at)
+        self.steps.append(step)
+        return message, result
 
     async def acall_tool(
         self, name: str, arguments: dict[str, Any] | str | None = None, call_id: str = ""
@@ -185,17 +176,8 @@ class VeritaskEnv:
         out: list[dict[str, Any]] = []
         for call in calls:
             fn = call.get("function") or {}
-            payload = self.call_tool(
-                str(fn.get("name", "")), fn.get("arguments") or "{}", str(call.get("id", "")), turn
-            )
-            body = payload["result"] if payload["ok"] else {"error": payload["error"]}
-            out.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": str(call.get("id", "")),
-                    "content": json.dumps(body, default=str),
-                }
-            )
+            name, raw = str(fn.get("name", "")), fn.get("arguments") or "{}"
+            out.append(self._execute(name, raw, str(call.get("id", "")), turn)[0])
         if not calls:
             reply = _drive(self._user.respond(self.messages))
             if STOP in (reply.message.get("content") or ""):
@@ -213,11 +195,7 @@ class VeritaskEnv:
 
     def proximity(self) -> float:
         """LOGIGEN's state proximity P_t = 1 - min(DIFF(s_t, target), D0) / (D0 + eps)."""
-        d0 = self._d0
-        dt = self.env.distance(self._target)
-        if d0 == 0:
-            return 1.0 if dt == 0 else 0.0
-        return 1.0 - min(dt, d0) / (d0 + 1e-6)
+        return proximity(self.env.distance(self._target), self._d0)
 
     def trajectory(self) -> Trajectory:
         """The episode so far as a verified Trajectory (reward and breakdown filled in)."""

@@ -56,6 +56,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from veritask.env import CompiledDomain, Environment, Snapshot, diff
 from veritask.policy import DomainSpec, render_wiki
+from veritask.reward import proximity as reward_proximity
 
 log = logging.getLogger("veritask.http")
 
@@ -271,19 +272,8 @@ def state_digest(env: Environment) -> str:
 
 
 def proximity(distance: int, initial_distance: int) -> float:
-    """LOGIGEN's state proximity ``1 - min(d_t, d_0) / (d_0 + eps)``, the step reward.
-
-    It is 1.0 exactly at the target, 0.0 at (or beyond) the origin's distance; when the origin
-    already is the target (a refusal task), 1.0 while the state stays there and 0.0 otherwise.
-    Same formula as ``VeritaskEnv.proximity``.
-
-    Args:
-        distance: Rows between the current state and the target.
-        initial_distance: Rows between the task's origin and the target.
-    """
-    if initial_distance == 0:
-        return 1.0 if distance == 0 else 0.0
-    return 1.0 - min(distance, initial_distance) / (initial_distance + 1e-6)
+    """LOGIGEN's state proximity, the step reward (``veritask.reward.proximity``)."""
+    return reward_proximity(distance, initial_distance)
 
 
 # -- sessions ----------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from veritask.agent import STOP, Agent, User
-from veritask.env import CompiledDomain, Environment, Snapshot, diff
+from veritask.env import CompiledDomain, Environment, Snapshot, ToolResult, diff
 from veritask.rollout._trajectory import StopReason, ToolStep, Trajectory, Usage
 from veritask.task import TaskPackage
 
@@ -34,6 +34,40 @@ class EpisodeTask:
     target: bytes
 
 
+def execute_call(
+    env: Environment, target: Snapshot, call: dict[str, Any], turn: int
+) -> tuple[ToolStep, dict[str, Any], ToolResult]:
+    """Run one OpenAI-style tool call against ``env``: the recorded step (with its distance to
+    ``target``), the tool message to send back, and the environment's result. Malformed arguments are passed through as
+    the raw string, so the environment answers with a structured ``INVALID_ARGUMENTS`` error."""
+    fn = call.get("function") or {}
+    name, raw = str(fn.get("name", "")), fn.get("arguments") or "{}"
+    raw_text = raw if isinstance(raw, str) else json.dumps(raw)
+    call_id = str(call.get("id", ""))
+    result = env.call(name, raw_text)
+    try:
+        parsed = json.loads(raw_text)
+    except json.JSONDecodeError:
+        parsed = None
+    spec = env.tools.get(name)
+    error = result.error.to_json() if result.error else None
+    step = ToolStep(
+        turn=turn,
+        call_id=call_id,
+        tool=name,
+        args=parsed if isinstance(parsed, dict) else None,
+        raw_arguments=raw_text,
+        ok=result.ok,
+        result=result.result,
+        error=error,
+        writes=bool(spec and spec.writes),
+        distance=env.distance(target),
+    )
+    payload = result.result if result.ok else {"error": error}
+    message = {"role": "tool", "tool_call_id": call_id, "content": json.dumps(payload, default=str)}
+    return step, message, result
+
+
 class _Runner:
     def __init__(self, task: EpisodeTask, agent: Agent, user: User, limits: EpisodeLimits) -> None:
         self.task = task
@@ -50,42 +84,10 @@ class _Runner:
         self.errors_in_a_row = 0
 
     def _tool_result(self, turn: int, call: dict[str, Any]) -> dict[str, Any]:
-        fn = call.get("function") or {}
-        name, raw = str(fn.get("name", "")), fn.get("arguments") or "{}"
-        raw_text = raw if isinstance(raw, str) else json.dumps(raw)
-        result = self.env.call(name, raw_text)
-        args: dict[str, Any] | None
-        try:
-            parsed = json.loads(raw_text)
-            args = parsed if isinstance(parsed, dict) else None
-        except json.JSONDecodeError:
-            args = None
-        spec = self.env.tools.get(name)
-        self.steps.append(
-            ToolStep(
-                turn=turn,
-                call_id=str(call.get("id", "")),
-                tool=name,
-                args=args,
-                raw_arguments=raw_text,
-                ok=result.ok,
-                result=result.result,
-                error=result.error.to_json() if result.error else None,
-                writes=bool(spec and spec.writes),
-                distance=self.env.distance(self.target),
-            )
-        )
-        self.errors_in_a_row = 0 if result.ok else self.errors_in_a_row + 1
-        payload = (
-            result.result
-            if result.ok
-            else {"error": result.error.to_json() if result.error else None}
-        )
-        return {
-            "role": "tool",
-            "tool_call_id": str(call.get("id", "")),
-            "content": json.dumps(payload, default=str),
-        }
+        step, message, _ = execute_call(self.env, self.target, call, turn)
+        self.steps.append(step)
+        self.errors_in_a_row = 0 if step.ok else self.errors_in_a_row + 1
+        return message
 
     async def agent_turn(self) -> StopReason | None:
         """Let the agent act until it speaks to the user; a stop reason when the episode must end."""
