@@ -1,0 +1,183 @@
+"""Logic task families (SSLogic): a generator, a question template and a pool of validators.
+
+A family turns a difficulty (1-10) and a seeded RNG into inputs, renders them into a question
+through ``[Input Slot N]`` placeholders, and knows the answer through validators: pure
+functions ``solution(inputs)`` written independently of each other. An instance is accepted only
+when every validator gives the same canonical answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Category = Literal[
+    "logical", "spatial", "symbolic", "temporal", "relational", "commonsense", "causal"
+]
+CATEGORIES: tuple[Category, ...] = (
+    "logical",
+    "spatial",
+    "symbolic",
+    "temporal",
+    "relational",
+    "commonsense",
+    "causal",
+)
+Split = Literal["train", "validation", "test"]
+Inputs = dict[str, Any]
+Generator = Callable[[int, random.Random], tuple[Inputs, list[str]]]
+Validator = Callable[[Inputs], Any]
+Checker = Callable[[Inputs, str], bool]
+
+_SLOT = re.compile(r"\[Input Slot (\d+)\]")
+
+
+def canonical(answer: Any) -> str:
+    """The canonical text of an answer: ints and bools as words, sequences comma-separated."""
+    if isinstance(answer, bool):
+        return "yes" if answer else "no"
+    if isinstance(answer, int):
+        return str(answer)
+    if isinstance(answer, float):
+        return str(int(answer)) if answer.is_integer() else f"{answer:.6g}"
+    if isinstance(answer, (list, tuple)):
+        return ", ".join(canonical(a) for a in answer)
+    return " ".join(str(answer).split()).lower()
+
+
+def normalize(text: str) -> str:
+    """How a model's answer is compared: trimmed, lowercased, whitespace collapsed, a final
+    period dropped, commas spaced. Nothing else is forgiven: extra words are wrong."""
+    text = " ".join(text.strip().split()).lower().rstrip(".")
+    return re.sub(r"\s*,\s*", ", ", text)
+
+
+@dataclass(frozen=True)
+class Family:
+    """One task family.
+
+    Attributes:
+        id: Stable identifier (``snake_case``).
+        version: Bumped whenever generated instances change.
+        category: One of SSLogic's seven categories.
+        template: The question with ``[Input Slot N]`` placeholders (1-based).
+        generate: ``(difficulty, rng) -> (inputs, slot_texts)``; all randomness from ``rng``.
+        validators: At least two independently written ``solution(inputs)`` functions.
+        checker: Optional ``(inputs, answer_text) -> bool`` for problems with several right
+            answers; when set, it decides correctness instead of string equality.
+        answer_format: A short instruction appended to the question (how to write the answer).
+        size: Optional measure of problem size, checked to grow with difficulty.
+    """
+
+    id: str
+    version: str
+    category: Category
+    title: str
+    template: str
+    generate: Generator
+    validators: tuple[Validator, ...]
+    answer_format: str
+    checker: Checker | None = None
+    size: Callable[[Inputs], int] | None = None
+    """Problem size (items, constraints, steps): must grow with difficulty on average."""
+    tags: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def slots(self) -> int:
+        """How many input slots the template has."""
+        return len(set(_SLOT.findall(self.template)))
+
+    def render(self, slot_texts: Sequence[str]) -> str:
+        """The question text: the template with its slots filled, then the answer format."""
+        if len(slot_texts) != self.slots:
+            raise ValueError(
+                f"{self.id}: template has {self.slots} slots, generator gave {len(slot_texts)}"
+            )
+        body = _SLOT.sub(lambda m: slot_texts[int(m.group(1)) - 1], self.template)
+        return f"{body}\n\n{self.answer_format}"
+
+
+def instance_seed(family: str, version: str, split: str, seed: int, index: int) -> int:
+    """A 63-bit seed from (family, version, split, seed, index): splits never share a stream."""
+    digest = hashlib.sha256(
+        f"{family}\x1f{version}\x1f{split}\x1f{seed}\x1f{index}".encode()
+    ).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One generated problem with its hidden state and canonical answer."""
+
+    family: str
+    version: str
+    split: str
+    seed: int
+    index: int
+    difficulty: int
+    question: str
+    inputs: Mapping[str, Any]
+    answer: str
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "family": self.family,
+            "version": self.version,
+            "split": self.split,
+            "seed": self.seed,
+            "index": self.index,
+            "difficulty": self.difficulty,
+            "question": self.question,
+            "inputs": dict(self.inputs),
+            "answer": self.answer,
+        }
+
+
+class ConsensusError(ValueError):
+    """The validator pool disagreed on an instance."""
+
+
+def solve(family: Family, inputs: Inputs) -> str:
+    """The consensus answer of the family's validators; ConsensusError when they disagree."""
+    answers = [canonical(v(inputs)) for v in family.validators]
+    if len(set(answers)) != 1:
+        raise ConsensusError(f"{family.id}: validators disagree: {answers}")
+    return answers[0]
+
+
+def make_instance(
+    family: Family, difficulty: int, *, split: str = "train", seed: int = 0, index: int = 0
+) -> Instance:
+    """Generate, render and solve one instance (deterministic in its arguments)."""
+    if not 1 <= difficulty <= 10:
+        raise ValueError(f"difficulty must be 1-10, got {difficulty}")
+    rng = random.Random(instance_seed(family.id, family.version, split, seed, index))
+    inputs, slot_texts = family.generate(difficulty, rng)
+    return Instance(
+        family=family.id,
+        version=family.version,
+        split=split,
+        seed=seed,
+        index=index,
+        difficulty=difficulty,
+        question=family.render(slot_texts),
+        inputs=inputs,
+        answer=solve(family, inputs),
+    )
+
+
+def score_answer(
+    answer_text: str | None, instance: Instance, family: Family | None = None
+) -> float:
+    """Strict scoring: 1.0 when the normalized answer equals the canonical one (or the family's
+    checker accepts it), else 0.0. A right answer followed by anything else scores 0."""
+    if answer_text is None:
+        return 0.0
+    if family is not None and family.checker is not None:
+        return 1.0 if family.checker(dict(instance.inputs), normalize(answer_text)) else 0.0
+    return 1.0 if normalize(answer_text) == normalize(instance.answer) else 0.0

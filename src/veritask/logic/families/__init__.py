@@ -1,0 +1,1 @@
+"""Built-in logic task families; each module exports ``FAMILIES: tuple[Family, ...]``."""

@@ -1,0 +1,54 @@
+"""Symbolic: evaluate a chain of integer operations applied left to right."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from veritask.logic._family import Family
+
+_OPS = ("+", "-", "*")
+
+
+def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
+    """Start value and 2 + difficulty operations with operands growing with difficulty."""
+    start = rng.randint(1, 9 + difficulty * 3)
+    steps = [(rng.choice(_OPS), rng.randint(2, 5 + difficulty * 2)) for _ in range(2 + difficulty)]
+    text = ", then ".join(
+        f"{'add' if op == '+' else 'subtract' if op == '-' else 'multiply by'} {n}"
+        for op, n in steps
+    )
+    return {"start": start, "steps": steps}, [str(start), text]
+
+
+def solve_loop(inputs: dict[str, Any]) -> int:
+    """Apply each operation in turn."""
+    value = int(inputs["start"])
+    for op, n in inputs["steps"]:
+        value = value + n if op == "+" else value - n if op == "-" else value * n
+    return value
+
+
+def solve_fold(inputs: dict[str, Any]) -> int:
+    """Fold with a table of functions (written independently of ``solve_loop``)."""
+    from functools import reduce
+
+    table = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
+    return reduce(
+        lambda acc, step: table[step[0]](acc, step[1]), inputs["steps"], int(inputs["start"])
+    )
+
+
+FAMILIES = (
+    Family(
+        id="arithmetic_chain",
+        version="1",
+        category="symbolic",
+        title="Arithmetic chain",
+        template="Start with [Input Slot 1]. Apply these operations in order: [Input Slot 2]. What number do you end with?",
+        generate=generate,
+        validators=(solve_loop, solve_fold),
+        answer_format="Answer with the integer only.",
+        size=lambda inputs: len(inputs["steps"]),
+    ),
+)
