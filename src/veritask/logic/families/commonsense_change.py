@@ -1,0 +1,63 @@
+"""Commonsense: the fewest coins that make an amount in an unusual coin system."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from veritask.logic._family import Family
+
+
+def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
+    """A 1-cent coin plus ``2 + d//3`` other coins; the amount grows with difficulty."""
+    others = rng.sample(range(2, 14 + 2 * difficulty), 3 + difficulty // 3)
+    coins = sorted([1, *others])
+    amount = rng.randint(10 + 2 * difficulty, 60 + 30 * difficulty)
+    text = ", ".join(str(c) for c in coins)
+    return {"coins": coins, "amount": amount}, [text, str(amount)]
+
+
+def solve_dp(inputs: dict[str, Any]) -> int:
+    """Unbounded-knapsack dynamic programme: coins in the outer loop, amounts inside."""
+    amount = int(inputs["amount"])
+    best = [0] + [amount + 1] * amount
+    for c in inputs["coins"]:
+        for value in range(c, amount + 1):
+            cand = best[value - c] + 1
+            if cand < best[value]:
+                best[value] = cand
+    return best[amount]
+
+
+def solve_bfs(inputs: dict[str, Any]) -> int:
+    """Level-by-level breadth-first search over remaining amounts, one coin per level."""
+    coins = list(inputs["coins"])
+    frontier = {int(inputs["amount"])}
+    seen = set(frontier)
+    used = 0
+    while frontier:
+        if 0 in frontier:
+            return used
+        frontier = {x - c for x in frontier for c in coins if x >= c} - seen
+        seen |= frontier
+        used += 1
+    raise ValueError("amount cannot be made")
+
+
+FAMILIES = (
+    Family(
+        id="fewest_coins",
+        version="1",
+        category="commonsense",
+        title="Making change with fewest coins",
+        template=(
+            "A country's coins are worth [Input Slot 1] cents, and you have as many of each "
+            "as you like. What is the smallest number of coins that add up to exactly "
+            "[Input Slot 2] cents?"
+        ),
+        generate=generate,
+        validators=(solve_dp, solve_bfs),
+        answer_format="Answer with the integer only.",
+        size=lambda inputs: len(inputs["coins"]) + int(inputs["amount"]) // 10,
+    ),
+)

@@ -1,0 +1,185 @@
+"""Logical: knights (always truthful) and knaves (always lying); find the set of knights."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from veritask.logic._family import Family
+
+_NAMES = ("Alice", "Bob", "Cara", "Dan", "Eve", "Finn", "Gus")
+_POOL = (*_NAMES, "Hana", "Ivan", "Jude", "Kim", "Lena", "Milo", "Nina")
+
+
+def _truth(stmt: list[Any], mask: int) -> bool:
+    """Truth of one statement when bit i of ``mask`` says person i is a knight."""
+    kind = stmt[0]
+    if kind == "is":
+        return bool(mask >> stmt[1] & 1) is bool(stmt[2])
+    if kind == "and":
+        return bool(mask >> stmt[1] & 1) and bool(mask >> stmt[2] & 1)
+    if kind == "or":
+        return bool(mask >> stmt[1] & 1) or bool(mask >> stmt[2] & 1)
+    if kind == "same":
+        return bool((mask >> stmt[1] & 1) == (mask >> stmt[2] & 1))
+    return bool(int(mask).bit_count() == stmt[1])  # "count"
+
+
+def _tables(k: int) -> tuple[list[int], list[int], int]:
+    """Bit-sliced tables over the 2**k assignments: who is a knight, and how many are."""
+    rows = 1 << k
+    knight = [sum(1 << m for m in range(rows) if m >> i & 1) for i in range(k)]
+    count = [sum(1 << m for m in range(rows) if m.bit_count() == n) for n in range(k + 1)]
+    return knight, count, (1 << rows) - 1
+
+
+_TABLES = {k: _tables(k) for k in range(3, len(_NAMES) + 1)}
+
+
+def _consistent_table(statements: list[list[Any]], k: int) -> int:
+    """Bit m of the result is set when assignment m is consistent with every statement."""
+    knight, count, full = _TABLES[k]
+    table = full
+    for i, stmt in enumerate(statements):
+        kind = stmt[0]
+        if kind == "is":
+            said = knight[stmt[1]] if stmt[2] else full ^ knight[stmt[1]]
+        elif kind == "and":
+            said = knight[stmt[1]] & knight[stmt[2]]
+        elif kind == "or":
+            said = knight[stmt[1]] | knight[stmt[2]]
+        elif kind == "same":
+            said = full ^ knight[stmt[1]] ^ knight[stmt[2]]
+        else:
+            said = count[stmt[1]]
+        table &= full ^ said ^ knight[i]
+    return table
+
+
+def _describe(stmt: list[Any], names: list[str]) -> str:
+    kind = stmt[0]
+    if kind == "is":
+        return f"{names[stmt[1]]} is a {'knight' if stmt[2] else 'knave'}."
+    if kind == "and":
+        return f"{names[stmt[1]]} and {names[stmt[2]]} are both knights."
+    if kind == "or":
+        return f"At least one of {names[stmt[1]]} and {names[stmt[2]]} is a knight."
+    if kind == "same":
+        return f"{names[stmt[1]]} and {names[stmt[2]]} are of the same kind."
+    n = stmt[1]
+    return f"Exactly {n} of us {'is a knight' if n == 1 else 'are knights'}."
+
+
+def _random_statement(rng: random.Random, speaker: int, k: int, difficulty: int) -> list[Any]:
+    others = [j for j in range(k) if j != speaker]
+    r = rng.random()
+    simple = 0.6 - 0.05 * difficulty
+    if r < simple:
+        return ["is", rng.choice(others), rng.randint(0, 1)]
+    a, b = rng.sample(others, 2)
+    kind = rng.choice(("and", "or", "same", "same", "count"))
+    if kind == "count":
+        return ["count", rng.randint(0, k)]
+    return [kind, a, b]
+
+
+def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
+    """k people (3-6, growing with difficulty), each making one statement; unique solution."""
+    k = 3 + (difficulty - 1) // 3
+    while True:
+        mask = rng.getrandbits(k)
+        statements: list[list[Any]] = []
+        for i in range(k):
+            want = bool(mask >> i & 1)
+            while True:
+                stmt = _random_statement(rng, i, k, difficulty)
+                if _truth(stmt, mask) == want:
+                    break
+            statements.append(stmt)
+        if _consistent_table(statements, k).bit_count() == 1:
+            break
+    names = sorted(rng.sample(_POOL, k))
+    people = ", ".join(names)
+    lines = "\n".join(f'{names[i]} says: "{_describe(s, names)}"' for i, s in enumerate(statements))
+    return {"k": k, "names": names, "statements": statements}, [str(k), people, lines]
+
+
+def solve_masks(inputs: dict[str, Any]) -> list[str] | str:
+    """Brute force over bitmasks of who is a knight (a table of consistent assignments)."""
+    k = int(inputs["k"])
+    table = _consistent_table(inputs["statements"], k)
+    if table == 0:
+        raise ValueError("no consistent assignment")
+    mask = (table & -table).bit_length() - 1
+    return [inputs["names"][i] for i in range(k) if mask >> i & 1] or "none"
+
+
+def solve_backtrack(inputs: dict[str, Any]) -> list[str] | str:
+    """Backtracking over people with a dict of kinds, checking statements once decidable."""
+    k = int(inputs["k"])
+    statements = inputs["statements"]
+
+    def refs(stmt: list[Any]) -> set[int]:
+        if stmt[0] == "count":
+            return set(range(k))
+        if stmt[0] == "is":
+            return {stmt[1]}
+        return {stmt[1], stmt[2]}
+
+    def holds(stmt: list[Any], kinds: dict[int, bool]) -> bool:
+        kind = stmt[0]
+        if kind == "is":
+            return kinds[stmt[1]] is (stmt[2] == 1)
+        if kind == "and":
+            return kinds[stmt[1]] and kinds[stmt[2]]
+        if kind == "or":
+            return kinds[stmt[1]] or kinds[stmt[2]]
+        if kind == "same":
+            return kinds[stmt[1]] is kinds[stmt[2]]
+        return bool(sum(kinds.values()) == stmt[1])
+
+    needs = [refs(s) | {i} for i, s in enumerate(statements)]
+    solutions: list[dict[int, bool]] = []
+
+    def search(kinds: dict[int, bool]) -> None:
+        n = len(kinds)
+        if n == k:
+            solutions.append(dict(kinds))
+            return
+        for value in (False, True):
+            kinds[n] = value
+            ok = all(
+                holds(s, kinds) == kinds[i]
+                for i, s in enumerate(statements)
+                if n in needs[i] and max(needs[i]) == n
+            )
+            if ok:
+                search(kinds)
+            del kinds[n]
+
+    search({})
+    chosen = solutions[0]
+    knights = sorted(name for i, name in enumerate(inputs["names"]) if chosen[i])
+    return knights or "none"
+
+
+FAMILIES = (
+    Family(
+        id="knights_and_knaves",
+        version="1",
+        category="logical",
+        title="Knights and knaves",
+        template=(
+            "On an island every inhabitant is either a knight, who always tells the truth, or a "
+            "knave, who always lies. You meet [Input Slot 1] inhabitants: [Input Slot 2]. "
+            "They say:\n[Input Slot 3]\nWhich of them are knights?"
+        ),
+        generate=generate,
+        validators=(solve_masks, solve_backtrack),
+        answer_format=(
+            "Answer with the names of the knights in alphabetical order, separated by commas, "
+            "or 'none' if there are no knights."
+        ),
+        size=lambda inputs: int(inputs["k"]) * 2 + sum(s[0] != "is" for s in inputs["statements"]),
+    ),
+)

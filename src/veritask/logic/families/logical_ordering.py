@@ -1,0 +1,183 @@
+"""Logical: people standing in a row, placed by clues that admit exactly one arrangement."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from veritask.logic._family import Family
+
+_NAMES = ("Ann", "Ben", "Cid", "Dee", "Eli", "Fay")
+
+
+def _holds(clue: list[Any], pos: Mapping[str, int]) -> bool:
+    """Whether a clue holds when ``pos`` maps each name to its 1-based position."""
+    kind = clue[0]
+    if kind == "pos":
+        return bool(pos[clue[1]] == clue[2])
+    if kind == "notpos":
+        return bool(pos[clue[1]] != clue[2])
+    if kind == "left":
+        return pos[clue[1]] < pos[clue[2]]
+    if kind == "adj":
+        return abs(pos[clue[1]] - pos[clue[2]]) == 1
+    if kind == "notadj":
+        return abs(pos[clue[1]] - pos[clue[2]]) != 1
+    return bool(abs(pos[clue[1]] - pos[clue[2]]) == clue[3] + 1)  # "gap": people between
+
+
+def _compile(clue: list[Any], index: Mapping[str, int]) -> Callable[[tuple[int, ...]], bool]:
+    """A fast test of a clue on a tuple of positions indexed like the sorted names."""
+    kind = clue[0]
+    a = index[clue[1]]
+    if kind == "pos":
+        return lambda c: c[a] == clue[2]
+    if kind == "notpos":
+        return lambda c: c[a] != clue[2]
+    b = index[clue[2]]
+    if kind == "left":
+        return lambda c: c[a] < c[b]
+    if kind == "adj":
+        return lambda c: abs(c[a] - c[b]) == 1
+    if kind == "notadj":
+        return lambda c: abs(c[a] - c[b]) != 1
+    gap = clue[3] + 1
+    return lambda c: abs(c[a] - c[b]) == gap
+
+
+def _describe(clue: list[Any]) -> str:
+    kind = clue[0]
+    if kind == "pos":
+        return f"{clue[1]} is in position {clue[2]}."
+    if kind == "notpos":
+        return f"{clue[1]} is not in position {clue[2]}."
+    if kind == "left":
+        return f"{clue[1]} stands somewhere to the left of {clue[2]}."
+    if kind == "adj":
+        return f"{clue[1]} stands right next to {clue[2]}."
+    if kind == "notadj":
+        return f"{clue[1]} does not stand next to {clue[2]}."
+    g = clue[3]
+    return f"Exactly {g} {'person stands' if g == 1 else 'people stand'} between {clue[1]} and {clue[2]}."
+
+
+def _random_clue(rng: random.Random, names: list[str], difficulty: int) -> list[Any]:
+    n = len(names)
+    r = rng.random()
+    if r < 0.35 - 0.03 * difficulty:
+        return [rng.choice(("pos", "notpos")), rng.choice(names), rng.randint(1, n)]
+    a, b = rng.sample(names, 2)
+    kind = rng.choice(("left", "left", "adj", "notadj", "gap"))
+    if kind == "gap":
+        return ["gap", a, b, rng.randint(0, n - 2)]
+    return [kind, a, b]
+
+
+def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
+    """3-5 people; clues true of a hidden order, each removing candidates, until one is left."""
+    n = 3 + (difficulty + 1) // 4
+    names = sorted(rng.sample(_NAMES, n))
+    hidden = names[:]
+    rng.shuffle(hidden)
+    truth = {name: i + 1 for i, name in enumerate(hidden)}
+    # candidates as position tuples indexed like ``names``
+    candidates = list(itertools.permutations(range(1, n + 1)))
+    index = {name: i for i, name in enumerate(names)}
+    clues: list[list[Any]] = []
+    while len(candidates) > 1:
+        clue = _random_clue(rng, names, difficulty)
+        if not _holds(clue, truth):
+            continue
+        test = _compile(clue, index)
+        kept = [c for c in candidates if test(c)]
+        if len(kept) < len(candidates):
+            candidates = kept
+            clues.append(clue)
+    rng.shuffle(clues)
+    text = "\n".join(f"- {_describe(c)}" for c in clues)
+    return {"names": names, "clues": clues}, [str(n), ", ".join(names), text]
+
+
+def solve_permutations(inputs: dict[str, Any]) -> list[str]:
+    """Try every order of the names, each clue checked on a dict of positions."""
+    clues = inputs["clues"]
+    for order in itertools.permutations(inputs["names"]):
+        pos = {name: i + 1 for i, name in enumerate(order)}
+        for c in clues:
+            if not _holds(c, pos):
+                break
+        else:
+            return list(order)
+    raise ValueError("no arrangement")
+
+
+def solve_domains(inputs: dict[str, Any]) -> list[str]:
+    """Position domains per person, narrowed by unary clues, then a backtracking search that
+    checks every clue as soon as both of its people are placed."""
+    names: list[str] = inputs["names"]
+    n = len(names)
+    domains = {name: set(range(1, n + 1)) for name in names}
+    binary: list[list[Any]] = []
+    for clue in inputs["clues"]:
+        if clue[0] == "pos":
+            domains[clue[1]] &= {clue[2]}
+        elif clue[0] == "notpos":
+            domains[clue[1]].discard(clue[2])
+        else:
+            binary.append(clue)
+
+    def ok(a: int, b: int, clue: list[Any]) -> bool:
+        d = b - a
+        kind = clue[0]
+        if kind == "left":
+            return d > 0
+        if kind == "adj":
+            return d in (1, -1)
+        if kind == "notadj":
+            return d not in (1, -1)
+        return d in (clue[3] + 1, -clue[3] - 1)
+
+    order = sorted(names, key=lambda s: len(domains[s]))
+    placed: dict[str, int] = {}
+
+    def search(i: int) -> bool:
+        if i == n:
+            return True
+        who = order[i]
+        for p in sorted(domains[who]):
+            if p in placed.values():
+                continue
+            placed[who] = p
+            if all(
+                ok(placed[c[1]], placed[c[2]], c)
+                for c in binary
+                if who in (c[1], c[2]) and c[1] in placed and c[2] in placed
+            ) and search(i + 1):
+                return True
+            del placed[who]
+        return False
+
+    if not search(0):
+        raise ValueError("no arrangement")
+    return sorted(names, key=lambda s: placed[s])
+
+
+FAMILIES = (
+    Family(
+        id="row_ordering",
+        version="1",
+        category="logical",
+        title="Ordering in a row",
+        template=(
+            "[Input Slot 1] people, [Input Slot 2], stand in a single row, in positions "
+            "numbered from 1 on the left. These clues hold:\n[Input Slot 3]\n"
+            "Give the order of the people from left to right."
+        ),
+        generate=generate,
+        validators=(solve_permutations, solve_domains),
+        answer_format="Answer with the names from left to right, separated by commas.",
+        size=lambda inputs: len(inputs["names"]) ** 3 + len(inputs["clues"]),
+    ),
+)

@@ -1,0 +1,104 @@
+"""Relational: shortest road distance between two towns in a weighted road network."""
+
+from __future__ import annotations
+
+import heapq
+import random
+from typing import Any
+
+from veritask.logic._family import Family
+
+_TOWNS = [
+    "Ashby",
+    "Brook",
+    "Carver",
+    "Dale",
+    "Elton",
+    "Fairfax",
+    "Glen",
+    "Harlow",
+    "Irwin",
+    "Jasper",
+    "Kent",
+    "Linden",
+    "Mill",
+    "Newport",
+    "Oakley",
+    "Preston",
+]
+
+
+def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
+    """``4 + d`` towns joined by a random spanning tree plus ``d`` extra roads."""
+    n = 4 + difficulty
+    towns = rng.sample(_TOWNS, n)
+    edges: set[tuple[int, int]] = set()
+    for i in range(1, n):
+        j = rng.randrange(i)
+        edges.add((j, i))
+    missing = [(i, j) for i in range(n) for j in range(i + 1, n) if (i, j) not in edges]
+    edges |= set(rng.sample(missing, min(difficulty, len(missing))))
+    roads = [[towns[i], towns[j], rng.randint(1, 9 + difficulty)] for i, j in sorted(edges)]
+    rng.shuffle(roads)
+    src, dst = rng.sample(towns, 2)
+    text = " ".join(f"A road of length {w} joins {a} and {b}." for a, b, w in roads)
+    return {"towns": towns, "roads": roads, "src": src, "dst": dst}, [text, src, dst]
+
+
+def solve_dijkstra(inputs: dict[str, Any]) -> int:
+    """Dijkstra with a binary heap."""
+    adj: dict[str, list[tuple[str, int]]] = {t: [] for t in inputs["towns"]}
+    for a, b, w in inputs["roads"]:
+        adj[a].append((b, w))
+        adj[b].append((a, w))
+    dist = {inputs["src"]: 0}
+    heap = [(0, str(inputs["src"]))]
+    done: set[str] = set()
+    while heap:
+        d, u = heapq.heappop(heap)
+        if u in done:
+            continue
+        if u == inputs["dst"]:
+            return d
+        done.add(u)
+        for v, w in adj[u]:
+            if d + w < dist.get(v, 1 << 60):
+                dist[v] = d + w
+                heapq.heappush(heap, (d + w, v))
+    raise ValueError("unreachable")
+
+
+def solve_bellman_ford(inputs: dict[str, Any]) -> int:
+    """Relax every road in both directions until nothing changes."""
+    inf = 1 << 60
+    dist = dict.fromkeys(inputs["towns"], inf)
+    dist[inputs["src"]] = 0
+    changed = True
+    while changed:
+        changed = False
+        for a, b, w in inputs["roads"]:
+            if dist[a] + w < dist[b]:
+                dist[b] = dist[a] + w
+                changed = True
+            if dist[b] + w < dist[a]:
+                dist[a] = dist[b] + w
+                changed = True
+    return dist[inputs["dst"]]
+
+
+FAMILIES = (
+    Family(
+        id="road_shortest_distance",
+        version="1",
+        category="relational",
+        title="Shortest road distance",
+        template=(
+            "Roads can be driven in both directions. [Input Slot 1] What is the shortest "
+            "total distance to drive from [Input Slot 2] to [Input Slot 3]?"
+        ),
+        generate=generate,
+        validators=(solve_dijkstra, solve_bellman_ford),
+        answer_format="Answer with the integer only.",
+        size=lambda inputs: len(inputs["towns"]) + len(inputs["roads"]),
+    ),
+)

@@ -1,0 +1,99 @@
+"""Relational: overlapping groups given by intersection counts; count a Venn region."""
+
+from __future__ import annotations
+
+import random
+from math import comb
+from typing import Any
+
+from veritask.logic._family import Family
+
+_CLUBS = ("chess", "drama", "music", "robotics", "soccer", "debate")
+_WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
+
+
+def _join(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
+    """2, 3 or 4 clubs (by difficulty); every intersection count is given."""
+    k = 2 if difficulty <= 3 else 3 if difficulty <= 7 else 4
+    clubs = rng.sample(_CLUBS, k)
+    hi = 5 + 2 * difficulty
+    region = [rng.randint(0, hi) for _ in range(1 << k)]  # region[0] = in no club
+    counts = [0] * (1 << k)  # counts[mask] = members of every club in mask; counts[0] = total
+    for mask in range(1 << k):
+        counts[mask] = sum(region[r] for r in range(1 << k) if r & mask == mask)
+    lines = [f"A school has {counts[0]} students."]
+    for mask in range(1, 1 << k):
+        members = [clubs[i] for i in range(k) if mask >> i & 1]
+        if len(members) == 1:
+            lines.append(f"{counts[mask]} are in the {members[0]} club.")
+        else:
+            both = "both" if len(members) == 2 else "all of"
+            lines.append(f"{counts[mask]} are in {both} {_join(members)}.")
+    kind = rng.choice(("none", "exactly", "only"))
+    if kind == "none":
+        query: list[Any] = ["none", 0]
+        text = "in none of the clubs"
+    elif kind == "exactly":
+        j = rng.randint(1, k)
+        query = ["exactly", j]
+        text = f"in exactly {_WORDS[j]} of the clubs"
+    else:
+        j = rng.randrange(k)
+        query = ["only", j]
+        text = f"in the {clubs[j]} club and no other club"
+    return {"clubs": clubs, "counts": counts, "query": query}, [" ".join(lines), text]
+
+
+def solve_mobius(inputs: dict[str, Any]) -> int:
+    """Recover every exact region by Moebius inversion, then add up the asked regions."""
+    counts = inputs["counts"]
+    k = len(inputs["clubs"])
+    full = 1 << k
+    exact = [0] * full
+    for s in range(1, full):
+        exact[s] = sum(
+            (-1) ** (bin(t).count("1") - bin(s).count("1")) * counts[t]
+            for t in range(full)
+            if t & s == s
+        )
+    exact[0] = counts[0] - sum(exact[1:])
+    kind, j = inputs["query"]
+    if kind == "none":
+        return int(exact[0])
+    if kind == "exactly":
+        return int(sum(exact[s] for s in range(1, full) if bin(s).count("1") == j))
+    return int(exact[1 << j])
+
+
+def solve_formula(inputs: dict[str, Any]) -> int:
+    """Closed-form inclusion-exclusion over the given counts."""
+    counts = inputs["counts"]
+    k = len(inputs["clubs"])
+    sets = [(t, bin(t).count("1")) for t in range(1, 1 << k)]
+    kind, j = inputs["query"]
+    if kind == "none":
+        union = sum(counts[t] if size % 2 else -counts[t] for t, size in sets)
+        return int(counts[0] - union)
+    if kind == "exactly":
+        return sum((-1) ** (size - j) * comb(size, j) * counts[t] for t, size in sets if size >= j)
+    bit = 1 << j
+    return sum((-1) ** (size - 1) * counts[t] for t, size in sets if t & bit)
+
+
+FAMILIES = (
+    Family(
+        id="venn_region_count",
+        version="1",
+        category="relational",
+        title="Venn region count",
+        template="[Input Slot 1] How many students are [Input Slot 2]?",
+        generate=generate,
+        validators=(solve_mobius, solve_formula),
+        answer_format="Answer with the integer only.",
+        size=lambda inputs: len(inputs["counts"]),
+    ),
+)

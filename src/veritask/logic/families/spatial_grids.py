@@ -1,0 +1,379 @@
+"""Spatial: grid paths, robot moves, pattern rotation, islands and turtle walks."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from veritask.logic._family import Family
+
+# --- monotone path counting with obstacles -------------------------------------------------
+
+
+def generate_paths(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
+    """An R x C grid (3-6 rows) with blocked cells; at least one path exists."""
+    rows = 3 + (difficulty + 1) // 3
+    cols = rows + rng.randint(0, 2)
+    density = 0.15 + 0.01 * difficulty
+    cells = [(r, c) for r in range(rows) for c in range(cols)][1:-1]
+    n_blocked = max(2, round(rows * cols * density) + rng.randint(-1, 2))
+    while True:
+        blocked = set(rng.sample(cells, n_blocked))
+        grid = [
+            "".join("#" if (r, c) in blocked else "." for c in range(cols)) for r in range(rows)
+        ]
+        inputs = {"grid": grid}
+        if paths_dp(inputs) > 0:
+            return inputs, [str(rows), str(cols), "\n".join(grid)]
+
+
+def paths_dp(inputs: dict[str, Any]) -> int:
+    """Dynamic programming row by row."""
+    grid = inputs["grid"]
+    ways = [0] * len(grid[0])
+    ways[0] = 1
+    for row in grid:
+        for c, cell in enumerate(row):
+            if cell == "#":
+                ways[c] = 0
+            elif c > 0:
+                ways[c] += ways[c - 1]
+    return ways[-1]
+
+
+def paths_dfs(inputs: dict[str, Any]) -> int:
+    """Enumerate every path by depth-first search (no memo)."""
+    grid = inputs["grid"]
+    rows, cols = len(grid), len(grid[0])
+    blocked = {(r, c) for r in range(rows) for c in range(cols) if grid[r][c] == "#"}
+    stack = [(0, 0)]
+    total = 0
+    while stack:
+        r, c = stack.pop()
+        if (r, c) in blocked:
+            continue
+        if r == rows - 1 and c == cols - 1:
+            total += 1
+            continue
+        if r + 1 < rows:
+            stack.append((r + 1, c))
+        if c + 1 < cols:
+            stack.append((r, c + 1))
+    return total
+
+
+# --- robot moves clamped by walls ----------------------------------------------------------
+
+_DIRS = {"N": (0, 1), "S": (0, -1), "E": (1, 0), "W": (-1, 0)}
+_DIR_WORDS = {"N": "north", "S": "south", "E": "east", "W": "west"}
+
+
+def generate_robot(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
+    """A W x H room, a start cell and 2 + difficulty moves of 1-6 steps each."""
+    width = 5 + difficulty // 2
+    height = 5 + (difficulty + 1) // 2
+    start = [rng.randrange(width), rng.randrange(height)]
+    moves: list[list[Any]] = [
+        [rng.choice("NSEW"), rng.randint(1, 3 + difficulty // 3)] for _ in range(2 + difficulty)
+    ]
+    text = ", then ".join(f"{n} {_DIR_WORDS[d]}" for d, n in moves)
+    inputs = {"width": width, "height": height, "start": start, "moves": moves}
+    return inputs, [str(width), str(height), f"({start[0]}, {start[1]})", text]
+
+
+def robot_steps(inputs: dict[str, Any]) -> list[int]:
+    """Walk one step at a time, staying put when a wall is in the way."""
+    x, y = inputs["start"]
+    for d, n in inputs["moves"]:
+        dx, dy = _DIRS[d]
+        for _ in range(n):
+            if 0 <= x + dx < inputs["width"] and 0 <= y + dy < inputs["height"]:
+                x, y = x + dx, y + dy
+    return [x, y]
+
+
+def robot_clamp(inputs: dict[str, Any]) -> list[int]:
+    """Move a whole segment at once and clamp to the room."""
+    x, y = inputs["start"]
+    w, h = inputs["width"] - 1, inputs["height"] - 1
+    for d, n in inputs["moves"]:
+        if d == "E":
+            x = min(w, x + n)
+        elif d == "W":
+            x = max(0, x - n)
+        elif d == "N":
+            y = min(h, y + n)
+        else:
+            y = max(0, y - n)
+    return [x, y]
+
+
+# --- rotating and reflecting a pattern -----------------------------------------------------
+
+_OPS_TEXT = {
+    "cw": "rotate 90 degrees clockwise",
+    "ccw": "rotate 90 degrees counterclockwise",
+    "r180": "rotate 180 degrees",
+    "fliph": "mirror left-to-right (reverse each row)",
+    "flipv": "mirror top-to-bottom (reverse the order of the rows)",
+    "transpose": "transpose (row i becomes column i)",
+}
+
+
+def generate_transform(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
+    """A grid of letters (2-5 per side) and 1 + difficulty // 2 transformations; ask one row."""
+    rows = 2 + difficulty // 4 + rng.randint(0, 1)
+    cols = 2 + (difficulty + 2) // 4 + rng.randint(0, 1)
+    letters = "ABCDEFGH"[: 3 + difficulty // 2]
+    grid = ["".join(rng.choice(letters) for _ in range(cols)) for _ in range(rows)]
+    ops = [rng.choice(tuple(_OPS_TEXT)) for _ in range(1 + (difficulty + 1) // 2)]
+    swaps = sum(op in ("cw", "ccw", "transpose") for op in ops) % 2
+    out_rows = cols if swaps else rows
+    row = rng.randint(1, out_rows)
+    inputs = {"grid": grid, "ops": ops, "row": row}
+    ops_text = "; then ".join(_OPS_TEXT[op] for op in ops)
+    return inputs, ["\n".join(grid), ops_text, str(row)]
+
+
+def transform_lists(inputs: dict[str, Any]) -> list[str]:
+    """Apply each operation to a list of lists."""
+    g = [list(r) for r in inputs["grid"]]
+    for op in inputs["ops"]:
+        if op == "cw":
+            g = [list(r) for r in zip(*g[::-1], strict=True)]
+        elif op == "ccw":
+            g = [list(r) for r in zip(*g, strict=True)][::-1]
+        elif op == "r180":
+            g = [r[::-1] for r in g[::-1]]
+        elif op == "fliph":
+            g = [r[::-1] for r in g]
+        elif op == "flipv":
+            g = g[::-1]
+        else:
+            g = [list(r) for r in zip(*g, strict=True)]
+    return g[inputs["row"] - 1]
+
+
+def transform_coords(inputs: dict[str, Any]) -> list[str]:
+    """Track where each output cell comes from: compose coordinate maps backwards."""
+    grid = inputs["grid"]
+    h, w = len(grid), len(grid[0])
+    dims = [(h, w)]
+    for op in inputs["ops"]:
+        a, b = dims[-1]
+        dims.append((b, a) if op in ("cw", "ccw", "transpose") else (a, b))
+    out_h, out_w = dims[-1]
+    r0 = inputs["row"] - 1
+    result = []
+    for c0 in range(out_w):
+        r, c = r0, c0
+        for op, (a, b) in zip(reversed(inputs["ops"]), reversed(dims[:-1]), strict=True):
+            # (r, c) is in the grid after op; (a, b) is the shape before op
+            if op == "cw":
+                r, c = a - 1 - c, r
+            elif op == "ccw":
+                r, c = c, b - 1 - r
+            elif op == "r180":
+                r, c = a - 1 - r, b - 1 - c
+            elif op == "fliph":
+                c = b - 1 - c
+            elif op == "flipv":
+                r = a - 1 - r
+            else:
+                r, c = c, r
+        result.append(grid[r][c])
+    del out_h
+    return result
+
+
+# --- counting islands --------------------------------------------------------------------
+
+
+def generate_islands(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
+    """A grid of land (#) and water (.) from 4x4 to 10x13."""
+    rows = 4 + (difficulty - 1) * 4 // 9 + rng.randint(0, 2)
+    cols = rows + rng.randint(0, 3)
+    p = rng.uniform(0.15, 0.65)
+    grid = ["".join("#" if rng.random() < p else "." for _ in range(cols)) for _ in range(rows)]
+    return {"grid": grid}, [str(rows), str(cols), "\n".join(grid)]
+
+
+def islands_flood(inputs: dict[str, Any]) -> int:
+    """Flood fill from each unvisited land cell."""
+    grid = inputs["grid"]
+    rows, cols = len(grid), len(grid[0])
+    seen = [[False] * cols for _ in range(rows)]
+    count = 0
+    for r in range(rows):
+        for c in range(cols):
+            if grid[r][c] != "#" or seen[r][c]:
+                continue
+            count += 1
+            stack = [(r, c)]
+            seen[r][c] = True
+            while stack:
+                y, x = stack.pop()
+                for ny, nx in ((y + 1, x), (y - 1, x), (y, x + 1), (y, x - 1)):
+                    if (
+                        0 <= ny < rows
+                        and 0 <= nx < cols
+                        and grid[ny][nx] == "#"
+                        and not seen[ny][nx]
+                    ):
+                        seen[ny][nx] = True
+                        stack.append((ny, nx))
+    return count
+
+
+def islands_union_find(inputs: dict[str, Any]) -> int:
+    """Union-find over land cells, joining right and lower neighbours."""
+    grid = inputs["grid"]
+    parent: dict[tuple[int, int], tuple[int, int]] = {}
+
+    def find(a: tuple[int, int]) -> tuple[int, int]:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for r, row in enumerate(grid):
+        for c, cell in enumerate(row):
+            if cell == "#":
+                parent[(r, c)] = (r, c)
+    for r, c in list(parent):
+        for other in ((r + 1, c), (r, c + 1)):
+            if other in parent:
+                ra, rb = find((r, c)), find(other)
+                if ra != rb:
+                    parent[ra] = rb
+    return len({find(a) for a in parent})
+
+
+# --- turtle walk with relative turns -----------------------------------------------------
+
+_TURN_TEXT = {"L": "turn left", "R": "turn right", "U": "turn around"}
+
+
+def generate_turtle(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
+    """2 + difficulty forward moves of 1-9 steps, with turns between them."""
+    steps: list[list[Any]] = []
+    for i in range(2 + difficulty):
+        if i:
+            steps.append([rng.choice("LLRRU")])
+        steps.append(["F", rng.randint(1, 9)])
+    text = ", ".join(
+        f"walk forward {s[1]} {'step' if s[1] == 1 else 'steps'}"
+        if s[0] == "F"
+        else _TURN_TEXT[s[0]]
+        for s in steps
+    )
+    return {"steps": steps}, [text]
+
+
+def turtle_table(inputs: dict[str, Any]) -> int:
+    """Heading index into a table of unit vectors."""
+    heading, x, y = 0, 0, 0
+    vectors = ((0, 1), (1, 0), (0, -1), (-1, 0))  # north, east, south, west
+    for step in inputs["steps"]:
+        if step[0] == "F":
+            x += vectors[heading][0] * step[1]
+            y += vectors[heading][1] * step[1]
+        else:
+            heading = (heading + {"L": 3, "R": 1, "U": 2}[step[0]]) % 4
+    return abs(x) + abs(y)
+
+
+def turtle_complex(inputs: dict[str, Any]) -> int:
+    """Position and heading as complex numbers; turns multiply by i, -i or -1."""
+    pos, heading = 0j, 1j
+    turn = {"L": 1j, "R": -1j, "U": -1}
+    for step in inputs["steps"]:
+        if step[0] == "F":
+            pos += heading * step[1]
+        else:
+            heading *= turn[step[0]]
+    return round(abs(pos.real) + abs(pos.imag))
+
+
+FAMILIES = (
+    Family(
+        id="grid_path_count",
+        version="1",
+        category="spatial",
+        title="Grid paths around obstacles",
+        template=(
+            "A grid has [Input Slot 1] rows and [Input Slot 2] columns; '#' marks a blocked cell "
+            "and '.' an open one:\n[Input Slot 3]\nMoving only right or down through open cells, "
+            "how many different paths lead from the top-left cell to the bottom-right cell?"
+        ),
+        generate=generate_paths,
+        validators=(paths_dp, paths_dfs),
+        answer_format="Answer with the integer only.",
+        size=lambda inputs: (
+            len(inputs["grid"]) * len(inputs["grid"][0]) + sum(r.count("#") for r in inputs["grid"])
+        ),
+    ),
+    Family(
+        id="robot_walls",
+        version="1",
+        category="spatial",
+        title="Robot in a walled room",
+        template=(
+            "A robot is in a room of [Input Slot 1] columns (x from 0 on the west to the east "
+            "wall) and [Input Slot 2] rows (y from 0 on the south to the north wall). It starts "
+            "at (x, y) = [Input Slot 3] and moves [Input Slot 4], one cell per step. A step that "
+            "would leave the room is not taken (the robot stays where it is). Where does it end?"
+        ),
+        generate=generate_robot,
+        validators=(robot_steps, robot_clamp),
+        answer_format="Answer with the final x and y separated by a comma, e.g. 3, 4.",
+        size=lambda inputs: len(inputs["moves"]),
+    ),
+    Family(
+        id="pattern_transform_row",
+        version="1",
+        category="spatial",
+        title="Rotating and mirroring a pattern",
+        template=(
+            "Here is a grid of letters:\n[Input Slot 1]\nApply these transformations in order: "
+            "[Input Slot 2]. What is row [Input Slot 3] (counting from the top, starting at 1) "
+            "of the result?"
+        ),
+        generate=generate_transform,
+        validators=(transform_lists, transform_coords),
+        answer_format="Answer with the letters of that row from left to right, separated by commas.",
+        size=lambda inputs: (
+            len(inputs["ops"]) * 4 + len(inputs["grid"]) * len(inputs["grid"][0]) // 4
+        ),
+    ),
+    Family(
+        id="island_count",
+        version="1",
+        category="spatial",
+        title="Counting islands",
+        template=(
+            "A map of [Input Slot 1] rows and [Input Slot 2] columns shows land as '#' and water "
+            "as '.':\n[Input Slot 3]\nLand cells that touch horizontally or vertically (not "
+            "diagonally) belong to the same island. How many islands are there?"
+        ),
+        generate=generate_islands,
+        validators=(islands_flood, islands_union_find),
+        answer_format="Answer with the integer only.",
+        size=lambda inputs: len(inputs["grid"]) * len(inputs["grid"][0]),
+    ),
+    Family(
+        id="turtle_manhattan",
+        version="1",
+        category="spatial",
+        title="Walk with turns: Manhattan distance",
+        template=(
+            "You stand on a square grid facing north. You [Input Slot 1]. How far are you now "
+            "from where you started, measured in Manhattan distance (horizontal steps plus "
+            "vertical steps)?"
+        ),
+        generate=generate_turtle,
+        validators=(turtle_table, turtle_complex),
+        answer_format="Answer with the integer only.",
+        size=lambda inputs: len(inputs["steps"]),
+    ),
+)

@@ -1,0 +1,364 @@
+"""Temporal families: weekday shifts, interval scheduling, common free slots, event ordering and
+time-zone arithmetic. Each family has two independently written validators."""
+
+from __future__ import annotations
+
+import bisect
+import datetime as dt
+import heapq
+import random
+from typing import Any
+
+from veritask.logic._family import Family
+
+Inputs = dict[str, Any]
+_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
+def _hhmm(minutes: int) -> str:
+    """Minutes since midnight as ``HH:MM``."""
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+# --------------------------------------------------------------------------- weekday shift
+
+
+def gen_weekday(difficulty: int, rng: random.Random) -> tuple[Inputs, list[str]]:
+    """A start weekday and 1 + difficulty // 2 signed shifts in days or weeks."""
+    start = rng.randrange(7)
+    shifts: list[list[Any]] = []
+    for _ in range(1 + difficulty // 2):
+        unit = "weeks" if rng.random() < 0.25 else "days"
+        amount = rng.randint(1, 6 + 12 * difficulty) if unit == "days" else rng.randint(1, 9)
+        shifts.append([amount if rng.random() < 0.7 else -amount, unit])
+    text = ", then ".join(
+        f"{abs(a)} {u if abs(a) != 1 else u[:-1]} {'later' if a > 0 else 'earlier'}"
+        for a, u in shifts
+    )
+    return {"start": _DAYS[start], "shifts": shifts}, [_DAYS[start].capitalize(), text]
+
+
+def solve_weekday_mod(inputs: Inputs) -> str:
+    """Sum the shifts in days and reduce modulo 7."""
+    total = _DAYS.index(inputs["start"])
+    for amount, unit in inputs["shifts"]:
+        total += amount * (7 if unit == "weeks" else 1)
+    return _DAYS[total % 7]
+
+
+def solve_weekday_calendar(inputs: Inputs) -> str:
+    """Walk a real calendar with ``datetime`` from a Monday (2024-01-01)."""
+    day = dt.date(2024, 1, 1) + dt.timedelta(days=_DAYS.index(inputs["start"]))
+    for amount, unit in inputs["shifts"]:
+        day += dt.timedelta(weeks=amount) if unit == "weeks" else dt.timedelta(days=amount)
+    return _DAYS[day.weekday()]
+
+
+# --------------------------------------------------------------------------- max meetings
+
+
+def gen_meetings(difficulty: int, rng: random.Random) -> tuple[Inputs, list[str]]:
+    """A hidden chain of k disjoint meetings plus decoys that each contain a chain meeting.
+
+    Any decoy can be swapped for a chain meeting it contains, so the optimum is exactly k; k is
+    drawn uniformly so the answer is spread. Times are on a 15-minute grid from 08:00 to 18:00.
+    """
+    k = rng.randint(1 + difficulty // 3, 5 + difficulty // 2)
+    points = sorted(rng.sample(range(41), 2 * k))
+    chain = [[points[2 * i], points[2 * i + 1]] for i in range(k)]
+    meetings = [list(m) for m in chain]
+    for _ in range(2 + difficulty + rng.randint(0, difficulty)):
+        i = rng.randrange(k)
+        j = min(k - 1, i + rng.randint(0, 2))
+        a = max(0, chain[i][0] - rng.randint(0, 4))
+        b = min(40, chain[j][1] + rng.randint(0, 4))
+        if [a, b] in meetings:
+            continue
+        meetings.append([a, b])
+    rng.shuffle(meetings)
+    meetings = [[480 + 15 * a, 480 + 15 * b] for a, b in meetings]
+    text = "; ".join(f"{_hhmm(a)}-{_hhmm(b)}" for a, b in meetings)
+    return {"meetings": meetings}, [text]
+
+
+def solve_meetings_greedy(inputs: Inputs) -> int:
+    """Earliest-finish-first greedy."""
+    count, free_at = 0, -1
+    for start, end in sorted(inputs["meetings"], key=lambda m: m[1]):
+        if start >= free_at:
+            count += 1
+            free_at = end
+    return count
+
+
+def solve_meetings_dp(inputs: Inputs) -> int:
+    """Dynamic programme over meetings sorted by end, with binary search for compatibility."""
+    items = sorted((end, start) for start, end in inputs["meetings"])
+    ends = [e for e, _ in items]
+    best = [0] * (len(items) + 1)
+    for i, (_, start) in enumerate(items, 1):
+        j = bisect.bisect_right(ends, start, 0, i - 1)
+        best[i] = max(best[i - 1], best[j] + 1)
+    return best[-1]
+
+
+# --------------------------------------------------------------------------- common free slot
+
+
+def gen_free_slot(difficulty: int, rng: random.Random) -> tuple[Inputs, list[str]]:
+    """2 + difficulty // 3 calendars with busy blocks in 15-minute units over 09:00-18:00."""
+    people = 2 + difficulty // 3
+    blocks = 1 + (difficulty + 1) // 3
+    while True:
+        duration = rng.randint(2, 6)
+        calendars: list[list[list[int]]] = []
+        for _ in range(people):
+            busy: list[list[int]] = []
+            for b_index in range(blocks):
+                a = 0 if not calendars and b_index == 0 else rng.randrange(34)
+                b = min(a + rng.randint(1, 8), 36)
+                busy.append([a, b])
+            busy.sort()
+            merged: list[list[int]] = []
+            for a, b in busy:
+                if merged and a <= merged[-1][1]:
+                    merged[-1][1] = max(merged[-1][1], b)
+                else:
+                    merged.append([a, b])
+            calendars.append(merged)
+        inputs: Inputs = {"calendars": calendars, "duration": duration}
+        if solve_free_merge(inputs) != "none":
+            break
+    text = "\n".join(
+        f"Person {i + 1} is busy "
+        + ", ".join(f"{_hhmm(540 + 15 * a)}-{_hhmm(540 + 15 * b)}" for a, b in cal)
+        for i, cal in enumerate(calendars)
+    )
+    return inputs, [text, str(15 * duration)]
+
+
+def solve_free_brute(inputs: Inputs) -> str:
+    """Try every 15-minute start and check each unit against every calendar."""
+    busy = {u for cal in inputs["calendars"] for a, b in cal for u in range(a, b)}
+    d = int(inputs["duration"])
+    for start in range(36 - d + 1):
+        if not any(u in busy for u in range(start, start + d)):
+            return _hhmm(540 + 15 * start)
+    return "none"
+
+
+def solve_free_merge(inputs: Inputs) -> str:
+    """Sweep all busy intervals by start and return the first gap long enough."""
+    d = int(inputs["duration"])
+    cursor = 0
+    for a, b in sorted(iv for cal in inputs["calendars"] for iv in cal):
+        if a - cursor >= d:
+            break
+        cursor = max(cursor, b)
+    if 36 - cursor < d:
+        return "none"
+    return _hhmm(540 + 15 * cursor)
+
+
+# --------------------------------------------------------------------------- event order
+
+_EVENTS = [
+    "breakfast",
+    "meeting",
+    "lunch",
+    "gym",
+    "call",
+    "shopping",
+    "reading",
+    "nap",
+    "dinner",
+    "laundry",
+    "email",
+    "walk",
+    "cooking",
+    "cleaning",
+    "homework",
+    "concert",
+    "haircut",
+    "interview",
+    "dentist",
+    "movie",
+]
+
+
+def gen_events(difficulty: int, rng: random.Random) -> tuple[Inputs, list[str]]:
+    """3 + difficulty // 2 events; consecutive-pair clues plus redundant ones, shuffled."""
+    n = 3 + difficulty // 2
+    order = rng.sample(_EVENTS, n)
+    pairs = {(i, i + 1) for i in range(n - 1)}
+    extra = [(i, j) for i in range(n) for j in range(i + 2, n)]
+    pairs.update(rng.sample(extra, min(len(extra), difficulty // 2)))
+    clues = [[order[i], order[j]] for i, j in sorted(pairs)]
+    rng.shuffle(clues)
+    text = "; ".join(
+        f"the {a} happened before the {b}"
+        if rng.random() < 0.5
+        else f"the {b} happened after the {a}"
+        for a, b in clues
+    )
+    names = sorted(order)
+    return {"events": names, "before": clues}, [", ".join(names), text]
+
+
+def solve_events_kahn(inputs: Inputs) -> list[str]:
+    """Kahn's topological sort (the clues force a unique order)."""
+    indeg = {e: 0 for e in inputs["events"]}
+    succ: dict[str, list[str]] = {e: [] for e in inputs["events"]}
+    for a, b in inputs["before"]:
+        succ[a].append(b)
+        indeg[b] += 1
+    ready = [e for e, d in indeg.items() if d == 0]
+    heapq.heapify(ready)
+    out: list[str] = []
+    while ready:
+        e = heapq.heappop(ready)
+        out.append(e)
+        for f in succ[e]:
+            indeg[f] -= 1
+            if indeg[f] == 0:
+                heapq.heappush(ready, f)
+    return out
+
+
+def solve_events_ancestors(inputs: Inputs) -> list[str]:
+    """Rank each event by how many events must precede it (transitive closure)."""
+    pred: dict[str, set[str]] = {e: set() for e in inputs["events"]}
+    for a, b in inputs["before"]:
+        pred[b].add(a)
+    changed = True
+    while changed:
+        changed = False
+        for e, ps in pred.items():
+            closure = set(ps)
+            for p in ps:
+                closure |= pred[p]
+            if len(closure) != len(ps):
+                pred[e] = closure
+                changed = True
+    return sorted(inputs["events"], key=lambda e: len(pred[e]))
+
+
+# --------------------------------------------------------------------------- time zones
+
+
+def gen_timezone(difficulty: int, rng: random.Random) -> tuple[Inputs, list[str]]:
+    """Departure time and zone, 1 + 2 * (difficulty // 3) legs, arrival zone."""
+    step = 30 if difficulty >= 6 else 60
+    depart_zone = step * rng.randint(-10 * 60 // step, 12 * 60 // step)
+    arrive_zone = step * rng.randint(-10 * 60 // step, 12 * 60 // step)
+    depart = 5 * rng.randrange(288)
+    legs = [5 * rng.randint(6, 150 if i % 2 == 0 else 50) for i in range(1 + 2 * (difficulty // 3))]
+    text = ", then ".join(
+        f"{'a flight' if i % 2 == 0 else 'a layover'} of {m // 60} h {m % 60} min"
+        for i, m in enumerate(legs)
+    )
+
+    def zone(offset: int) -> str:
+        sign = "+" if offset >= 0 else "-"
+        return f"UTC{sign}{abs(offset) // 60}:{abs(offset) % 60:02d}"
+
+    inputs: Inputs = {
+        "depart": depart,
+        "depart_zone": depart_zone,
+        "arrive_zone": arrive_zone,
+        "legs": legs,
+    }
+    return inputs, [_hhmm(depart), zone(depart_zone), text, zone(arrive_zone)]
+
+
+def solve_timezone_minutes(inputs: Inputs) -> str:
+    """Convert to UTC minutes, add the legs, convert to the arrival zone, mod one day."""
+    t = int(inputs["depart"]) - int(inputs["depart_zone"]) + sum(inputs["legs"])
+    return _hhmm((t + int(inputs["arrive_zone"])) % 1440)
+
+
+def solve_timezone_datetime(inputs: Inputs) -> str:
+    """Use aware ``datetime`` objects and ``astimezone``."""
+    src = dt.timezone(dt.timedelta(minutes=int(inputs["depart_zone"])))
+    dst = dt.timezone(dt.timedelta(minutes=int(inputs["arrive_zone"])))
+    when = dt.datetime(2024, 6, 1, tzinfo=src) + dt.timedelta(minutes=int(inputs["depart"]))
+    for leg in inputs["legs"]:
+        when += dt.timedelta(minutes=leg)
+    return when.astimezone(dst).strftime("%H:%M")
+
+
+FAMILIES = (
+    Family(
+        id="weekday_shift",
+        version="1",
+        category="temporal",
+        title="Weekday after shifts",
+        template=(
+            "Today is [Input Slot 1]. Move [Input Slot 2]. Which day of the week is it then?"
+        ),
+        generate=gen_weekday,
+        validators=(solve_weekday_mod, solve_weekday_calendar),
+        answer_format="Answer with the weekday name only.",
+        size=lambda inputs: len(inputs["shifts"]),
+    ),
+    Family(
+        id="max_meetings",
+        version="1",
+        category="temporal",
+        title="Maximum non-overlapping meetings",
+        template=(
+            "These meetings are offered (start-end): [Input Slot 1]. You can attend one meeting "
+            "at a time, and a meeting may start exactly when the previous one ends. What is the "
+            "largest number of meetings you can attend in full?"
+        ),
+        generate=gen_meetings,
+        validators=(solve_meetings_greedy, solve_meetings_dp),
+        answer_format="Answer with the integer only.",
+        size=lambda inputs: len(inputs["meetings"]),
+    ),
+    Family(
+        id="common_free_slot",
+        version="1",
+        category="temporal",
+        title="Earliest common free slot",
+        template=(
+            "The working day runs from 09:00 to 18:00. Busy times (start-end):\n[Input Slot 1]\n"
+            "Outside these times everyone is free; a busy block ending at a time leaves them free "
+            "from that time. What is the earliest start time of a [Input Slot 2]-minute meeting "
+            "that all of them can attend, finishing by 18:00?"
+        ),
+        generate=gen_free_slot,
+        validators=(solve_free_brute, solve_free_merge),
+        answer_format="Answer with the start time as HH:MM (24-hour clock).",
+        size=lambda inputs: sum(len(c) for c in inputs["calendars"]) + len(inputs["calendars"]),
+    ),
+    Family(
+        id="event_order",
+        version="1",
+        category="temporal",
+        title="Event order from before/after clues",
+        template=(
+            "The events [Input Slot 1] each happened once, at different times. Clues: "
+            "[Input Slot 2]. List the events from earliest to latest."
+        ),
+        generate=gen_events,
+        validators=(solve_events_kahn, solve_events_ancestors),
+        answer_format="Answer with the event names in order, separated by commas.",
+        size=lambda inputs: len(inputs["before"]),
+    ),
+    Family(
+        id="timezone_arrival",
+        version="1",
+        category="temporal",
+        title="Arrival time across time zones",
+        template=(
+            "A trip departs at [Input Slot 1] local time in a city at [Input Slot 2]. It consists "
+            "of [Input Slot 3]. The destination city is at [Input Slot 4]. What is the local "
+            "time at the destination on arrival?"
+        ),
+        generate=gen_timezone,
+        validators=(solve_timezone_minutes, solve_timezone_datetime),
+        answer_format="Answer with the time as HH:MM (24-hour clock).",
+        size=lambda inputs: len(inputs["legs"]),
+    ),
+)
