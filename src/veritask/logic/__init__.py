@@ -14,6 +14,7 @@ from veritask.logic._family import (
     solve,
 )
 from veritask.logic._registry import builtin_families, get_family
+from veritask.logic._sandbox import SandboxResult, run_sandboxed
 
 __all__ = [
     "CATEGORIES",
@@ -21,12 +22,14 @@ __all__ = [
     "ConsensusError",
     "Family",
     "Instance",
+    "SandboxResult",
     "builtin_families",
     "canonical",
     "get_family",
     "instance_seed",
     "make_instance",
     "normalize",
+    "run_sandboxed",
     "score_answer",
     "solve",
 ]
