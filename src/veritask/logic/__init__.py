@@ -13,6 +13,7 @@ from veritask.logic._family import (
     score_answer,
     solve,
 )
+from veritask.logic._gates import GateReport, gate1_static
 from veritask.logic._registry import builtin_families, get_family
 from veritask.logic._sandbox import SandboxResult, run_sandboxed
 
@@ -21,10 +22,12 @@ __all__ = [
     "Category",
     "ConsensusError",
     "Family",
+    "GateReport",
     "Instance",
     "SandboxResult",
     "builtin_families",
     "canonical",
+    "gate1_static",
     "get_family",
     "instance_seed",
     "make_instance",
