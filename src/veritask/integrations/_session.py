@@ -9,7 +9,7 @@ trainer can ship it to worker processes and build environments there.
 from __future__ import annotations
 
 import json
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -161,6 +161,19 @@ class VeritaskEnv:
         self.steps.append(step)
         return message, result
 
+    def record_call(self, tool: str, arguments: Any, call_id: str) -> dict[str, Any]:
+        """Run one call as an assistant turn of its own (for trainers that do not say how calls
+        were grouped into messages): appends the assistant and tool messages, returns the
+        ``ToolResult.to_json()`` payload. ``None``-valued arguments count as left out."""
+        if isinstance(arguments, Mapping):
+            arguments = {k: v for k, v in arguments.items() if v is not None}
+        raw = arguments if isinstance(arguments, str) else json.dumps(arguments or {}, default=str)
+        call = {"id": call_id, "type": "function", "function": {"name": tool, "arguments": raw}}
+        self.messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
+        message, result = self._execute(tool, raw, call_id, len(self.messages) - 1)
+        self.messages.append(message)
+        return result.to_json()
+
     async def acall_tool(
         self, name: str, arguments: dict[str, Any] | str | None = None, call_id: str = ""
     ) -> dict[str, Any]:
@@ -235,6 +248,28 @@ class VeritaskEnv:
         if self._env is not None:
             self._env.close()
             self._env = None
+
+
+def opening_prompts(
+    dataset: str | Path, domain: str | None = None
+) -> list[tuple[TaskPackage, list[dict[str, Any]]]]:
+    """Each task of a dataset (optionally of one domain) with its opening chat: the wiki policy
+    as system message and the scripted user's first message. Trainer dataset builders use it."""
+    source = _source(str(dataset))
+    policies: dict[str, str] = {}
+    out = []
+    for pkg in source.packages:
+        if domain is not None and pkg.domain != domain:
+            continue
+        if pkg.policy not in policies:
+            policies[pkg.policy] = source.dataset.read_policy(pkg.policy)
+        opening = _drive(ScriptedUser(pkg).open()).message
+        prompt = [
+            {"role": "system", "content": policies[pkg.policy]},
+            {"role": "user", "content": opening["content"]},
+        ]
+        out.append((pkg, prompt))
+    return out
 
 
 def _drive(coro: Coroutine[Any, Any, Turn]) -> Turn:

@@ -37,8 +37,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Optional
 
-from veritask.agent import ScriptedUser
-from veritask.integrations._session import VeritaskEnv, _drive, _source
+from veritask.integrations._session import VeritaskEnv, _source, opening_prompts
 from veritask.policy._tools import Param, ToolSpec
 
 if TYPE_CHECKING:
@@ -128,24 +127,9 @@ class VeritaskTRLEnv:
 
 
 def _record_call(env: VeritaskEnv, tool: str, arguments: Mapping[str, Any], call_id: str) -> str:
-    """Call a tool as if one assistant message made only this call, and append both messages
-    (TRL does not tell the environment how calls were grouped into messages)."""
-    args = {k: v for k, v in arguments.items() if v is not None}
-    raw = json.dumps(args, default=str)
-    turn = len(env.messages)
-    env.messages.append(
-        {
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [
-                {"id": call_id, "type": "function", "function": {"name": tool, "arguments": raw}}
-            ],
-        }
-    )
-    payload = env.call_tool(tool, raw, call_id, turn)
-    body = payload["result"] if payload["ok"] else {"error": payload["error"]}
-    content = json.dumps(body, default=str)
-    env.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+    """Run one call as its own assistant turn; the tool message content is what TRL shows."""
+    env.record_call(tool, arguments, call_id)
+    content: str = env.messages[-1]["content"]
     return content
 
 
@@ -297,20 +281,10 @@ def grpo_rows(
     dataset: str, *, domain: str | None = None, environment_column: bool = False
 ) -> list[dict[str, Any]]:
     """The rows of :func:`build_grpo_dataset` as plain dicts."""
-    source = _source(str(dataset))
-    policies: dict[str, str] = {}
     rows = []
-    for pkg in source.packages:
-        if domain is not None and pkg.domain != domain:
-            continue
-        if pkg.policy not in policies:
-            policies[pkg.policy] = source.dataset.read_policy(pkg.policy)
-        opening = _drive(ScriptedUser(pkg).open()).message
+    for pkg, prompt in opening_prompts(dataset, domain):
         row: dict[str, Any] = {
-            "prompt": [
-                {"role": "system", "content": policies[pkg.policy]},
-                {"role": "user", "content": opening["content"]},
-            ],
+            "prompt": prompt,
             "task_id": pkg.id,
             "domain": pkg.domain,
             "difficulty": pkg.difficulty,

@@ -30,8 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from veritask.agent import ScriptedUser
-from veritask.integrations._session import VeritaskEnv, _drive, _source
+from veritask.integrations._session import VeritaskEnv, _source, opening_prompts
 
 if TYPE_CHECKING:
     import verifiers as vf
@@ -89,23 +88,14 @@ def veritask_dataset(dataset_dir: str, *, domain: str | None = None) -> Dataset:
 
     source = _source(dataset_dir)
     domains = sorted({p.domain for p in source.packages})
-    policies: dict[str, str] = {}
     rows = []
-    for pkg in source.packages:
-        if domain is not None and pkg.domain != domain:
-            continue
-        if pkg.policy not in policies:
-            policies[pkg.policy] = source.dataset.read_policy(pkg.policy)
-        opening = _drive(ScriptedUser(pkg).open()).message
+    for pkg, prompt in opening_prompts(dataset_dir, domain):
         info: dict[str, Any] = {"task_id": pkg.id, "domain": pkg.domain}
         if domain is None and len(domains) > 1:
             info["tool_defs"] = _tool_defs(dataset_dir, pkg.domain)
         rows.append(
             {
-                "prompt": [
-                    {"role": "system", "content": policies[pkg.policy]},
-                    {"role": "user", "content": opening["content"]},
-                ],
+                "prompt": prompt,
                 "answer": pkg.id,
                 "info": json.dumps(info),
             }

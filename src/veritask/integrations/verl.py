@@ -223,28 +223,7 @@ def release_episode(key: str) -> None:
 
 def _record_call(env: VeritaskEnv, tool: str, arguments: Any, call_id: str) -> dict[str, Any]:
     """Run one call as its own assistant turn and append both messages; returns the payload."""
-    args = (
-        {k: v for k, v in arguments.items() if v is not None}
-        if isinstance(arguments, Mapping)
-        else arguments
-    )
-    raw = args if isinstance(args, str) else json.dumps(args, default=str)
-    turn = len(env.messages)
-    env.messages.append(
-        {
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [
-                {"id": call_id, "type": "function", "function": {"name": tool, "arguments": raw}}
-            ],
-        }
-    )
-    payload = env.call_tool(tool, raw, call_id, turn)
-    body = payload["result"] if payload["ok"] else {"error": payload["error"]}
-    env.messages.append(
-        {"role": "tool", "tool_call_id": call_id, "content": json.dumps(body, default=str)}
-    )
-    return payload
+    return env.record_call(tool, arguments, call_id)
 
 
 # -- schemas -----------------------------------------------------------------------------------
