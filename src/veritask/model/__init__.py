@@ -13,6 +13,15 @@ from veritask.model._hash import TRANSPORT_FIELDS, canonical_request, request_ha
 from veritask.model._registry import get_provider, register_provider, registered_schemes
 from veritask.model._replay import RecordingProvider, ReplayProvider, load_recording
 from veritask.model._scripted import ScriptedProvider, ScriptItem
+from veritask.model._structured import (
+    CostLedger,
+    ModuleCost,
+    StructuredOutputError,
+    ask,
+    extract_block,
+    extract_json,
+    parse_model,
+)
 from veritask.model._types import (
     GenerateConfig,
     ModelOutput,
@@ -39,9 +48,11 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "TRANSPORT_FIELDS",
     "CachedProvider",
+    "CostLedger",
     "GenerateConfig",
     "ModelOutput",
     "ModelProvider",
+    "ModuleCost",
     "OpenAIProvider",
     "Prices",
     "ProviderError",
@@ -52,11 +63,16 @@ __all__ = [
     "ScriptExhausted",
     "ScriptItem",
     "ScriptedProvider",
+    "StructuredOutputError",
+    "ask",
     "canonical_request",
+    "extract_block",
+    "extract_json",
     "from_chat_completion",
     "get_provider",
     "load_recording",
     "normalize_message",
+    "parse_model",
     "register_provider",
     "registered_schemes",
     "request_hash",
