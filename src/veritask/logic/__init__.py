@@ -1,5 +1,12 @@
 """Verifiable logic task families (SSLogic): generators, templates, validator pools."""
 
+from veritask.logic._complexity import (
+    PATTERNS,
+    ComplexityMetrics,
+    family_roots,
+    measure_family,
+    measure_source,
+)
 from veritask.logic._family import (
     CATEGORIES,
     Category,
@@ -14,25 +21,60 @@ from veritask.logic._family import (
     solve,
 )
 from veritask.logic._gates import GateReport, gate1_static
+from veritask.logic._produce import (
+    DEFAULT_MIX_SPEC,
+    Bucket,
+    Mix,
+    MixError,
+    ProduceError,
+    Production,
+    answer_stats,
+    pass_at_k_by_family,
+    produce,
+    read_records,
+    report,
+    write_jsonl,
+)
 from veritask.logic._registry import builtin_families, get_family
 from veritask.logic._sandbox import SandboxResult, run_sandboxed
+from veritask.logic.rg import LogicDataset, LogicDatasetConfig, create_dataset
 
 __all__ = [
     "CATEGORIES",
+    "DEFAULT_MIX_SPEC",
+    "PATTERNS",
+    "Bucket",
     "Category",
+    "ComplexityMetrics",
     "ConsensusError",
     "Family",
     "GateReport",
     "Instance",
+    "LogicDataset",
+    "LogicDatasetConfig",
+    "Mix",
+    "MixError",
+    "ProduceError",
+    "Production",
     "SandboxResult",
+    "answer_stats",
     "builtin_families",
     "canonical",
+    "create_dataset",
+    "family_roots",
     "gate1_static",
     "get_family",
     "instance_seed",
     "make_instance",
+    "measure_family",
+    "measure_source",
     "normalize",
+    "pass_at_k_by_family",
+    "produce",
+    "read_records",
+    "report",
     "run_sandboxed",
     "score_answer",
     "solve",
+    "write_jsonl",
 ]

@@ -1,0 +1,236 @@
+"""The ``veritask logic`` group: list, generate, report and measure logic task families.
+
+Other modules add commands to the same group through the module-level ``logic`` object.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from veritask._cli._common import echo_json
+
+if TYPE_CHECKING:
+    from veritask.logic import Family
+
+_console = Console()
+
+
+@click.group("logic")
+def logic() -> None:
+    """Logic task families (SSLogic): list, generate datasets, report, measure."""
+
+
+def _families(name: str) -> list[Family]:
+    """``all`` -> every built-in family sorted by id; else the one named."""
+    from veritask.logic import builtin_families, get_family
+
+    if name == "all":
+        return [f for _, f in sorted(builtin_families().items())]
+    try:
+        return [get_family(name)]
+    except KeyError as exc:
+        raise click.ClickException(str(exc.args[0])) from None
+
+
+@logic.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def list_cmd(as_json: bool) -> None:
+    """List the built-in families.
+
+    One row per family: id, category, number of validators, version, title."""
+    rows: list[dict[str, Any]] = [
+        {
+            "name": f.id,
+            "category": f.category,
+            "validators": len(f.validators),
+            "version": f.version,
+            "title": f.title,
+        }
+        for f in _families("all")
+    ]
+    if as_json:
+        echo_json(rows)
+        return
+    table = Table("name", "category", "validators", "version", "title")
+    for row in rows:
+        table.add_row(
+            *(str(row[key]) for key in ("name", "category", "validators", "version")), row["title"]
+        )
+    _console.print(table)
+
+
+@logic.command("generate")
+@click.argument("family")
+@click.option(
+    "--n",
+    "n",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="Instances per family.",
+)
+@click.option("--difficulty", type=click.IntRange(1, 10), help="Every instance at this level.")
+@click.option(
+    "--mix",
+    is_flag=False,
+    flag_value="default",
+    help="Difficulty buckets with ratios, e.g. 1-3:0.3,4-7:0.5,8-10:0.2 or easy=0.2,hard=0.8;"
+    " given alone, the default easy=0.3,medium=0.5,hard=0.2.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Base seed.")
+@click.option(
+    "--split",
+    type=click.Choice(["train", "validation", "test"]),
+    default="train",
+    show_default=True,
+    help="Split (splits never share a question).",
+)
+@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Output JSONL.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+def generate_cmd(
+    family: str,
+    n: int,
+    difficulty: int | None,
+    mix: str | None,
+    seed: int,
+    split: str,
+    out: str,
+    as_json: bool,
+) -> None:
+    """Write N instances per family as JSONL.
+
+    FAMILY is a family id or `all`. Duplicate questions are skipped; each line is one instance
+    with its category. Give exactly one of --difficulty and --mix."""
+    from veritask.logic import DEFAULT_MIX_SPEC, Mix, MixError, ProduceError, produce, write_jsonl
+
+    if (difficulty is None) == (mix is None):
+        raise click.UsageError("give exactly one of --difficulty and --mix")
+    try:
+        parsed = None if mix is None else Mix.parse(DEFAULT_MIX_SPEC if mix == "default" else mix)
+        production = produce(
+            _families(family), n, difficulty=difficulty, mix=parsed, seed=seed, split=split
+        )
+    except (MixError, ProduceError) as exc:
+        raise click.ClickException(str(exc)) from None
+    write_jsonl(out, production.records())
+    summary = production.to_json()
+    if as_json:
+        echo_json(
+            {
+                "path": out,
+                "split": split,
+                "seed": seed,
+                "n": n,
+                "difficulty": difficulty,
+                "mix": parsed.spec if parsed else None,
+                **summary,
+            }
+        )
+        return
+    click.echo(
+        f"{summary['instances']} instances of {len(summary['families'])} families -> {out}"
+        f" ({summary['duplicates_skipped']} duplicate questions skipped)"
+    )
+
+
+def _print_report(data: dict[str, Any]) -> None:
+    validation, degenerate = data["validation"], data["degenerate"]
+    click.echo(
+        f"{data['path']}: {data['instances']} instances, {len(data['families'])} families,"
+        f" {data['duplicates']['questions']} duplicate questions"
+    )
+    click.echo(
+        f"validation: {validation['checked']} re-generated, {validation['mismatches']}"
+        f" mismatches, {validation['errors']} errors, {validation['unverified']} unverified"
+    )
+    click.echo(
+        f"degenerate cells (one answer > {degenerate['max_share']:.0%} beyond noise):"
+        f" {len(degenerate['cells'])}; suspect (above it, within noise):"
+        f" {len(degenerate['suspect'])}; {degenerate['small_cells']} cells under"
+        f" {degenerate['min_cell']} instances not judged"
+    )
+    for kind in ("cells", "suspect"):
+        for cell in degenerate[kind]:
+            click.echo(
+                f"  {'degenerate' if kind == 'cells' else 'suspect'} {cell['family']}"
+                f" d={cell['difficulty']}: {cell['answer']!r} {cell['count']}/{cell['instances']}"
+                f" (95% interval from {cell['share_low']:.0%})"
+            )
+
+
+@logic.command("report")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--max-share",
+    type=click.FloatRange(0, 1),
+    default=0.3,
+    show_default=True,
+    help="Flag a (family, difficulty) cell whose top answer exceeds this share.",
+)
+@click.option(
+    "--min-cell",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Cells with fewer instances are not judged.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def report_cmd(path: str, max_share: float, min_cell: int, as_json: bool) -> None:
+    """Check a generated JSONL file.
+
+    Counts, duplicate questions, answer distributions with degenerate cells flagged, and a
+    re-generation of every line whose family is known."""
+    from veritask.logic import report
+
+    try:
+        data = report(path, max_share=max_share, min_cell=min_cell)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        echo_json(data)
+        return
+    _print_report(data)
+
+
+@logic.command("metrics")
+@click.argument("family", default="all")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def metrics_cmd(family: str, as_json: bool) -> None:
+    """AST complexity metrics of family code.
+
+    FAMILY is a family id, `all` (the default) or a .py file (measured whole)."""
+    from veritask.logic import measure_family, measure_source
+
+    if family.endswith(".py") and Path(family).is_file():
+        path = Path(family)
+        try:
+            rows = [measure_source(path.read_text(encoding="utf-8"), name=path.name).to_json()]
+        except SyntaxError as exc:
+            raise click.ClickException(f"{path}: {exc}") from None
+    else:
+        rows = [measure_family(f).to_json() for f in _families(family)]
+    if as_json:
+        echo_json(rows)
+        return
+    table = Table("name", "loc", "cyclomatic", "loops", "depth", "functions", "patterns")
+    for row in rows:
+        table.add_row(
+            row["name"],
+            str(row["loc"]),
+            str(row["cyclomatic"]),
+            str(row["loops"]),
+            str(row["max_loop_depth"]),
+            str(row["functions"]),
+            ", ".join(row["patterns"]),
+        )
+    _console.print(table)
+
+
+def register(group: click.Group) -> None:
+    """Add the ``logic`` group to the CLI."""
+    group.add_command(logic)
