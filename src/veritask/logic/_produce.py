@@ -526,16 +526,17 @@ def _degenerate(tally: _Tally, max_share: float, min_cell: int) -> dict[str, Any
             top, count = min(answers.items(), key=lambda kv: (-kv[1], kv[0]))
             if count / total <= max_share:
                 continue
-            cell = {
+            share_low = round(_wilson_low(count, total), 4)
+            cell: dict[str, Any] = {
                 "family": fid,
                 "difficulty": difficulty,
                 "answer": top,
                 "count": count,
                 "instances": total,
                 "share": round(count / total, 4),
-                "share_low": round(_wilson_low(count, total), 4),
+                "share_low": share_low,
             }
-            (flagged if cell["share_low"] > max_share else suspect).append(cell)
+            (flagged if share_low > max_share else suspect).append(cell)
     return {
         "max_share": max_share,
         "min_cell": min_cell,
