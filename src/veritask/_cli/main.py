@@ -5,7 +5,15 @@ from __future__ import annotations
 import click
 
 from veritask import __version__
-from veritask._cli import env_cmds, logic_cmds, rollout_cmds, serve_http, serve_mcp, synth_cmds
+from veritask._cli import (
+    architect_cmd,
+    env_cmds,
+    logic_cmds,
+    rollout_cmds,
+    serve_http,
+    serve_mcp,
+    synth_cmds,
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -20,6 +28,7 @@ rollout_cmds.register(cli)
 serve_mcp.register(cli)
 serve_http.register(cli)
 logic_cmds.register(cli)
+architect_cmd.register(cli)
 
 
 def main() -> None:

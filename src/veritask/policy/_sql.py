@@ -106,7 +106,7 @@ def _effect_trigger(effect: Effect) -> str:
     when = f"\nWHEN {effect.when.strip()}" if effect.when else ""
     name = quote_ident(f"vt_effect_{effect.id.lower()}")
     return (
-        f"-- effect {effect.id}: {effect.description.strip()}\n"
+        f"-- effect {effect.id}: {' '.join(effect.description.split())}\n"
         f"CREATE TRIGGER {name}\nAFTER {effect.on.upper()} ON {quote_ident(effect.table)}\n"
         f"FOR EACH ROW{when}\nBEGIN\n  {body}\nEND;"
     )

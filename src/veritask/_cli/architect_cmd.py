@@ -1,0 +1,146 @@
+"""``veritask architect``: a natural-language seed in, a verified domain spec out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from veritask._cli._common import echo_json
+from veritask.model import ModelProvider, RecordingProvider, get_provider
+from veritask.synth import (
+    ArchitectError,
+    ArchitectReport,
+    ArchitectResult,
+    SeedError,
+    load_seed,
+    run_architect,
+)
+
+
+def _provider(model: str, record: str | None) -> ModelProvider:
+    try:
+        provider = get_provider(model)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    return RecordingProvider(provider, record) if record else provider
+
+
+def _payload(report: ArchitectReport, out: str | None) -> dict[str, Any]:
+    return {"out": out, **report.to_json()}
+
+
+def _write_report(path: str | None, payload: dict[str, Any]) -> None:
+    if path:
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", "utf-8")
+
+
+def _summary_lines(report: ArchitectReport) -> list[str]:
+    lines = []
+    for stage in report.stages:
+        errors = [len(r.errors) for r in stage.rounds]
+        verdict = "accepted in round" if stage.passed else "rejected after rounds"
+        lines.append(
+            f"  {stage.stage:<7} {verdict} {stage.rounds_used}/{stage.max_rounds} "
+            f"(errors per round: {errors})"
+        )
+    total = report.cost.total()
+    lines.append(
+        f"  cost: {total.calls} model call(s), {total.prompt_tokens} prompt + "
+        f"{total.completion_tokens} completion tokens, {total.cost:.4f}"
+    )
+    return lines
+
+
+def _write_artifacts(directory: str | None, result: ArchitectResult) -> None:
+    if directory:
+        root = Path(directory)
+        root.mkdir(parents=True, exist_ok=True)
+        for name, text in result.artifacts().items():
+            (root / name).write_text(text, encoding="utf-8")
+
+
+@click.command("architect")
+@click.argument("seed", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--model",
+    "model",
+    required=True,
+    help="Provider spec: openai:MODEL (endpoint and key from the environment), replay:PATH, "
+    "or any registered scheme.",
+)
+@click.option(
+    "--out", type=click.Path(dir_okay=False), required=True, help="Write the spec YAML here."
+)
+@click.option(
+    "--rounds",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Check-Fix-Verify rounds per stage.",
+)
+@click.option("--report", type=click.Path(dir_okay=False), help="Write the JSON report here.")
+@click.option(
+    "--record",
+    type=click.Path(dir_okay=False),
+    help="Append every model exchange to this JSONL file (rerun it with --model replay:PATH).",
+)
+@click.option(
+    "--artifacts",
+    type=click.Path(file_okay=False),
+    help="Write the accepted stage artifacts (plan, wiki, tables, rules) to this directory.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON report.")
+def architect_cmd(
+    seed: str,
+    model: str,
+    out: str,
+    rounds: int,
+    report: str | None,
+    record: str | None,
+    artifacts: str | None,
+    as_json: bool,
+) -> None:
+    """Compile a natural-language SEED into a verified domain spec with an LLM.
+
+    Four stages (complexity plan, wiki policy, tables, rules and effects), each checked and sent
+    back for fixing up to --rounds times. The spec is written only when it compiles in SQLite and
+    every rule's examples behave as declared.
+    """
+    try:
+        loaded = load_seed(seed)
+    except SeedError as exc:
+        raise click.ClickException(str(exc)) from None
+    provider = _provider(model, record)
+    try:
+        result = run_architect(loaded, provider, rounds=rounds)
+    except ArchitectError as exc:
+        payload = _payload(exc.report, None)
+        _write_report(report, payload)
+        if as_json:
+            echo_json(payload)
+        else:
+            click.echo("\n".join(_summary_lines(exc.report)), err=True)
+        raise click.ClickException(str(exc)) from None
+    result.write(out)
+    _write_artifacts(artifacts, result)
+    payload = _payload(result.report, out)
+    _write_report(report, payload)
+    if as_json:
+        echo_json(payload)
+        return
+    spec = result.spec
+    click.echo(
+        f"{out}: {spec.name} ({len(spec.tables)} tables, {len(spec.rules)} rules, "
+        f"{len(spec.effects)} effects, {len(spec.transactions)} transactions)"
+    )
+    click.echo("\n".join(_summary_lines(result.report)))
+
+
+def register(group: click.Group) -> None:
+    """Add this module's commands to the CLI group."""
+    group.add_command(architect_cmd)
