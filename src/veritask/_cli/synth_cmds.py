@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Literal, cast
 
 import click
 from rich.console import Console
@@ -10,9 +11,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from veritask._cli._common import echo_json
 from veritask.synth import generate
-from veritask.task import DatasetError, check_dataset, export_tau2, report_dataset
+from veritask.task import DatasetError, check_dataset, export_tau2, load_prices, report_dataset
 
 _err = Console(stderr=True)
+_Mode = Literal["symbolic", "llm"]
 
 
 @click.command("generate")
@@ -29,11 +31,58 @@ _err = Console(stderr=True)
 )
 @click.option("--out", type=click.Path(file_okay=False), required=True, help="Dataset directory.")
 @click.option(
-    "--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Worker processes."
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Worker processes (LLM mode: units explored concurrently).",
+)
+@click.option(
+    "--explorer",
+    type=click.Choice(["symbolic", "llm"]),
+    default="symbolic",
+    show_default=True,
+    help="Who explores: the symbolic Explorer, or a Client and a Consultant model (needs --model).",
+)
+@click.option(
+    "--projector",
+    type=click.Choice(["symbolic", "llm"]),
+    default=None,
+    help="Who writes the task descriptions; default: the same kind as --explorer.",
+)
+@click.option(
+    "--model",
+    "model",
+    default=None,
+    metavar="SPEC",
+    help="Provider spec for the LLM roles, e.g. openai:gpt-4o-mini or replay:run.jsonl.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
-def generate_cmd(domain: str, n: int, seed: int, out: str, workers: int, as_json: bool) -> None:
-    """Manufacture N certified task packages (resumable: rerun the same command to finish)."""
+def generate_cmd(
+    domain: str,
+    n: int,
+    seed: int,
+    out: str,
+    workers: int,
+    explorer: str,
+    projector: str | None,
+    model: str | None,
+    as_json: bool,
+) -> None:
+    """Manufacture N certified task packages (resumable: rerun the same command to finish).
+
+    With --explorer llm (or --projector llm) the roles are played by the model --model names;
+    --workers then counts units explored concurrently, and each unit's model spending is kept
+    with it (see 'veritask report')."""
+    llm = explorer == "llm" or projector == "llm"
+    if llm and not model:
+        raise click.UsageError(
+            f"--explorer {explorer}{' --projector ' + projector if projector else ''} calls a "
+            "model: add --model SPEC (e.g. --model openai:gpt-4o-mini, or --model "
+            "replay:run.jsonl to replay a recording)"
+        )
+    if model and not llm:
+        raise click.UsageError("--model is only used with --explorer llm or --projector llm")
     with Progress(
         TextColumn("[bold]generate"),
         BarColumn(),
@@ -45,17 +94,27 @@ def generate_cmd(domain: str, n: int, seed: int, out: str, workers: int, as_json
         task = bar.add_task("generate", total=n)
         try:
             summary = generate(
-                domain, n, seed, out, workers=workers, progress=lambda k: bar.advance(task, k)
+                domain,
+                n,
+                seed,
+                out,
+                workers=workers,
+                progress=lambda k: bar.advance(task, k),
+                explorer=cast(_Mode, explorer),
+                projector=cast(_Mode | None, projector),
+                model=model,
             )
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
-    payload = {
+    payload: dict[str, Any] = {
         "out": str(summary.out),
         "tasks": summary.tasks,
         "units": summary.units,
         "resumed_units": summary.resumed_units,
         "discarded": summary.discarded,
     }
+    if summary.costs is not None:
+        payload["costs"] = summary.costs.to_json()
     if as_json:
         echo_json(payload)
     else:
@@ -93,13 +152,24 @@ def check_cmd(directory: str, as_json: bool) -> None:
 
 @click.command("report")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option(
+    "--prices",
+    default=None,
+    metavar="PROMPT,COMPLETION|FILE",
+    help="Prices per million tokens for the cost section: two numbers for every module, or a "
+    "YAML file mapping module or model names (or 'default') to [prompt, completion].",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def report_cmd(directory: str, as_json: bool) -> None:
-    """Difficulty, tags, boundary density and coverage of a dataset."""
+def report_cmd(directory: str, prices: str | None, as_json: bool) -> None:
+    """Difficulty, tags, boundary density and coverage of a dataset; for LLM-mode datasets also
+    what each module cost (turns, tokens, cost, success rate; in total and per package)."""
     try:
-        payload = report_dataset(directory)
+        table = load_prices(prices) if prices else None
+        payload = report_dataset(directory, prices=table)
     except DatasetError as exc:
         raise _dataset_error(exc) from None
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
     if as_json:
         echo_json(payload)
         return
@@ -110,6 +180,29 @@ def report_cmd(directory: str, as_json: bool) -> None:
         f"refusal share {payload['refusal_share']}"
     )
     click.echo("tags " + ", ".join(f"{k} {v}" for k, v in payload["tags"].items()))
+    if "costs" in payload:
+        _echo_costs(payload["costs"])
+
+
+def _echo_costs(costs: dict[str, Any]) -> None:
+    """The cost section as a table in the layout of LOGIGEN's Table 5."""
+    click.echo(
+        f"costs (explorer {costs['explorer']}, projector {costs['projector']}, "
+        f"model {costs['model']})"
+    )
+    click.echo(
+        f"  {'module':<12}{'success':>9}{'turns/pkg':>11}{'prompt/pkg':>13}"
+        f"{'compl./pkg':>12}{'cost/pkg':>12}{'total cost':>12}"
+    )
+    rows = [*costs["modules"].items(), ("total", costs["total"])]
+    for name, row in rows:
+        rate = row["success_rate"]
+        per = row["per_package"]
+        click.echo(
+            f"  {name:<12}{'-' if rate is None else f'{rate:.1%}':>9}{per['turns']:>11.2f}"
+            f"{per['prompt_tokens']:>13,.0f}{per['completion_tokens']:>12,.0f}"
+            f"{per['cost']:>12.4f}{row['cost']:>12.4f}"
+        )
 
 
 @click.command("export")

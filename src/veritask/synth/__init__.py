@@ -1,25 +1,64 @@
 """Task synthesis: Set Designer, Explorer and Projector (symbolic by default)."""
 
 from veritask.synth._analysis import DomainModel, derive_seed
+from veritask.synth._architect import (
+    Architect,
+    ArchitectError,
+    ArchitectResult,
+    run_architect,
+    spec_to_yaml,
+)
+from veritask.synth._architect_artifacts import (
+    ArchitectReport,
+    ComplexityPlan,
+    RulesArtifact,
+    StageError,
+    TablesArtifact,
+)
+from veritask.synth._architect_checks import PlanLimits
+from veritask.synth._architect_seed import Seed, SeedError, SeedHints, load_seed, parse_seed
 from veritask.synth._designer import Scene, SymbolicSetDesigner
 from veritask.synth._explorer import Episode, SymbolicExplorer
 from veritask.synth._generate import GENERATOR, GenerateSummary, generate, replay
+from veritask.synth._llm_explorer import Exploration, ExplorerLimits, LLMExplorer
+from veritask.synth._llm_projector import LLMProjector, ProjectionRejected
 from veritask.synth._projector import SymbolicProjector, classify
 from veritask.task import find_spoilers, text_keys
 
 __all__ = [
     "GENERATOR",
+    "Architect",
+    "ArchitectError",
+    "ArchitectReport",
+    "ArchitectResult",
+    "ComplexityPlan",
     "DomainModel",
     "Episode",
+    "Exploration",
+    "ExplorerLimits",
     "GenerateSummary",
+    "LLMExplorer",
+    "LLMProjector",
+    "PlanLimits",
+    "ProjectionRejected",
+    "RulesArtifact",
     "Scene",
+    "Seed",
+    "SeedError",
+    "SeedHints",
+    "StageError",
     "SymbolicExplorer",
     "SymbolicProjector",
     "SymbolicSetDesigner",
+    "TablesArtifact",
     "classify",
     "derive_seed",
     "find_spoilers",
     "generate",
+    "load_seed",
+    "parse_seed",
     "replay",
+    "run_architect",
+    "spec_to_yaml",
     "text_keys",
 ]

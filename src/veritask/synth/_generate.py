@@ -6,27 +6,43 @@ it, projects their descriptions, certifies each witness by replaying it on a fre
 and writes its packages atomically. Units run in any order on any number of processes; a rerun
 skips the units already written, and the manifest is assembled from the units in index order, so
 an interrupted run finishes with the same bytes as an uninterrupted one.
+
+With ``explorer="llm"`` (or ``projector="llm"``) the same units run with model-played roles
+(``_llm_generate``); symbolic runs are untouched by that mode.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from veritask import __version__
 from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment, Snapshot
+from veritask.model import CostLedger, ModelProvider, get_provider
 from veritask.policy import Rule, render_wiki
 from veritask.synth._analysis import DomainModel, derive_seed
 from veritask.synth._designer import Scene, SymbolicSetDesigner, faker_for
 from veritask.synth._explorer import Episode, SymbolicExplorer
-from veritask.synth._projector import SymbolicProjector
+from veritask.synth._llm_explorer import ExplorerLimits
+from veritask.synth._projector import Projection, SymbolicProjector
 from veritask.synth._sampler import Sampler, StateView
-from veritask.task import DatasetDir, TaskPackage, WitnessCall, find_spoilers, sha256, text_keys
+from veritask.task import (
+    DatasetDir,
+    TaskPackage,
+    WitnessCall,
+    dataset_ledger,
+    find_spoilers,
+    sha256,
+    text_keys,
+)
+
+if TYPE_CHECKING:
+    from veritask.synth._llm_generate import LLMMode
 
 GENERATOR = f"veritask-symbolic/{__version__}"
 SCENE_SIZE = 10
@@ -49,6 +65,8 @@ class UnitResult:
     packages: int
     discarded: dict[str, int] = field(default_factory=dict)
     leaks: list[str] = field(default_factory=list)
+    costs: CostLedger | None = None
+    """What the unit spent on model calls (LLM mode)."""
 
 
 def replay(env: Environment, origin: bytes, witness: list[WitnessCall]) -> bool:
@@ -70,6 +88,9 @@ def replay(env: Environment, origin: bytes, witness: list[WitnessCall]) -> bool:
 
 class UnitWorker:
     """Produces the packages of one unit. Built once per process."""
+
+    generator = GENERATOR
+    """What the packages name as their generator."""
 
     def __init__(self, domain: str) -> None:
         self.spec = load_domain(domain)
@@ -234,13 +255,27 @@ class UnitWorker:
         ds: DatasetDir,
     ) -> TaskPackage:
         view.invalidate()
+        proj = self.projector.project(view, episode, self._edge(scene, episode), internal)
+        return self._packaged(domain, seed, index, episode, proj, internal, origin, policy, ds)
+
+    def _edge(self, scene: Scene, episode: Episode) -> bool:
+        """Whether the episode met a quota placed at its boundary by the Set Designer."""
         edge = any(scene.edge.values())
-        proj = self.projector.project(
-            view,
-            episode,
-            edge and "quota" in {self.spec.rule(r).category for r in episode.rejected},
-            internal,
-        )
+        return edge and "quota" in {self.spec.rule(r).category for r in episode.rejected}
+
+    def _packaged(
+        self,
+        domain: str,
+        seed: int,
+        index: int,
+        episode: Episode,
+        proj: Projection,
+        internal: set[str],
+        origin: str,
+        policy: str,
+        ds: DatasetDir,
+    ) -> TaskPackage:
+        """The package of a projected episode (after a last spoiler check)."""
         text = proj.task.render()
         spoilers = find_spoilers(text, self.spec, internal, proj.profile.known_ids)
         if spoilers:
@@ -264,7 +299,7 @@ class UnitWorker:
             boundary_hits=len(episode.rejected),
             refusal=episode.refusal is not None,
             seed=derive_seed(domain, seed, "task", index),
-            generator=GENERATOR,
+            generator=self.generator,
         )
 
 
@@ -291,12 +326,44 @@ class GenerateSummary:
     units: int
     resumed_units: int
     discarded: dict[str, int]
+    costs: CostLedger | None = None
+    """LLM mode: the spending of every unit of the dataset (resumed ones included, as
+    recorded with them), per module; None in symbolic mode."""
 
 
 def _units(n: int) -> Iterator[tuple[int, int, int]]:
     for unit in range((n + SCENE_SIZE - 1) // SCENE_SIZE):
         first = unit * SCENE_SIZE
         yield unit, min(SCENE_SIZE, n - first), first
+
+
+Mode = Literal["symbolic", "llm"]
+
+
+def _llm_mode(
+    explorer: Mode,
+    projector: Mode | None,
+    model: ModelProvider | str | None,
+    limits: ExplorerLimits | None,
+) -> LLMMode | None:
+    """The LLM settings of a run, or None for a symbolic run; clear errors for bad mixes."""
+    for role, value in (("explorer", explorer), ("projector", projector)):
+        if value not in (None, "symbolic", "llm"):
+            raise ValueError(f"{role} must be 'symbolic' or 'llm', not {value!r}")
+    chosen: Mode = projector or explorer
+    if explorer == "symbolic" and chosen == "symbolic":
+        if model is not None:
+            raise ValueError("a model is only used with explorer='llm' or projector='llm'")
+        return None
+    if model is None:
+        raise ValueError(
+            f"explorer={explorer!r} projector={chosen!r} calls a model: give one "
+            "(a provider, or a spec such as 'openai:gpt-4o-mini' or 'replay:run.jsonl')"
+        )
+    from veritask.synth._llm_generate import LLMMode
+
+    provider = get_provider(model) if isinstance(model, str) else model
+    return LLMMode(explorer, chosen, provider, limits or ExplorerLimits())
 
 
 def generate(
@@ -306,8 +373,31 @@ def generate(
     out: str | Path,
     workers: int = 1,
     progress: Callable[[int], None] | None = None,
+    *,
+    explorer: Mode = "symbolic",
+    projector: Mode | None = None,
+    model: ModelProvider | str | None = None,
+    limits: ExplorerLimits | None = None,
 ) -> GenerateSummary:
-    """Generate ``n`` certified task packages into ``out`` (resumable; deterministic in ``seed``)."""
+    """Generate ``n`` certified task packages into ``out`` (resumable; deterministic in ``seed``).
+
+    Args:
+        domain: Built-in domain name or spec path.
+        n: Packages to make.
+        seed: Run seed.
+        out: Dataset directory (a rerun with the same settings resumes it).
+        workers: Symbolic mode: worker processes. LLM mode: units explored concurrently.
+        progress: Called with the number of packages each finished unit added.
+        explorer: ``symbolic`` (default) or ``llm`` (a Client and a Consultant model).
+        projector: ``symbolic`` or ``llm``; by default the same as ``explorer``.
+        model: The provider for the LLM roles, or a provider spec string
+            (``get_provider``); required when a role is ``llm``.
+        limits: Bounds of each LLM exploration.
+
+    Raises:
+        ValueError: ``out`` holds a different run, or the mode and model do not fit.
+    """
+    mode = _llm_mode(explorer, projector, model, limits)
     ds = DatasetDir(Path(out))
     spec = load_domain(domain)
     info: dict[str, Any] = {
@@ -318,6 +408,8 @@ def generate(
         "spec_hash": spec.spec_hash(),
         "scene_size": SCENE_SIZE,
     }
+    if mode is not None:
+        info.update(mode.run_info())
     previous = ds.read_run()
     if previous is not None and previous != info:
         raise ValueError(f"{out} holds a different run ({previous}); use another directory")
@@ -328,14 +420,18 @@ def generate(
     discarded: dict[str, int] = {}
     if progress:
         progress(sum(c for u, c, _ in _units(n) if ds.has_part(u)))
-    results = _execute(domain, todo, workers)
+    if mode is None:
+        results: Iterable[UnitResult] = _execute(domain, todo, workers)
+    else:
+        results = mode.execute(domain, todo, workers, progress)
     for res in results:
         for k, v in res.discarded.items():
             discarded[k] = discarded.get(k, 0) + v
-        if progress:
+        if progress and mode is None:
             progress(res.packages)
     tasks = ds.assemble(units, n)
-    return GenerateSummary(ds.root, tasks, units, units - len(todo), discarded)
+    costs = None if mode is None else dataset_ledger(ds.root) or CostLedger()
+    return GenerateSummary(ds.root, tasks, units, units - len(todo), discarded, costs)
 
 
 def _execute(

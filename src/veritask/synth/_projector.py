@@ -200,6 +200,10 @@ class SymbolicProjector:
         text = f'You are {name} (user id: "{actor}")'
         return (text + (f", with {', '.join(parts)}." if parts else "."), {"name": name, **attrs})
 
+    def who(self, view: StateView, actor: Any) -> tuple[str, dict[str, Any]]:
+        """The user's self-introduction ("You are ...") and public attributes (``name`` first)."""
+        return self._who(view, actor)
+
     def _refused(self, view: StateView, episode: Episode, item: Any, then: str) -> SubGoal:
         tx, args, target, rule = item
         trace = SubGoalTrace(

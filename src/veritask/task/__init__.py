@@ -1,6 +1,7 @@
 """Task packages and dataset directories."""
 
 from veritask.task._check import CheckReport, check_dataset
+from veritask.task._costs import PriceTable, cost_report, dataset_ledger, load_prices
 from veritask.task._dataset import DatasetDir, DatasetError, atomic_write, load_dataset, sha256
 from veritask.task._package import (
     TAGS,
@@ -19,6 +20,7 @@ __all__ = [
     "CheckReport",
     "DatasetDir",
     "DatasetError",
+    "PriceTable",
     "SubGoal",
     "TaskDescription",
     "TaskPackage",
@@ -26,9 +28,12 @@ __all__ = [
     "WitnessCall",
     "atomic_write",
     "check_dataset",
+    "cost_report",
+    "dataset_ledger",
     "export_tau2",
     "find_spoilers",
     "load_dataset",
+    "load_prices",
     "report_dataset",
     "sha256",
     "text_keys",

@@ -7,6 +7,7 @@ Layout::
     DIR/states/<sha256>.sqlite    every state once (origins are shared by the tasks of a scene)
     DIR/policies/<sha256>.md      the wiki policy text
     DIR/parts/<unit>.jsonl        finished work units; the manifest is assembled from them
+    DIR/costs/<unit>.json         what each unit spent on model calls, per module (LLM mode only)
 
 Every file is written to a temporary name and renamed into place, so a run killed at any moment
 leaves only whole files behind and a rerun skips the units already present.
@@ -84,6 +85,24 @@ class DatasetDir:
     def part_path(self, unit: int) -> Path:
         """Where the packages of one work unit live until the manifest is assembled."""
         return self.root / "parts" / f"unit-{unit:06d}.jsonl"
+
+    def costs_path(self, unit: int) -> Path:
+        """Where the model spending of one work unit lives (LLM mode)."""
+        return self.root / "costs" / f"unit-{unit:06d}.json"
+
+    def write_costs(self, unit: int, ledger: dict[str, Any]) -> None:
+        """Atomically record one unit's spending (a ``CostLedger.to_json()``); written before
+        the unit's part, so a finished unit always has its costs and a rerun overwrites them."""
+        body = json.dumps(ledger, indent=2, sort_keys=True) + "\n"
+        atomic_write(self.costs_path(unit), body.encode("utf-8"))
+
+    def read_costs(self, unit: int) -> dict[str, Any] | None:
+        """One unit's recorded spending, or None when it has none (symbolic runs)."""
+        path = self.costs_path(unit)
+        if not path.exists():
+            return None
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return data
 
     def put_state(self, data: bytes) -> str:
         """Store a state once; return its sha256."""

@@ -9,7 +9,8 @@ from typing import Any
 
 from veritask.domains import load_domain
 from veritask.policy import DomainSpec, build_tools
-from veritask.task._dataset import load_dataset
+from veritask.task._costs import PriceTable, cost_report, dataset_ledger
+from veritask.task._dataset import DatasetDir, load_dataset
 from veritask.task._package import TAGS, TaskPackage
 
 _DIFFICULTIES = ("L1", "L2", "L3")
@@ -60,7 +61,9 @@ def _tag_counts(packages: Sequence[TaskPackage]) -> dict[str, int]:
     return out
 
 
-def report_dataset(root: str | Path, spec: DomainSpec | None = None) -> dict[str, Any]:
+def report_dataset(
+    root: str | Path, spec: DomainSpec | None = None, prices: PriceTable | None = None
+) -> dict[str, Any]:
     """Statistics of a dataset directory.
 
     Shares are rounded to 4 decimals and are 0.0 for an empty dataset.
@@ -81,12 +84,16 @@ def report_dataset(root: str | Path, spec: DomainSpec | None = None) -> dict[str
         root: The dataset directory.
         spec: The domain spec to measure coverage against; by default each package's built-in
             domain (``load_domain(package.domain)``).
+        prices: Prices per million tokens by module, model or ``default`` to recompute the
+            cost section with (see ``veritask.task._costs``); by default the recorded costs.
 
     Returns:
         ``{"tasks", "difficulty": {"L1", "L2", "L3"}, "tags": {tag: count},
         "boundary_density", "rule_coverage", "tool_coverage", "mean_witness_calls",
         "refusal_share"}``; ``tags`` lists every known tag (0 when unused) and any other tag
-        found.
+        found. A dataset made with model calls (LLM mode) also has ``"costs"``: per module
+        turns, prompt and completion tokens, cost and success rate, in total and per
+        certified package (see :func:`~veritask.task._costs.cost_report`).
 
     Raises:
         DatasetError: The manifest is invalid or refers to missing states or policies.
@@ -96,7 +103,7 @@ def report_dataset(root: str | Path, spec: DomainSpec | None = None) -> dict[str
     difficulty = Counter[str](p.difficulty for p in packages)
     rule_coverage, tool_coverage = _coverages(packages, spec)
     calls = sum(len(p.witness) for p in packages)
-    return {
+    report: dict[str, Any] = {
         "tasks": n,
         "difficulty": {d: difficulty.get(d, 0) for d in _DIFFICULTIES},
         "tags": _tag_counts(packages),
@@ -106,3 +113,7 @@ def report_dataset(root: str | Path, spec: DomainSpec | None = None) -> dict[str
         "mean_witness_calls": round(calls / n, 4) if n else 0.0,
         "refusal_share": _share(sum(1 for p in packages if p.refusal), n),
     }
+    ledger = dataset_ledger(root)
+    if ledger is not None:
+        report["costs"] = cost_report(ledger, n, DatasetDir(Path(root)).read_run(), prices)
+    return report
