@@ -12,7 +12,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from veritask._cli import logic_gate_cmds
 from veritask._cli._common import echo_json
+from veritask._cli.logic_gate_cmds import families_dir_option, family_by_id
 
 if TYPE_CHECKING:
     from veritask.logic import Family
@@ -25,22 +27,23 @@ def logic() -> None:
     """Logic task families (SSLogic): list, generate datasets, report, measure."""
 
 
-def _families(name: str) -> list[Family]:
-    """``all`` -> every built-in family sorted by id; else the one named."""
-    from veritask.logic import builtin_families, get_family
+def _families(name: str, dirs: tuple[str, ...] = ()) -> list[Family]:
+    """``all`` -> every family (built-in and file families) sorted by id; else the one named."""
+    from veritask.logic import FamilyFileError, all_families
 
-    if name == "all":
-        return [f for _, f in sorted(builtin_families().items())]
+    if name != "all":
+        return [family_by_id(name, dirs)]
     try:
-        return [get_family(name)]
-    except KeyError as exc:
-        raise click.ClickException(str(exc.args[0])) from None
+        return list(all_families(dirs).values())
+    except FamilyFileError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 @logic.command("list")
+@families_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def list_cmd(as_json: bool) -> None:
-    """List the built-in families.
+def list_cmd(families_dirs: tuple[str, ...], as_json: bool) -> None:
+    """List the families: built-in ones and family files on the search path.
 
     One row per family: id, category, number of validators, version, title."""
     rows: list[dict[str, Any]] = [
@@ -51,7 +54,7 @@ def list_cmd(as_json: bool) -> None:
             "version": f.version,
             "title": f.title,
         }
-        for f in _families("all")
+        for f in _families("all", families_dirs)
     ]
     if as_json:
         echo_json(rows)
@@ -91,6 +94,7 @@ def list_cmd(as_json: bool) -> None:
     help="Split (splits never share a question).",
 )
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="Output JSONL.")
+@families_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def generate_cmd(
     family: str,
@@ -100,6 +104,7 @@ def generate_cmd(
     seed: int,
     split: str,
     out: str,
+    families_dirs: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Write N instances per family as JSONL.
@@ -113,7 +118,12 @@ def generate_cmd(
     try:
         parsed = None if mix is None else Mix.parse(DEFAULT_MIX_SPEC if mix == "default" else mix)
         production = produce(
-            _families(family), n, difficulty=difficulty, mix=parsed, seed=seed, split=split
+            _families(family, families_dirs),
+            n,
+            difficulty=difficulty,
+            mix=parsed,
+            seed=seed,
+            split=split,
         )
     except (MixError, ProduceError) as exc:
         raise click.ClickException(str(exc)) from None
@@ -179,16 +189,21 @@ def _print_report(data: dict[str, Any]) -> None:
     show_default=True,
     help="Cells with fewer instances are not judged.",
 )
+@families_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def report_cmd(path: str, max_share: float, min_cell: int, as_json: bool) -> None:
+def report_cmd(
+    path: str, max_share: float, min_cell: int, families_dirs: tuple[str, ...], as_json: bool
+) -> None:
     """Check a generated JSONL file.
 
     Counts, duplicate questions, answer distributions with degenerate cells flagged, and a
     re-generation of every line whose family is known."""
-    from veritask.logic import report
+    from veritask.logic import all_families, report
 
     try:
-        data = report(path, max_share=max_share, min_cell=min_cell)
+        data = report(
+            path, families=all_families(families_dirs), max_share=max_share, min_cell=min_cell
+        )
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
@@ -199,8 +214,9 @@ def report_cmd(path: str, max_share: float, min_cell: int, as_json: bool) -> Non
 
 @logic.command("metrics")
 @click.argument("family", default="all")
+@families_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def metrics_cmd(family: str, as_json: bool) -> None:
+def metrics_cmd(family: str, families_dirs: tuple[str, ...], as_json: bool) -> None:
     """AST complexity metrics of family code.
 
     FAMILY is a family id, `all` (the default) or a .py file (measured whole)."""
@@ -213,7 +229,7 @@ def metrics_cmd(family: str, as_json: bool) -> None:
         except SyntaxError as exc:
             raise click.ClickException(f"{path}: {exc}") from None
     else:
-        rows = [measure_family(f).to_json() for f in _families(family)]
+        rows = [measure_family(f).to_json() for f in _families(family, families_dirs)]
     if as_json:
         echo_json(rows)
         return
@@ -229,6 +245,9 @@ def metrics_cmd(family: str, as_json: bool) -> None:
             ", ".join(row["patterns"]),
         )
     _console.print(table)
+
+
+logic_gate_cmds.register(logic)
 
 
 def register(group: click.Group) -> None:

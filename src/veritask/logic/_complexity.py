@@ -510,13 +510,16 @@ def family_roots(family: Family) -> list[str]:
 
 
 def measure_family(family: Family) -> ComplexityMetrics:
-    """Measure a family defined in an importable module: the functions of that module reached
-    from its generator, validators, checker and size measure (the whole module when none of
-    them is a module-level function).
+    """Measure a family: for a built-in, the functions of its module reached from its generator,
+    validators, checker and size measure (the whole module when none of them is a module-level
+    function); for a family file, the whole file.
 
     Raises:
         OSError / TypeError: When the module's source cannot be found.
     """
+    source = getattr(family, "source", None)
+    if isinstance(source, str):  # a family file: its code is measured, never imported
+        return measure_source(source, name=family.id)
     module = inspect.getmodule(family.generate)
     if module is None:
         raise TypeError(f"{family.id}: cannot find the module of its generator")

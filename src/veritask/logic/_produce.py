@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from veritask.logic._family import Family, Instance, make_instance, normalize
-from veritask.logic._registry import builtin_families
+from veritask.logic._registry import all_families
 
 NAMED_BUCKETS: dict[str, tuple[int, int]] = {"easy": (1, 3), "medium": (4, 7), "hard": (8, 10)}
 """The named difficulty buckets a mix spec may use."""
@@ -557,7 +557,8 @@ def report(
 
     Args:
         path: The JSONL file.
-        families: Families to re-generate from, by id (default: the built-ins).
+        families: Families to re-generate from, by id (default: built-in and file families
+            on ``VERITASK_FAMILY_PATH``).
         max_share: An answer above this share of a (family, difficulty) cell, beyond sampling
             noise, flags the cell.
         min_cell: Cells with fewer instances are counted in ``small_cells``, never flagged.
@@ -586,7 +587,7 @@ def report(
     Raises:
         ValueError: A line that is not an instance record.
     """
-    known = builtin_families() if families is None else families
+    known = all_families() if families is None else families
     tally, validation = _Tally(), _Validation()
     for number, record in read_records(path):
         tally.add(number, record)

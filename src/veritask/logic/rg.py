@@ -21,7 +21,7 @@ from typing import Any
 
 from veritask.logic._family import Family, Instance, score_answer
 from veritask.logic._produce import Mix, produce
-from veritask.logic._registry import builtin_families, get_family
+from veritask.logic._registry import all_families, get_family
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ def _family_for(metadata: Mapping[str, Any], default: Family | None) -> Family |
     fid = metadata.get("family")
     if default is not None and (fid is None or fid == default.id):
         return default
-    return builtin_families().get(str(fid)) if fid is not None else None
+    return all_families().get(str(fid)) if fid is not None else None
 
 
 def score_entry(
@@ -174,5 +174,5 @@ def create_dataset(
 
 
 def list_datasets() -> list[str]:
-    """The names ``create_dataset`` accepts (the built-in family ids), sorted."""
-    return sorted(builtin_families())
+    """The names ``create_dataset`` accepts (built-in and file family ids), sorted."""
+    return sorted(all_families())

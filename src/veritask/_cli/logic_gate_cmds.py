@@ -1,0 +1,250 @@
+"""Logic-family commands that go through the gates: ``gate`` and ``evolve``.
+
+:func:`register` adds both to a click group (the ``logic`` group of the CLI).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from veritask._cli._common import echo_json
+from veritask.logic._evolve import EvolutionResult, GateSettings, evolve
+from veritask.logic._family import Family
+from veritask.logic._filefamily import FamilyFileError
+from veritask.logic._registry import get_family
+from veritask.logic._review import FamilyGateRecord, run_gates
+from veritask.model import ModelProvider, ProviderError, get_provider
+
+
+def family_by_id(family_id: str, dirs: tuple[str, ...]) -> Family:
+    """A built-in or file family by id, or a clean CLI error."""
+    try:
+        return get_family(family_id, dirs)
+    except KeyError as exc:
+        raise click.ClickException(str(exc.args[0])) from None
+    except FamilyFileError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _provider(spec: str) -> ModelProvider:
+    try:
+        return get_provider(spec)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def families_dir_option(func: Any) -> Any:
+    """The ``--families-dir`` option (repeatable) shared by the logic commands."""
+    return click.option(
+        "--families-dir",
+        "families_dirs",
+        multiple=True,
+        type=click.Path(exists=True, file_okay=False),
+        help="A directory of family files to search (repeatable; VERITASK_FAMILY_PATH too).",
+    )(func)
+
+
+def _print_record(record: FamilyGateRecord) -> None:
+    verdict = "PASSED" if record.passed else "FAILED"
+    click.echo(f"family {record.family} v{record.version} ({record.mode} gates): {verdict}")
+    gates = record.to_json()["gates"]
+    for name, gate in gates.items():
+        if gate is None:
+            click.echo(f"  {name:<13} skipped ({record.skipped.get(name, 'not run')})")
+        else:
+            click.echo(f"  {name:<13} {'passed' if gate['passed'] else 'FAILED'}")
+    for problem in record.problems[:20]:
+        click.echo(f"  - {problem}")
+    if record.costs:
+        total = record.costs["total"]
+        click.echo(f"  model calls {total['turns']}  cost {total['cost']}")
+
+
+@click.command("gate")
+@click.argument("family_id", metavar="FAMILY")
+@click.option("--model", help="Model spec (e.g. openai:MODEL) for the LLM review and blind review.")
+@click.option(
+    "--n", type=click.IntRange(min=1), default=5, show_default=True, help="Blind solvers."
+)
+@click.option(
+    "--tau", type=click.IntRange(min=1), default=3, show_default=True, help="Right answers needed."
+)
+@click.option(
+    "--attempts",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Fresh instances a blind-review probe may use.",
+)
+@click.option(
+    "--per-level",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="Instances per difficulty for the static gate.",
+)
+@click.option(
+    "--consensus-per-level",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="Instances per difficulty for the validator consensus.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the gate instances.")
+@families_dir_option
+@click.option("--record", type=click.Path(dir_okay=False), help="Also write the record here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the gate record as JSON.")
+def gate_cmd(
+    family_id: str,
+    model: str | None,
+    n: int,
+    tau: int,
+    attempts: int,
+    per_level: int,
+    consensus_per_level: int,
+    seed: int,
+    families_dirs: tuple[str, ...],
+    record: str | None,
+    as_json: bool,
+) -> None:
+    """Run the gates on FAMILY: static ones without --model, all of them with it.
+
+    Exits with status 1 when the family fails.
+    """
+    if tau > n:
+        raise click.BadParameter(f"--tau {tau} exceeds --n {n}", param_hint="--tau")
+    family = family_by_id(family_id, families_dirs)
+    provider = _provider(model) if model else None
+    try:
+        result = run_gates(
+            family,
+            provider,
+            n=n,
+            tau=tau,
+            attempts=attempts,
+            per_level=per_level,
+            consensus_per_level=consensus_per_level,
+            seed=seed,
+            record_path=record,
+        )
+    except ProviderError as exc:
+        raise click.ClickException(f"model call failed: {exc}") from None
+    if as_json:
+        echo_json(result.to_json())
+    else:
+        _print_record(result)
+    if not result.passed:
+        raise SystemExit(1)
+
+
+def _print_evolution(result: EvolutionResult) -> None:
+    for r in result.rounds:
+        click.echo(f"round {r.round} ({r.stage}): {r.outcome} {r.family or ''}".rstrip())
+        for problem in r.problems[:10]:
+            click.echo(f"  - {problem}")
+    if result.accepted:
+        click.echo(f"accepted {result.family} -> {result.path}")
+    else:
+        click.echo(f"rejected after {len(result.rounds)} round(s)")
+    total = result.costs.get("total", {})
+    click.echo(f"model calls {total.get('turns', 0)}  cost {total.get('cost', 0.0)}")
+
+
+@click.command("evolve")
+@click.argument("seed_family", metavar="SEED_FAMILY")
+@click.option("--model", required=True, help="Model spec (e.g. openai:MODEL) for every role.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default="evolved",
+    show_default=True,
+    help="Directory the accepted family file and its records go to.",
+)
+@click.option(
+    "--rounds",
+    "t_max",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Rounds at most (t_max).",
+)
+@click.option(
+    "--playbook",
+    type=click.Path(dir_okay=False),
+    help="Playbook JSON [default: OUT/playbook.json].",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed of sample/gate instances."
+)
+@click.option(
+    "--validators",
+    "extra_validators",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Independent validators written for the pool.",
+)
+@click.option(
+    "--n", type=click.IntRange(min=1), default=5, show_default=True, help="Blind solvers."
+)
+@click.option(
+    "--tau", type=click.IntRange(min=1), default=3, show_default=True, help="Right answers needed."
+)
+@click.option(
+    "--per-level",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="Instances per difficulty for the static gate.",
+)
+@families_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def evolve_cmd(
+    seed_family: str,
+    model: str,
+    out: str,
+    t_max: int,
+    playbook: str | None,
+    seed: int,
+    extra_validators: int,
+    n: int,
+    tau: int,
+    per_level: int,
+    families_dirs: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Evolve SEED_FAMILY into a new family file in OUT (exit status 1 when none passes)."""
+    if tau > n:
+        raise click.BadParameter(f"--tau {tau} exceeds --n {n}", param_hint="--tau")
+    family = family_by_id(seed_family, (*families_dirs, out))
+    provider = _provider(model)
+    try:
+        result = evolve(
+            family,
+            provider,
+            out_dir=out,
+            t_max=t_max,
+            playbook_path=playbook,
+            seed=seed,
+            extra_validators=extra_validators,
+            gates=GateSettings(n=n, tau=tau, per_level=per_level),
+            families_dirs=families_dirs,
+        )
+    except ProviderError as exc:
+        raise click.ClickException(f"model call failed: {exc}") from None
+    except FamilyFileError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        echo_json(result.to_json())
+    else:
+        _print_evolution(result)
+    if not result.accepted:
+        raise SystemExit(1)
+
+
+def register(group: click.Group) -> None:
+    """Add ``gate`` and ``evolve`` to a click group."""
+    group.add_command(gate_cmd)
+    group.add_command(evolve_cmd)

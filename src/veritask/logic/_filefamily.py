@@ -1,0 +1,382 @@
+"""Family files: task families we did not write, as one Python source file run only in the sandbox.
+
+A family file holds:
+
+- ``FAMILY = {...}``: a literal dict with ``id``, ``version``, ``category``, ``title``,
+  ``template`` and ``answer_format`` (optionally ``tags``, a list of strings);
+- ``generate(difficulty, rng) -> (inputs, slot_texts)``, every random choice from ``rng``;
+- two or more validators ``solution(inputs)`` / ``solution_<name>(inputs)``, in file order;
+- optionally ``check(inputs, answer_text) -> bool`` and ``size(inputs) -> int``.
+
+Inputs and answers must be JSON data (dicts with string keys, lists, strings, numbers, booleans,
+None); tuples arrive as lists. The parent never imports the file: metadata comes from ``ast``
+(``literal_eval`` of the ``FAMILY`` dict) and every function runs in a persistent
+:class:`~veritask.logic._sandbox.SandboxWorker`. The RNG crosses the boundary as its state, and
+its state after ``generate`` comes back, so an instance is the one the same code would give
+in-process.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from veritask.logic._family import CATEGORIES, Category, Family, Inputs, Validator
+from veritask.logic._sandbox import SandboxCall, SandboxLimits, SandboxResult, SandboxWorker
+
+REQUIRED_KEYS = ("id", "version", "category", "title", "template", "answer_format")
+"""The keys ``FAMILY`` must have."""
+OPTIONAL_KEYS = ("tags",)
+"""The keys ``FAMILY`` may have."""
+ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
+"""What a family id looks like (it is also the file name)."""
+_SLOT = re.compile(r"\[Input Slot (\d+)\]")
+_ARITY = {"generate": 2, "check": 2, "size": 1}
+
+
+class FamilyFileError(ValueError):
+    """A family file that cannot be used; the message says where and why."""
+
+
+class FamilyCodeError(ValueError):
+    """Family code failed in the sandbox (refused operation, exception, limit, bad result).
+
+    Attributes:
+        kind: The sandbox's failure kind (``forbidden``, ``error``, ``cpu``...), or ``result``
+            when the function returned something of the wrong shape.
+        function: The family function that failed.
+    """
+
+    def __init__(self, message: str, *, kind: str, function: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.function = function
+
+
+@dataclass(frozen=True)
+class FamilySpec:
+    """What a family file declares, read without running it.
+
+    Attributes:
+        meta: The ``FAMILY`` dict (with ``tags`` defaulted to an empty list).
+        validators: The validator function names, in file order.
+        has_check: Whether the file defines ``check``.
+        has_size: Whether the file defines ``size``.
+        source: The file's text.
+        path: Where it was read from (None for source given directly).
+    """
+
+    meta: dict[str, Any]
+    validators: tuple[str, ...]
+    has_check: bool
+    has_size: bool
+    source: str
+    path: str | None = None
+
+    @property
+    def id(self) -> str:
+        """The family id."""
+        return str(self.meta["id"])
+
+
+def is_validator_name(name: str) -> bool:
+    """True for ``solution`` and ``solution_<name>``."""
+    return name == "solution" or name.startswith("solution_")
+
+
+def parse_family_source(
+    source: str, path: str | None = None, *, min_validators: int = 2
+) -> FamilySpec:
+    """Read a family file's metadata and function names with ``ast`` (nothing is executed).
+
+    Raises:
+        FamilyFileError: A syntax error, a missing or non-literal ``FAMILY``, a missing or
+            unknown key, a bad id, category or template, a missing ``generate``, fewer than
+            ``min_validators`` validators, or a function with the wrong number of parameters.
+    """
+    where = path or "family source"
+    try:
+        tree = ast.parse(source, filename=where)
+    except SyntaxError as exc:
+        raise FamilyFileError(f"{where}: syntax error at line {exc.lineno}: {exc.msg}") from None
+    meta = _check_meta(_family_dict(tree, where), where)
+    functions = _functions(tree, where)
+    validators = tuple(name for name in functions if is_validator_name(name))
+    if "generate" not in functions:
+        raise FamilyFileError(f"{where}: no module-level function generate(difficulty, rng)")
+    if len(validators) < min_validators:
+        raise FamilyFileError(
+            f"{where}: needs at least {min_validators} validator function(s) named solution or "
+            f"solution_<name>, found {len(validators)}"
+        )
+    return FamilySpec(
+        meta=meta,
+        validators=validators,
+        has_check="check" in functions,
+        has_size="size" in functions,
+        source=source,
+        path=path,
+    )
+
+
+def read_family_file(path: str | Path) -> FamilySpec:
+    """Read and parse a family file (see :func:`parse_family_source`)."""
+    file = Path(path)
+    try:
+        source = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FamilyFileError(f"{file}: cannot be read: {exc}") from None
+    return parse_family_source(source, str(file))
+
+
+def _family_dict(tree: ast.Module, where: str) -> Any:
+    """The literal value assigned to ``FAMILY`` at module level."""
+    for node in tree.body:
+        targets: list[ast.expr] = []
+        value: ast.expr | None = None
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        if value is not None and any(isinstance(t, ast.Name) and t.id == "FAMILY" for t in targets):
+            try:
+                return ast.literal_eval(value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                raise FamilyFileError(
+                    f"{where}: FAMILY must be a literal dict (line {node.lineno})"
+                ) from None
+    raise FamilyFileError(f"{where}: no module-level FAMILY = {{...}} dict")
+
+
+def _check_meta(meta: Any, where: str) -> dict[str, Any]:
+    """Validate the FAMILY dict's keys and values."""
+    if not isinstance(meta, dict):
+        raise FamilyFileError(f"{where}: FAMILY must be a dict, got {type(meta).__name__}")
+    missing = [k for k in REQUIRED_KEYS if k not in meta]
+    unknown = sorted(str(k) for k in meta if k not in REQUIRED_KEYS + OPTIONAL_KEYS)
+    if missing or unknown:
+        raise FamilyFileError(f"{where}: FAMILY is missing {missing} / has unknown keys {unknown}")
+    for key in REQUIRED_KEYS:
+        if not isinstance(meta[key], str) or not meta[key].strip():
+            raise FamilyFileError(f"{where}: FAMILY[{key!r}] must be a non-empty string")
+    tags = meta.get("tags", [])
+    if not isinstance(tags, list | tuple) or not all(isinstance(t, str) for t in tags):
+        raise FamilyFileError(f"{where}: FAMILY['tags'] must be a list of strings")
+    if not ID_PATTERN.match(meta["id"]):
+        raise FamilyFileError(
+            f"{where}: id {meta['id']!r} must be snake_case: a lowercase letter, then "
+            "lowercase letters, digits or underscores (2-64 characters)"
+        )
+    if meta["category"] not in CATEGORIES:
+        raise FamilyFileError(
+            f"{where}: category {meta['category']!r} is not one of {', '.join(CATEGORIES)}"
+        )
+    numbers = sorted({int(n) for n in _SLOT.findall(meta["template"])})
+    if not numbers or numbers != list(range(1, len(numbers) + 1)):
+        raise FamilyFileError(
+            f"{where}: the template's slots must be [Input Slot 1] .. [Input Slot k] with no gap; "
+            f"found {numbers}"
+        )
+    return {**meta, "tags": list(tags)}
+
+
+def _functions(tree: ast.Module, where: str) -> list[str]:
+    """Module-level function names in order, checking the arity of the known ones."""
+    names: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.AsyncFunctionDef) and (
+            node.name in _ARITY or is_validator_name(node.name)
+        ):
+            raise FamilyFileError(f"{where}: {node.name} must not be async")
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        expected = 1 if is_validator_name(node.name) else _ARITY.get(node.name)
+        args = node.args
+        positional = len(args.posonlyargs) + len(args.args)
+        required = positional - len(args.defaults)
+        if expected is not None and not (required <= expected <= positional or args.vararg):
+            raise FamilyFileError(
+                f"{where}: {node.name} (line {node.lineno}) must take {expected} argument(s)"
+            )
+        if node.name not in names:
+            names.append(node.name)
+    return names
+
+
+@dataclass(frozen=True, eq=False)
+class FileFamily(Family):
+    """A family loaded from a family file; its functions run in a sandboxed worker.
+
+    Attributes:
+        source: The file's text.
+        path: Where it was loaded from (None for source given directly).
+        worker: The persistent sandboxed worker every call goes through.
+    """
+
+    source: str = ""
+    path: str | None = None
+    worker: SandboxWorker | None = field(default=None, repr=False)
+
+    def close(self) -> None:
+        """Stop the worker (a later call starts a fresh one)."""
+        if self.worker is not None:
+            self.worker.close()
+
+    def load_result(self) -> SandboxResult:
+        """Start the worker if needed and say whether the code loads in the sandbox."""
+        return _worker(self).load()
+
+    def generate_many(
+        self, requests: Sequence[tuple[int, random.Random]]
+    ) -> list[tuple[Inputs, list[str]]]:
+        """``generate(difficulty, rng)`` for each request in one round trip (RNGs advance).
+
+        Raises:
+            FamilyCodeError: A call failed or returned the wrong shape.
+        """
+        calls = [SandboxCall("generate", [d, None], 1, rng.getstate()) for d, rng in requests]
+        out: list[tuple[Inputs, list[str]]] = []
+        for (_, rng), result in zip(requests, _worker(self).call_many(calls), strict=True):
+            out.append(_generated(self.id, _value(self.id, "generate", result)))
+            rng.setstate(result.rng_state)
+        return out
+
+
+def _worker(family: FileFamily) -> SandboxWorker:
+    if family.worker is None:
+        raise FamilyCodeError(f"{family.id}: no sandbox worker", kind="error", function="")
+    return family.worker
+
+
+def sandbox_validators(family: Family) -> tuple[SandboxWorker, list[str]] | None:
+    """The worker and function names behind a family's validators when all of them are
+    sandbox proxies of one worker (so they can be batched), else None."""
+    names = [getattr(v, "sandbox_function", None) for v in family.validators]
+    workers = {id(getattr(v, "sandbox_worker", None)) for v in family.validators}
+    worker = getattr(family.validators[0], "sandbox_worker", None) if family.validators else None
+    if worker is None or None in names or len(workers) != 1:
+        return None
+    return worker, [str(n) for n in names]
+
+
+def family_from_source(
+    source: str,
+    path: str | None = None,
+    *,
+    limits: SandboxLimits | None = None,
+    min_validators: int = 2,
+) -> FileFamily:
+    """A :class:`FileFamily` from family-file text; its worker starts on the first call.
+
+    Raises:
+        FamilyFileError: The source is not a valid family file (with fewer than
+            ``min_validators`` validators, among other reasons).
+    """
+    spec = parse_family_source(source, path, min_validators=min_validators)
+    worker = SandboxWorker(
+        source, limits or SandboxLimits(), filename=path or f"<family {spec.id}>"
+    )
+    return _build(spec, worker)
+
+
+def load_family_file(path: str | Path, *, limits: SandboxLimits | None = None) -> FileFamily:
+    """A :class:`FileFamily` from a file (see :func:`family_from_source`)."""
+    spec = read_family_file(path)
+    return family_from_source(spec.source, spec.path, limits=limits)
+
+
+def _build(spec: FamilySpec, worker: SandboxWorker) -> FileFamily:
+    meta = spec.meta
+    family_id = spec.id
+    category: Category = meta["category"]
+    return FileFamily(
+        id=family_id,
+        version=meta["version"],
+        category=category,
+        title=meta["title"],
+        template=meta["template"],
+        generate=_generate_proxy(worker, family_id),
+        validators=tuple(_validator_proxy(worker, family_id, n) for n in spec.validators),
+        answer_format=meta["answer_format"],
+        checker=_checker_proxy(worker, family_id) if spec.has_check else None,
+        size=_size_proxy(worker, family_id) if spec.has_size else None,
+        tags=tuple(meta["tags"]),
+        source=spec.source,
+        path=spec.path,
+        worker=worker,
+    )
+
+
+def _value(family_id: str, function: str, result: SandboxResult) -> Any:
+    """The value of a successful call, or FamilyCodeError."""
+    if not result.ok:
+        raise FamilyCodeError(
+            f"{family_id}: {function} failed in the sandbox ({result.kind}): {result.error}",
+            kind=result.kind,
+            function=function,
+        )
+    return result.value
+
+
+def _shape_error(family_id: str, function: str, what: str) -> FamilyCodeError:
+    return FamilyCodeError(f"{family_id}: {function} {what}", kind="result", function=function)
+
+
+def _generated(family_id: str, value: Any) -> tuple[Inputs, list[str]]:
+    """Check generate's result: a pair of a dict and a list of strings."""
+    if not (isinstance(value, list) and len(value) == 2):
+        raise _shape_error(family_id, "generate", "must return a pair (inputs, slot_texts)")
+    inputs, slots = value
+    if not isinstance(inputs, dict):
+        raise _shape_error(family_id, "generate", "must return inputs as a dict")
+    if not isinstance(slots, list) or not all(isinstance(s, str) for s in slots):
+        raise _shape_error(family_id, "generate", "must return slot_texts as a list of strings")
+    return inputs, slots
+
+
+def _generate_proxy(
+    worker: SandboxWorker, family_id: str
+) -> Callable[[int, random.Random], tuple[Inputs, list[str]]]:
+    def generate(difficulty: int, rng: random.Random) -> tuple[Inputs, list[str]]:
+        call = SandboxCall("generate", [difficulty, None], 1, rng.getstate())
+        result = worker.call_many([call])[0]
+        out = _generated(family_id, _value(family_id, "generate", result))
+        rng.setstate(result.rng_state)
+        return out
+
+    return generate
+
+
+def _validator_proxy(worker: SandboxWorker, family_id: str, name: str) -> Validator:
+    def validator(inputs: Inputs) -> Any:
+        return _value(family_id, name, worker.call(name, [inputs]))
+
+    validator.__name__ = validator.__qualname__ = name
+    validator.sandbox_function = name  # type: ignore[attr-defined]
+    validator.sandbox_worker = worker  # type: ignore[attr-defined]
+    return validator
+
+
+def _checker_proxy(worker: SandboxWorker, family_id: str) -> Callable[[Inputs, str], bool]:
+    def check(inputs: Inputs, answer_text: str) -> bool:
+        value = _value(family_id, "check", worker.call("check", [inputs, answer_text]))
+        if not isinstance(value, bool):
+            raise _shape_error(family_id, "check", "must return True or False")
+        return value
+
+    return check
+
+
+def _size_proxy(worker: SandboxWorker, family_id: str) -> Callable[[Inputs], int]:
+    def size(inputs: Inputs) -> int:
+        value = _value(family_id, "size", worker.call("size", [inputs]))
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _shape_error(family_id, "size", "must return an int")
+        return value
+
+    return size
