@@ -158,3 +158,29 @@ def test_rule_error_carries_detail(mock_env: Environment) -> None:
     assert result.error is not None
     assert result.error.code == "CALCULATION_ERROR" and result.error.violated_rule == "LATE_FEE"
     assert "expected late_fee 6" in result.error.message
+
+
+def test_time_limit_interrupts_a_runaway_rule_and_keeps_the_state() -> None:
+    from veritask.domains import load_domain
+    from veritask.env import CompiledDomain, Environment
+
+    spec = load_domain("mock")
+    tool = "insert_loans"
+    rule = spec.rules[0].model_copy(
+        update={
+            "table": "loans",
+            "on": ["insert"],
+            "condition": "(WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n)"
+            " SELECT count(*) FROM n) > 0",
+            "examples": [],
+        }
+    )
+    runaway = spec.model_copy(update={"rules": [rule]})
+    env = Environment(CompiledDomain.from_spec(runaway))
+    before = env.image()
+    args = next(c.args for r in spec.rules for ex in r.examples for c in ex.calls if c.tool == tool)
+    with env.time_limit(0.2):
+        result = env.call(tool, args)
+    assert not result.ok and result.error is not None
+    assert "interrupted" in result.error.message
+    assert env.image() == before

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -93,6 +95,25 @@ class Environment:
     def from_file(cls, domain: CompiledDomain | DomainSpec, path: str | Path) -> Environment:
         """An environment whose state is loaded from a SQLite file."""
         return cls(domain, Path(path).read_bytes())
+
+    @contextmanager
+    def time_limit(self, seconds: float) -> Iterator[None]:
+        """Interrupt any statement still running ``seconds`` after entering the block.
+
+        An interrupted write is rolled back like any rejected call and comes back as an error
+        result whose message says ``interrupted``; the state is left as it was. Meant for specs
+        we did not write (a model-written rule with a runaway recursive query).
+        """
+        deadline = time.monotonic() + seconds
+
+        def past_deadline() -> int:
+            return 1 if time.monotonic() > deadline else 0
+
+        self._conn.set_progress_handler(past_deadline, 10_000)
+        try:
+            yield
+        finally:
+            self._conn.set_progress_handler(None, 0)
 
     def close(self) -> None:
         """Close the database connection."""
@@ -258,7 +279,8 @@ class Environment:
             try:
                 cur = conn.execute(sql, values)
             except sqlite3.Error as exc:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # an interrupt has already rolled everything back
+                    conn.execute("ROLLBACK")
                 self._mode = "read"
                 return ToolResult(
                     tool=tool.name, ok=False, error=self._translate(tool, exc, old, args)

@@ -25,6 +25,9 @@ _DENIED = {sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH, sqlite3.SQLITE_PRAGMA}
 _CREATE = re.compile(r"CREATE\s+(TABLE|INDEX|TRIGGER)\s+\"((?:[^\"]|\"\")+)\"", re.IGNORECASE)
 _ON_TABLE = re.compile(r"\bON\s+\"((?:[^\"]|\"\")+)\"", re.IGNORECASE)
 
+EXAMPLE_SECONDS = 5.0
+"""Wall-clock budget of one example: a runaway rule expression is interrupted, not waited for."""
+
 
 class _Sandbox:
     """An in-memory database for trying model-written DDL."""
@@ -346,5 +349,6 @@ def run_spec_examples(spec: DomainSpec, stage: str = "rules") -> list[StageError
         owners: list[Rule | Effect] = [*spec.rules, *spec.effects]
         for owner in owners:
             for i, example in enumerate(owner.examples):
-                errors += run_example(env, domain.seed, owner.id, i, example, stage)
+                with env.time_limit(EXAMPLE_SECONDS):
+                    errors += run_example(env, domain.seed, owner.id, i, example, stage)
     return errors
