@@ -9,7 +9,14 @@ from collections import Counter
 
 import pytest
 
-from veritask.logic import CATEGORIES, builtin_families, make_instance, normalize, score_answer
+from veritask.logic import (
+    CATEGORIES,
+    builtin_families,
+    make_instance,
+    normalize,
+    produce,
+    score_answer,
+)
 
 FAMILIES = sorted(builtin_families())
 PER_LEVEL = 40
@@ -70,17 +77,22 @@ def test_answers_are_not_degenerate(family_id: str) -> None:
 @pytest.mark.parametrize("family_id", FAMILIES)
 def test_splits_share_no_question(family_id: str) -> None:
     family = builtin_families()[family_id]
-    train = {
-        make_instance(family, d, split="train", seed=1, index=i).question
-        for d in (3, 8)
-        for i in range(60)
+    made = {
+        split: [
+            inst
+            for d in (3, 8)
+            for inst in produce([family], 60, difficulty=d, seed=1, split=split)
+        ]
+        for split in ("train", "test")
     }
-    test = {
-        make_instance(family, d, split="test", seed=1, index=i).question
-        for d in (3, 8)
-        for i in range(60)
-    }
+    train = {normalize(i.question) for i in made["train"]}
+    test = {normalize(i.question) for i in made["test"]}
+    assert len(train) == len(test) == 120
     assert not train & test
+    # each split draws from its own seed stream, not from a shared one filtered afterwards
+    assert all(i.split == "train" for i in made["train"])
+    assert {i.index for i in made["train"]} & {i.index for i in made["test"]}
+    assert not {i.question for i in made["train"]} & {i.question for i in made["test"]}
 
 
 def test_normalize_is_strict() -> None:

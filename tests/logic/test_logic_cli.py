@@ -53,12 +53,13 @@ def test_generate_json_and_default_mix(tmp_path: Path) -> None:
         "mix",
         "instances",
         "duplicates_skipped",
+        "other_split_skipped",
         "families",
     }
     assert summary["mix"] == "easy:0.3,medium:0.5,hard:0.2" and summary["difficulty"] is None
     assert summary["instances"] == 20 and summary["duplicates_skipped"] == 0
     fam = summary["families"]["weekday_shift"]
-    assert set(fam) == {"instances", "duplicates_skipped", "difficulties"}
+    assert set(fam) == {"instances", "duplicates_skipped", "other_split_skipped", "difficulties"}
     assert sum(fam["difficulties"].values()) == 20
     lines = out.read_text().splitlines()
     assert len(lines) == 20 and json.loads(lines[0])["category"] == "temporal"

@@ -22,6 +22,7 @@ from veritask.logic import (
     make_instance,
     pass_at_k_by_family,
     produce,
+    question_split,
     read_records,
     report,
     write_jsonl,
@@ -198,7 +199,8 @@ def test_train_and_test_from_one_seed_share_no_question() -> None:
 
 
 def test_duplicates_are_skipped_and_counted() -> None:
-    production = produce([TINY], 4, difficulty=1, seed=0)
+    # a split name outside train/validation/test is not partitioned: only duplicates are skipped
+    production = produce([TINY], 4, difficulty=1, seed=1, split="scratch")
     questions = [i.question for i in production]
     assert len(questions) == len(set(questions)) == 4
     skipped = production.skipped["tiny_increment"]
@@ -206,8 +208,24 @@ def test_duplicates_are_skipped_and_counted() -> None:
     indexes = [i.index for i in production]
     assert indexes == sorted(indexes) and indexes[-1] == 4 + skipped - 1
     assert production.to_json()["duplicates_skipped"] == skipped
-    with pytest.raises(ProduceError, match="tiny_increment: 51 duplicate questions in a row"):
-        produce([TINY], 5, difficulty=1, seed=0, max_skips=50)
+    assert production.to_json()["other_split_skipped"] == 0
+    with pytest.raises(ProduceError, match="tiny_increment: 51 duplicate or other-split"):
+        produce([TINY], 5, difficulty=1, seed=0, split="scratch", max_skips=50)
+
+
+def test_splits_partition_even_a_tiny_question_space() -> None:
+    everything = {i.question for i in produce([TINY], 4, difficulty=1, split="scratch")}
+    share = Counter(question_split(q) for q in everything)
+    made = {
+        split: {i.question for i in produce([TINY], share[split], difficulty=1, split=split)}
+        for split in ("train", "validation", "test")
+    }
+    assert set().union(*made.values()) == everything
+    assert sum(len(q) for q in made.values()) == 4  # pairwise disjoint
+    for split, questions in made.items():
+        assert all(question_split(q) == split for q in questions)
+    with pytest.raises(ProduceError, match="other-split"):
+        produce([TINY], share["train"] + 1, difficulty=1, split="train", max_skips=50)
 
 
 # --- writing and reports ---------------------------------------------------------------------

@@ -252,6 +252,20 @@ def test_gate_command_fails_with_status_1_and_reports_problems() -> None:
     assert code != 0 and "unknown family 'no_such_family'" in out
 
 
+def test_gate_all_gates_every_family_and_records_each(tmp_path: Path) -> None:
+    from veritask.logic import builtin_families
+
+    records = tmp_path / "records"
+    code, out = _invoke(
+        "gate", "all", "--per-level", "100", "--consensus-per-level", "2",
+        "--record", str(records), "--json",
+    )  # fmt: skip
+    data = json.loads(out)
+    assert code == 0 and data["passed"] is True
+    assert [f["family"] for f in data["families"]] == sorted(builtin_families())
+    assert sorted(p.stem for p in records.glob("*.json")) == sorted(builtin_families())
+
+
 @pytest.fixture(autouse=True)
 def _no_family_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("VERITASK_FAMILY_PATH", raising=False)

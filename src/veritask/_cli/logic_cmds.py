@@ -144,7 +144,8 @@ def generate_cmd(
         return
     click.echo(
         f"{summary['instances']} instances of {len(summary['families'])} families -> {out}"
-        f" ({summary['duplicates_skipped']} duplicate questions skipped)"
+        f" ({summary['duplicates_skipped']} duplicate questions and"
+        f" {summary['other_split_skipped']} of other splits skipped)"
     )
 
 

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -13,7 +14,7 @@ from veritask._cli._common import echo_json
 from veritask.logic._evolve import EvolutionResult, GateSettings, evolve
 from veritask.logic._family import Family
 from veritask.logic._filefamily import FamilyFileError
-from veritask.logic._registry import get_family
+from veritask.logic._registry import all_families, get_family
 from veritask.logic._review import FamilyGateRecord, run_gates
 from veritask.model import ModelProvider, ProviderError, get_provider
 
@@ -111,32 +112,52 @@ def gate_cmd(
 ) -> None:
     """Run the gates on FAMILY: static ones without --model, all of them with it.
 
-    Exits with status 1 when the family fails.
+    FAMILY `all` gates every family; its --json is ``{"passed", "families": [record, ...]}``
+    and --record is then a directory (one FAMILY.json each). Exits with status 1 when a family
+    fails.
     """
     if tau > n:
         raise click.BadParameter(f"--tau {tau} exceeds --n {n}", param_hint="--tau")
-    family = family_by_id(family_id, families_dirs)
+    families = _gated_families(family_id, families_dirs)
     provider = _provider(model) if model else None
-    try:
-        result = run_gates(
-            family,
-            provider,
-            n=n,
-            tau=tau,
-            attempts=attempts,
-            per_level=per_level,
-            consensus_per_level=consensus_per_level,
-            seed=seed,
-            record_path=record,
-        )
-    except ProviderError as exc:
-        raise click.ClickException(f"model call failed: {exc}") from None
-    if as_json:
-        echo_json(result.to_json())
-    else:
-        _print_record(result)
-    if not result.passed:
+    results = []
+    for family in families:
+        path = record
+        if record is not None and family_id == "all":
+            path = str(Path(record) / f"{family.id}.json")
+        try:
+            result = run_gates(
+                family,
+                provider,
+                n=n,
+                tau=tau,
+                attempts=attempts,
+                per_level=per_level,
+                consensus_per_level=consensus_per_level,
+                seed=seed,
+                record_path=path,
+            )
+        except ProviderError as exc:
+            raise click.ClickException(f"model call failed: {exc}") from None
+        results.append(result)
+        if not as_json:
+            _print_record(result)
+    passed = all(r.passed for r in results)
+    if as_json and family_id == "all":
+        echo_json({"passed": passed, "families": [r.to_json() for r in results]})
+    elif as_json:
+        echo_json(results[0].to_json())
+    if not passed:
         raise SystemExit(1)
+
+
+def _gated_families(family_id: str, dirs: tuple[str, ...]) -> list[Family]:
+    if family_id != "all":
+        return [family_by_id(family_id, dirs)]
+    try:
+        return list(all_families(dirs).values())
+    except FamilyFileError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _print_evolution(result: EvolutionResult) -> None:

@@ -40,7 +40,9 @@ MAX_SHARE = 0.30
 MIN_CELL = 10
 """Cells with fewer instances are too small to flag (two equal answers in five are 40%)."""
 MAX_SKIPS = 1000
-"""Duplicate questions in a row after which ``produce`` gives up on a family."""
+"""Duplicate (or other-split) questions in a row after which ``produce`` gives up on a family."""
+PARTITIONED_SPLITS = ("train", "validation", "test")
+"""The splits whose questions are partitioned by hash (see ``question_split``)."""
 _LISTED = 20  # how many line numbers a report lists per problem kind
 
 
@@ -232,6 +234,8 @@ class Production:
     instances: list[Instance] = field(default_factory=list)
     categories: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
+    other_split: dict[str, int] = field(default_factory=dict)
+    """Per family: questions skipped because they belong to another split's partition."""
 
     def __iter__(self) -> Iterator[Instance]:
         return iter(self.instances)
@@ -254,6 +258,7 @@ class Production:
             fid: {
                 "instances": sum(counts.values()),
                 "duplicates_skipped": self.skipped.get(fid, 0),
+                "other_split_skipped": self.other_split.get(fid, 0),
                 "difficulties": _int_keyed(counts),
             }
             for fid, counts in levels.items()
@@ -261,6 +266,7 @@ class Production:
         return {
             "instances": len(self.instances),
             "duplicates_skipped": sum(self.skipped.values()),
+            "other_split_skipped": sum(self.other_split.values()),
             "families": per_family,
         }
 
@@ -284,7 +290,9 @@ def produce(
         mix: A ``Mix`` or its text form; the default mix when neither this nor ``difficulty``
             is given.
         seed: Base seed; with the split, family and index it fixes every instance.
-        split: The split name, part of every instance seed (splits never share a stream).
+        split: The split name, part of every instance seed. For ``train``, ``validation`` and
+            ``test`` only questions of that split's hash partition are kept
+            (``question_split``), so these splits never share a question.
         max_skips: Duplicates in a row after which a family is given up on.
 
     Returns:
@@ -306,23 +314,37 @@ def produce(
         schedule = _family_schedule(
             family, n, seed=seed, split=split, difficulty=difficulty, mix=parsed
         )
-        made, skipped = _produce_family(family, schedule, seen, seed, split, max_skips)
+        made, skipped, other = _produce_family(family, schedule, seen, seed, split, max_skips)
         out.instances.extend(made)
         out.categories[family.id] = family.category
         out.skipped[family.id] = skipped
+        out.other_split[family.id] = other
     return out
+
+
+def question_split(question: str) -> str:
+    """The split whose partition a question belongs to: a hash of the normalized question picks
+    one of ``train``, ``validation`` and ``test``. ``produce`` keeps only questions of the split
+    it makes, so the three splits can never share a question, however small a family's question
+    space is (distinct seed streams alone only make a repeat unlikely)."""
+    digest = hashlib.sha256(normalize(question).encode()).digest()
+    return PARTITIONED_SPLITS[int.from_bytes(digest[:8], "big") % len(PARTITIONED_SPLITS)]
 
 
 def _produce_family(
     family: Family, schedule: list[int], seen: set[str], seed: int, split: str, max_skips: int
-) -> tuple[list[Instance], int]:
+) -> tuple[list[Instance], int, int]:
     made: list[Instance] = []
-    index = skipped = 0
+    index = skipped = other = 0
+    partitioned = split in PARTITIONED_SPLITS
     for difficulty in schedule:
         for _ in range(max_skips + 1):
             inst = make_instance(family, difficulty, split=split, seed=seed, index=index)
             index += 1
             key = normalize(inst.question)
+            if partitioned and question_split(key) != split:
+                other += 1
+                continue
             if key not in seen:
                 seen.add(key)
                 made.append(inst)
@@ -330,10 +352,11 @@ def _produce_family(
             skipped += 1
         else:
             raise ProduceError(
-                f"{family.id}: {max_skips + 1} duplicate questions in a row at difficulty"
-                f" {difficulty}; it has too few distinct questions for {len(schedule)} instances"
+                f"{family.id}: {max_skips + 1} duplicate or other-split questions in a row at"
+                f" difficulty {difficulty}; it has too few distinct questions for"
+                f" {len(schedule)} instances"
             )
-    return made, skipped
+    return made, skipped, other
 
 
 def dump_record(record: Mapping[str, Any]) -> str:
