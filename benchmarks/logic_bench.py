@@ -5,6 +5,12 @@ Run: ``.venv/bin/python benchmarks/logic_bench.py [--per-level 100]``
 Each family generates ``per-level`` instances at every difficulty 1-10 through ``make_instance``
 (generation, rendering, and consensus of all validators). The figure to compare with is
 reasoning-gym's median of about 4,400 instances/s on this machine class (issue #6).
+
+With ``--reasoning-gym-python PY`` (the interpreter of a virtualenv where ``reasoning-gym`` is
+installed; it is not a veritask dependency), the same run also measures reasoning-gym: every
+dataset it registers, ``per-level x 10`` entries each through ``create_dataset`` and iteration
+(its generation computes the answer once, with no second validator), and prints both medians and
+their ratio.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import time
 
 from veritask.logic import builtin_families, make_instance
@@ -26,20 +33,57 @@ def rate(family_id: str, per_level: int) -> float:
     return 10 * per_level / (time.perf_counter() - t0)
 
 
+_RG_PROBE = """
+import json, statistics, sys, time
+import reasoning_gym
+size = int(sys.argv[1])
+rates = {}
+for name in sorted(reasoning_gym.factory.DATASETS):
+    try:
+        t0 = time.perf_counter()
+        for _ in reasoning_gym.create_dataset(name, size=size, seed=0):
+            pass
+        rates[name] = size / (time.perf_counter() - t0)
+    except Exception:
+        continue
+print(json.dumps({"datasets": len(rates), "median": statistics.median(rates.values())}))
+"""
+
+
+def reasoning_gym_median(python: str, size: int) -> dict[str, float]:
+    """reasoning-gym's median instances/s, measured by ``python`` in a child process."""
+    out = subprocess.run(
+        [python, "-c", _RG_PROBE, str(size)], capture_output=True, text=True, check=True
+    )
+    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-level", type=int, default=100)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--reasoning-gym-python", help="Interpreter with reasoning-gym installed.")
     args = parser.parse_args()
     rates = {fid: round(rate(fid, args.per_level), 1) for fid in sorted(builtin_families())}
     median = statistics.median(rates.values()) if rates else 0.0
+    baseline = None
+    if args.reasoning_gym_python:
+        baseline = reasoning_gym_median(args.reasoning_gym_python, args.per_level * 10)
     if args.json:
-        print(json.dumps({"median": median, "families": rates}, indent=2))
+        print(
+            json.dumps({"median": median, "families": rates, "reasoning_gym": baseline}, indent=2)
+        )
         return
     print("| family | instances/s |\n|---|---:|")
     for fid, r in sorted(rates.items(), key=lambda kv: -kv[1]):
         print(f"| {fid} | {r:,.0f} |")
     print(f"\nmedian over {len(rates)} families: {median:,.0f} instances/s")
+    if baseline is not None:
+        print(
+            f"reasoning-gym, same run: median {baseline['median']:,.0f} instances/s over"
+            f" {baseline['datasets']:.0f} datasets; ratio {median / baseline['median']:.2f}"
+        )
 
 
 if __name__ == "__main__":
