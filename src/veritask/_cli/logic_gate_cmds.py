@@ -47,6 +47,30 @@ def families_dir_option(func: Any) -> Any:
     )(func)
 
 
+def blind_review_options(func: Any) -> Any:
+    """``--n`` (blind solvers) and ``--tau`` (right answers needed), shared by gate and evolve."""
+    func = click.option(
+        "--tau", type=click.IntRange(min=1), default=3, show_default=True,
+        help="Right answers needed.",
+    )(func)  # fmt: skip
+    return click.option(
+        "--n", type=click.IntRange(min=1), default=5, show_default=True, help="Blind solvers."
+    )(func)
+
+
+def per_level_option(func: Any) -> Any:
+    """``--per-level``: instances per difficulty for the static gate."""
+    return click.option(
+        "--per-level", type=click.IntRange(min=1), default=100, show_default=True,
+        help="Instances per difficulty for the static gate.",
+    )(func)  # fmt: skip
+
+
+def _check_tau(n: int, tau: int) -> None:
+    if tau > n:
+        raise click.BadParameter(f"--tau {tau} exceeds --n {n}", param_hint="--tau")
+
+
 def _print_record(record: FamilyGateRecord) -> None:
     verdict = "PASSED" if record.passed else "FAILED"
     click.echo(f"family {record.family} v{record.version} ({record.mode} gates): {verdict}")
@@ -66,12 +90,7 @@ def _print_record(record: FamilyGateRecord) -> None:
 @click.command("gate")
 @click.argument("family_id", metavar="FAMILY")
 @click.option("--model", help="Model spec (e.g. openai:MODEL) for the LLM review and blind review.")
-@click.option(
-    "--n", type=click.IntRange(min=1), default=5, show_default=True, help="Blind solvers."
-)
-@click.option(
-    "--tau", type=click.IntRange(min=1), default=3, show_default=True, help="Right answers needed."
-)
+@blind_review_options
 @click.option(
     "--attempts",
     type=click.IntRange(min=1),
@@ -79,13 +98,7 @@ def _print_record(record: FamilyGateRecord) -> None:
     show_default=True,
     help="Fresh instances a blind-review probe may use.",
 )
-@click.option(
-    "--per-level",
-    type=click.IntRange(min=1),
-    default=100,
-    show_default=True,
-    help="Instances per difficulty for the static gate.",
-)
+@per_level_option
 @click.option(
     "--consensus-per-level",
     type=click.IntRange(min=1),
@@ -116,8 +129,7 @@ def gate_cmd(
     and --record is then a directory (one FAMILY.json each). Exits with status 1 when a family
     fails.
     """
-    if tau > n:
-        raise click.BadParameter(f"--tau {tau} exceeds --n {n}", param_hint="--tau")
+    _check_tau(n, tau)
     families = _gated_families(family_id, families_dirs)
     provider = _provider(model) if model else None
     results = []
@@ -207,19 +219,8 @@ def _print_evolution(result: EvolutionResult) -> None:
     show_default=True,
     help="Independent validators written for the pool.",
 )
-@click.option(
-    "--n", type=click.IntRange(min=1), default=5, show_default=True, help="Blind solvers."
-)
-@click.option(
-    "--tau", type=click.IntRange(min=1), default=3, show_default=True, help="Right answers needed."
-)
-@click.option(
-    "--per-level",
-    type=click.IntRange(min=1),
-    default=100,
-    show_default=True,
-    help="Instances per difficulty for the static gate.",
-)
+@blind_review_options
+@per_level_option
 @families_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def evolve_cmd(
@@ -237,8 +238,7 @@ def evolve_cmd(
     as_json: bool,
 ) -> None:
     """Evolve SEED_FAMILY into a new family file in OUT (exit status 1 when none passes)."""
-    if tau > n:
-        raise click.BadParameter(f"--tau {tau} exceeds --n {n}", param_hint="--tau")
+    _check_tau(n, tau)
     family = family_by_id(seed_family, (*families_dirs, out))
     provider = _provider(model)
     try:
