@@ -19,6 +19,7 @@ import argparse
 import json
 import statistics
 import subprocess
+import tempfile
 import time
 
 from veritask.logic import builtin_families, make_instance
@@ -52,9 +53,14 @@ print(json.dumps({"datasets": len(rates), "median": statistics.median(rates.valu
 
 def reasoning_gym_median(python: str, size: int) -> dict[str, float]:
     """reasoning-gym's median instances/s, measured by ``python`` in a child process."""
-    out = subprocess.run(
-        [python, "-c", _RG_PROBE, str(size)], capture_output=True, text=True, check=True
-    )
+    with tempfile.TemporaryDirectory() as scratch:  # some of its generators write files to cwd
+        out = subprocess.run(
+            [python, "-c", _RG_PROBE, str(size)],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=scratch,
+        )
     result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 
