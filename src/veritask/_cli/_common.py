@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from veritask.domains import load_domain
 from veritask.policy import DomainSpec, SpecError
+
+if TYPE_CHECKING:
+    from veritask.model import ModelProvider
 
 
 def spec_arg(name: str) -> DomainSpec:
@@ -18,6 +21,16 @@ def spec_arg(name: str) -> DomainSpec:
         return load_domain(name)
     except SpecError as exc:
         raise click.ClickException(str(exc)) from None
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def provider_arg(spec: str) -> ModelProvider:
+    """Build the model provider a ``--model`` spec names, or fail with a clean CLI error."""
+    from veritask.model import get_provider
+
+    try:
+        return get_provider(spec)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
 

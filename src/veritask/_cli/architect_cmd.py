@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from veritask._cli._common import echo_json
-from veritask.model import ModelProvider, RecordingProvider, get_provider
+from veritask._cli._common import echo_json, provider_arg
+from veritask.model import ModelProvider, RecordingProvider
 from veritask.synth import (
     ArchitectError,
     ArchitectReport,
@@ -21,10 +21,7 @@ from veritask.synth import (
 
 
 def _provider(model: str, record: str | None) -> ModelProvider:
-    try:
-        provider = get_provider(model)
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
+    provider = provider_arg(model)
     return RecordingProvider(provider, record) if record else provider
 
 

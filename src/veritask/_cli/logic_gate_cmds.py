@@ -10,13 +10,13 @@ from typing import Any
 
 import click
 
-from veritask._cli._common import echo_json
+from veritask._cli._common import echo_json, provider_arg
 from veritask.logic._evolve import EvolutionResult, GateSettings, evolve
 from veritask.logic._family import Family
 from veritask.logic._filefamily import FamilyFileError
 from veritask.logic._registry import all_families, get_family
 from veritask.logic._review import FamilyGateRecord, run_gates
-from veritask.model import ModelProvider, ProviderError, get_provider
+from veritask.model import ProviderError
 
 
 def family_by_id(family_id: str, dirs: tuple[str, ...]) -> Family:
@@ -26,13 +26,6 @@ def family_by_id(family_id: str, dirs: tuple[str, ...]) -> Family:
     except KeyError as exc:
         raise click.ClickException(str(exc.args[0])) from None
     except FamilyFileError as exc:
-        raise click.ClickException(str(exc)) from None
-
-
-def _provider(spec: str) -> ModelProvider:
-    try:
-        return get_provider(spec)
-    except ValueError as exc:
         raise click.ClickException(str(exc)) from None
 
 
@@ -131,7 +124,7 @@ def gate_cmd(
     """
     _check_tau(n, tau)
     families = _gated_families(family_id, families_dirs)
-    provider = _provider(model) if model else None
+    provider = provider_arg(model) if model else None
     results = []
     for family in families:
         path = record
@@ -240,7 +233,7 @@ def evolve_cmd(
     """Evolve SEED_FAMILY into a new family file in OUT (exit status 1 when none passes)."""
     _check_tau(n, tau)
     family = family_by_id(seed_family, (*families_dirs, out))
-    provider = _provider(model)
+    provider = provider_arg(model)
     try:
         result = evolve(
             family,
