@@ -652,3 +652,25 @@ def test_build_episode_hits_declined_and_refusal() -> None:
     assert refusal is not None and refusal.subgoals == []
     assert refusal.refusal is not None and refusal.refusal[0].tool == "insert_travel_requests"
     assert build_episode(model, "u", [read]) is None
+
+
+def test_generate_async_runs_inside_an_event_loop(
+    llm_run: tuple[Path, Any, Path], tmp_path: Path
+) -> None:
+    from veritask.synth import generate_async
+
+    recorded, _, recording = llm_run
+
+    async def inside_a_loop() -> Any:
+        # a caller that is already async (a notebook, an async trainer) awaits it directly
+        return await generate_async(
+            "travel", 20, 1, tmp_path / "ds", explorer="llm", model=ReplayProvider(recording)
+        )
+
+    summary = asyncio.run(inside_a_loop())
+    assert summary.tasks == 20 and summary.costs is not None
+    assert (tmp_path / "ds" / "manifest.jsonl").read_bytes() == (
+        recorded / "manifest.jsonl"
+    ).read_bytes()
+    symbolic = asyncio.run(generate_async("mock", 10, 0, tmp_path / "sym"))
+    assert symbolic.tasks == 10 and symbolic.costs is None

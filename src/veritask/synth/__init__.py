@@ -19,7 +19,13 @@ from veritask.synth._architect_checks import PlanLimits
 from veritask.synth._architect_seed import Seed, SeedError, SeedHints, load_seed, parse_seed
 from veritask.synth._designer import Scene, SymbolicSetDesigner
 from veritask.synth._explorer import Episode, SymbolicExplorer
-from veritask.synth._generate import GENERATOR, GenerateSummary, generate, replay
+from veritask.synth._generate import (
+    GENERATOR,
+    GenerateSummary,
+    generate,
+    generate_async,
+    replay,
+)
 from veritask.synth._llm_explorer import Exploration, ExplorerLimits, LLMExplorer
 from veritask.synth._llm_projector import LLMProjector, ProjectionRejected
 from veritask.synth._projector import SymbolicProjector, classify
@@ -55,6 +61,7 @@ __all__ = [
     "derive_seed",
     "find_spoilers",
     "generate",
+    "generate_async",
     "load_seed",
     "parse_seed",
     "replay",

@@ -13,6 +13,7 @@ With ``explorer="llm"`` (or ``projector="llm"``) the same units run with model-p
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -398,6 +399,52 @@ def generate(
         ValueError: ``out`` holds a different run, or the mode and model do not fit.
     """
     mode = _llm_mode(explorer, projector, model, limits)
+    ds, todo, units = _prepare(domain, n, seed, out, mode, progress)
+    if mode is None:
+        results: Iterable[UnitResult] = _execute(domain, todo, workers)
+    else:
+        results = mode.execute(domain, todo, workers, progress)
+    return _finish(ds, n, units, todo, list(results), mode, progress)
+
+
+async def generate_async(
+    domain: str,
+    n: int,
+    seed: int,
+    out: str | Path,
+    workers: int = 1,
+    progress: Callable[[int], None] | None = None,
+    *,
+    explorer: Mode = "symbolic",
+    projector: Mode | None = None,
+    model: ModelProvider | str | None = None,
+    limits: ExplorerLimits | None = None,
+) -> GenerateSummary:
+    """:func:`generate` for callers inside a running event loop (a notebook, an async trainer).
+
+    LLM mode awaits the model calls on the caller's loop; symbolic mode runs in a thread.
+    Arguments, outputs and resume behave exactly as in :func:`generate`.
+    """
+    mode = _llm_mode(explorer, projector, model, limits)
+    if mode is None:
+        return await asyncio.to_thread(
+            generate, domain, n, seed, out, workers, progress, explorer=explorer,
+            projector=projector,
+        )  # fmt: skip
+    ds, todo, units = _prepare(domain, n, seed, out, mode, progress)
+    results = await mode.execute_async(domain, todo, workers, progress)
+    return _finish(ds, n, units, todo, results, mode, progress)
+
+
+def _prepare(
+    domain: str,
+    n: int,
+    seed: int,
+    out: str | Path,
+    mode: LLMMode | None,
+    progress: Callable[[int], None] | None,
+) -> tuple[DatasetDir, list[tuple[str, int, int, int, int, str]], int]:
+    """Check or write the run info; the units still to do, and how many units in all."""
     ds = DatasetDir(Path(out))
     spec = load_domain(domain)
     info: dict[str, Any] = {
@@ -416,14 +463,22 @@ def generate(
     ds.root.mkdir(parents=True, exist_ok=True)
     ds.write_run(info)
     todo = [(domain, seed, u, c, f, str(ds.root)) for u, c, f in _units(n) if not ds.has_part(u)]
-    units = len(list(_units(n)))
-    discarded: dict[str, int] = {}
     if progress:
         progress(sum(c for u, c, _ in _units(n) if ds.has_part(u)))
-    if mode is None:
-        results: Iterable[UnitResult] = _execute(domain, todo, workers)
-    else:
-        results = mode.execute(domain, todo, workers, progress)
+    return ds, todo, len(list(_units(n)))
+
+
+def _finish(
+    ds: DatasetDir,
+    n: int,
+    units: int,
+    todo: list[tuple[str, int, int, int, int, str]],
+    results: list[UnitResult],
+    mode: LLMMode | None,
+    progress: Callable[[int], None] | None,
+) -> GenerateSummary:
+    """Tally the units' discards, assemble the manifest and the summary."""
+    discarded: dict[str, int] = {}
     for res in results:
         for k, v in res.discarded.items():
             discarded[k] = discarded.get(k, 0) + v

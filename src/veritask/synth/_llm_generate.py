@@ -108,9 +108,9 @@ class LLMMode:
         progress: Callable[[int], None] | None,
     ) -> list[UnitResult]:
         """Run the units (``workers`` at a time, concurrently); results in unit order."""
-        return asyncio.run(self._execute(domain, todo, workers, progress))
+        return asyncio.run(self.execute_async(domain, todo, workers, progress))
 
-    async def _execute(
+    async def execute_async(
         self,
         domain: str,
         todo: list[tuple[str, int, int, int, int, str]],
