@@ -23,9 +23,11 @@ from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment
 from veritask.model import (
     CostLedger,
+    ProviderError,
     RecordingProvider,
     ReplayProvider,
     ScriptedProvider,
+    ScriptItem,
     register_provider,
 )
 from veritask.policy import DomainSpec, Example, Rule, compile_sql, load_spec, render_wiki
@@ -504,7 +506,7 @@ def test_architect_is_async_and_charges_a_given_ledger(travel: DomainSpec, seed:
 # -- (f) the CLI -------------------------------------------------------------------------------
 
 
-_SCRIPTS: dict[str, list[str]] = {}
+_SCRIPTS: dict[str, list[ScriptItem]] = {}
 
 
 def _scripted(argument: str, **_: Any) -> ScriptedProvider:
@@ -586,3 +588,24 @@ def test_cli_record_then_replay(cli: click.Group, tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, replay)
     assert result.exit_code == 0, result.output
     assert first.read_bytes() == second.read_bytes()
+
+
+def test_cli_killed_run_resumes_from_the_cache_without_paying_again(
+    cli: click.Group, travel: DomainSpec, tmp_path: Path
+) -> None:
+    plan, wiki, tables, rules = good_script(travel)
+    _SCRIPTS["dies"] = [plan, wiki, tables, ProviderError("connection reset")]
+    _SCRIPTS["rest"] = [rules]
+    cache, out = tmp_path / "cache", tmp_path / "spec.yaml"
+    base = ["architect", str(SEED_PATH), "--out", str(out), "--cache-dir", str(cache)]
+    died = CliRunner().invoke(cli, [*base, "--model", "architect-test:dies"])
+    assert died.exit_code != 0 and not out.exists()
+    # the rerun sends the same first three requests: answered from the cache, not the model
+    result = CliRunner().invoke(cli, [*base, "--model", "architect-test:rest", "--json"])
+    assert result.exit_code == 0, result.output
+    cost = json.loads(result.stdout)["cost"]["total"]
+    assert (cost["turns"], cost["cached_turns"]) == (1, 3)
+    reference = tmp_path / "reference.yaml"
+    args = ["architect", str(SEED_PATH), "--out", str(reference), "--model", "architect-test:good"]
+    assert CliRunner().invoke(cli, args).exit_code == 0
+    assert out.read_bytes() == reference.read_bytes()

@@ -25,14 +25,26 @@ def spec_arg(name: str) -> DomainSpec:
         raise click.ClickException(str(exc)) from None
 
 
-def provider_arg(spec: str) -> ModelProvider:
-    """Build the model provider a ``--model`` spec names, or fail with a clean CLI error."""
+def provider_arg(spec: str, cache_dir: str | None = None) -> ModelProvider:
+    """Build the model provider a ``--model`` spec names (behind a request cache when
+    ``cache_dir`` is given), or fail with a clean CLI error."""
     from veritask.model import get_provider
 
+    options = {"cache_dir": cache_dir} if cache_dir else {}
     try:
-        return get_provider(spec)
+        return get_provider(spec, **options)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
+
+
+def cache_dir_option(func: Any) -> Any:
+    """``--cache-dir``: answered model calls are kept there, so rerunning a killed command
+    replays them at no cost instead of paying for them again."""
+    return click.option(
+        "--cache-dir",
+        type=click.Path(file_okay=False),
+        help="Cache model responses here; a rerun (after a kill) replays them at no cost.",
+    )(func)
 
 
 def echo_json(payload: Any) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from veritask._cli._common import echo_json, provider_arg
+from veritask._cli._common import cache_dir_option, echo_json, provider_arg
 from veritask.model import ModelProvider, RecordingProvider
 from veritask.synth import (
     ArchitectError,
@@ -20,8 +20,8 @@ from veritask.synth import (
 )
 
 
-def _provider(model: str, record: str | None) -> ModelProvider:
-    provider = provider_arg(model)
+def _provider(model: str, record: str | None, cache_dir: str | None) -> ModelProvider:
+    provider = provider_arg(model, cache_dir)
     return RecordingProvider(provider, record) if record else provider
 
 
@@ -91,6 +91,7 @@ def _write_artifacts(directory: str | None, result: ArchitectResult) -> None:
     type=click.Path(file_okay=False),
     help="Write the accepted stage artifacts (plan, wiki, tables, rules) to this directory.",
 )
+@cache_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report.")
 def architect_cmd(
     seed: str,
@@ -100,6 +101,7 @@ def architect_cmd(
     report: str | None,
     record: str | None,
     artifacts: str | None,
+    cache_dir: str | None,
     as_json: bool,
 ) -> None:
     """Compile a natural-language SEED into a verified domain spec with an LLM.
@@ -112,7 +114,7 @@ def architect_cmd(
         loaded = load_seed(seed)
     except SeedError as exc:
         raise click.ClickException(str(exc)) from None
-    provider = _provider(model, record)
+    provider = _provider(model, record, cache_dir)
     try:
         result = run_architect(loaded, provider, rounds=rounds)
     except ArchitectError as exc:

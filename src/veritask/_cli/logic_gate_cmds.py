@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from veritask._cli._common import echo_json, provider_arg
+from veritask._cli._common import cache_dir_option, echo_json, provider_arg
 from veritask.logic._evolve import EvolutionResult, GateSettings, evolve
 from veritask.logic._family import Family
 from veritask.logic._filefamily import FamilyFileError
@@ -101,6 +101,7 @@ def _print_record(record: FamilyGateRecord) -> None:
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the gate instances.")
 @families_dir_option
+@cache_dir_option
 @click.option("--record", type=click.Path(dir_okay=False), help="Also write the record here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the gate record as JSON.")
 def gate_cmd(
@@ -113,6 +114,7 @@ def gate_cmd(
     consensus_per_level: int,
     seed: int,
     families_dirs: tuple[str, ...],
+    cache_dir: str | None,
     record: str | None,
     as_json: bool,
 ) -> None:
@@ -124,7 +126,7 @@ def gate_cmd(
     """
     _check_tau(n, tau)
     families = _gated_families(family_id, families_dirs)
-    provider = provider_arg(model) if model else None
+    provider = provider_arg(model, cache_dir) if model else None
     results = []
     for family in families:
         path = record
@@ -215,6 +217,7 @@ def _print_evolution(result: EvolutionResult) -> None:
 @blind_review_options
 @per_level_option
 @families_dir_option
+@cache_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def evolve_cmd(
     seed_family: str,
@@ -228,12 +231,13 @@ def evolve_cmd(
     tau: int,
     per_level: int,
     families_dirs: tuple[str, ...],
+    cache_dir: str | None,
     as_json: bool,
 ) -> None:
     """Evolve SEED_FAMILY into a new family file in OUT (exit status 1 when none passes)."""
     _check_tau(n, tau)
     family = family_by_id(seed_family, (*families_dirs, out))
-    provider = provider_arg(model)
+    provider = provider_arg(model, cache_dir)
     try:
         result = evolve(
             family,

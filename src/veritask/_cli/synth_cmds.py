@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from veritask._cli._common import echo_json
+from veritask._cli._common import cache_dir_option, echo_json, provider_arg
 from veritask.synth import generate
 from veritask.task import DatasetError, check_dataset, export_tau2, load_prices, report_dataset
 
@@ -57,6 +57,7 @@ _Mode = Literal["symbolic", "llm"]
     metavar="SPEC",
     help="Provider spec for the LLM roles, e.g. openai:gpt-4o-mini or replay:run.jsonl.",
 )
+@cache_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def generate_cmd(
     domain: str,
@@ -67,6 +68,7 @@ def generate_cmd(
     explorer: str,
     projector: str | None,
     model: str | None,
+    cache_dir: str | None,
     as_json: bool,
 ) -> None:
     """Manufacture N certified task packages (resumable: rerun the same command to finish).
@@ -83,6 +85,7 @@ def generate_cmd(
         )
     if model and not llm:
         raise click.UsageError("--model is only used with --explorer llm or --projector llm")
+    provider = provider_arg(model, cache_dir) if model else None
     with Progress(
         TextColumn("[bold]generate"),
         BarColumn(),
@@ -102,7 +105,7 @@ def generate_cmd(
                 progress=lambda k: bar.advance(task, k),
                 explorer=cast(_Mode, explorer),
                 projector=cast(_Mode | None, projector),
-                model=model,
+                model=provider,
             )
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
