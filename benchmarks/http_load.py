@@ -5,9 +5,9 @@ Run: ``.venv/bin/python benchmarks/http_load.py [--sessions 200] [--calls 5] [--
 Each round starts ``--sessions`` client threads at once; each thread opens one keep-alive
 connection and runs one episode: ``POST /reset``, ``--calls`` seeded ``POST /step`` calls (lends,
 returns and reads on ``mock``; some pass, some are rejected by the policy), ``GET /state`` and
-``DELETE /session/ID``. The server runs in its own process (``--server subprocess``, the
-default) so that the client threads do not compete with it for the GIL; ``--server thread`` runs
-it in this process.
+``DELETE /session/ID``. The server is ``EnvHTTPServer`` (the Starlette app on uvicorn) and runs
+in its own process (``--server subprocess``, the default) so that the client threads do not
+compete with it for the GIL; ``--server thread`` runs it in a background thread of this process.
 
 Reported: requests per second over the round (first request sent to last answer received), and
 p50 / p95 / p99 request latency as the client sees it. Every round also checks isolation: each

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import random
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -35,6 +36,9 @@ from veritask.integrations.http_server import (
 )
 from veritask.rollout import TaskSource
 from veritask.synth import generate
+
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
 
 GOOD_LOAN = {"member_id": "m_ana", "book_id": "b_dune", "due_step": 10}
 LAPSED_LOAN = {"member_id": "m_lapsed", "book_id": "b_dune", "due_step": 10}
@@ -200,13 +204,13 @@ def test_routing_and_protocol_errors_are_json(server: EnvHTTPServer, client: Env
     garbage = raw(b"HELLO there / HTTP/1.1\r\n\r\n")
     assert garbage.startswith(b"HTTP/1.1 400")
     assert "error" in json.loads(garbage.split(b"\r\n\r\n", 1)[1])
-    chunked = raw(b"POST /reset HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+    chunked = raw(b"POST /reset HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
     assert chunked.startswith(b"HTTP/1.1 411")
     # HTTP/1.0 closes after one answer; bare LF line ends are accepted
     assert raw(b"GET /health HTTP/1.0\n\n").startswith(b"HTTP/1.1 200")
     # a client waiting for 100 Continue gets it, then the answer
     body = json.dumps({"seed": 1, "pad": "x" * 2000}).encode()
-    head = f"POST /reset HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: {len(body)}\r\n"
+    head = f"POST /reset HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: {len(body)}\r\n"
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
         sock.sendall(head.encode() + b"Connection: close\r\n\r\n")
         assert sock.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
@@ -291,6 +295,12 @@ def test_binds_loopback_only_unless_allowed(compiled: dict[str, CompiledDomain])
     assert result.exit_code != 0 and "--allow-remote" in result.output
     result = CliRunner().invoke(serve_cmd, ["no-such-domain", "--port", "0"])
     assert result.exit_code != 0 and "unknown domain" in result.output
+
+
+def test_serve_without_the_http_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # import uvicorn raises ImportError
+    result = CliRunner().invoke(serve_cmd, ["mock", "--port", "0"])
+    assert result.exit_code != 0 and "pip install 'veritask[http]'" in result.output
 
 
 def random_calls(rng: random.Random, n: int) -> list[tuple[str, dict[str, Any]]]:

@@ -11,8 +11,9 @@ from veritask.integrations.http_server import (
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_SESSIONS,
     DEFAULT_PORT,
-    EnvHTTPServer,
     open_source,
+    require_http,
+    serve,
 )
 
 
@@ -62,11 +63,19 @@ def serve_cmd(
     Each session has its own database; sessions never share state.
     """
     try:
+        require_http()
+    except ImportError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
         source = open_source(domain_or_dir)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
+    if log_requests:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    tasks = len(source.task_ids())
+    what = f"{source.name} ({tasks} tasks)" if source.mode == "dataset" else source.name
     try:
-        server = EnvHTTPServer(
+        serve(
             source,
             host,
             port,
@@ -74,22 +83,12 @@ def serve_cmd(
             idle_timeout=idle_timeout or None,
             max_sessions=max_sessions,
             log_requests=log_requests,
+            on_ready=lambda url: click.echo(f"serving {what} at {url} (Ctrl-C to stop)", err=True),
         )
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
         raise click.ClickException(f"cannot bind {host}:{port}: {exc}") from None
-    if log_requests:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    tasks = len(source.task_ids())
-    what = f"{source.name} ({tasks} tasks)" if source.mode == "dataset" else source.name
-    click.echo(f"serving {what} at {server.url} (Ctrl-C to stop)", err=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.shutdown()
 
 
 def register(group: click.Group) -> None:

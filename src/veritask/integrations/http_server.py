@@ -25,11 +25,14 @@ status, never a traceback):
 - ``DELETE /session/ID`` closes a session; ``GET /health`` and ``GET /tasks`` describe the server.
   Sessions unused for ``idle_timeout`` seconds are closed too.
 
-The transport is a small HTTP/1.1 server on :mod:`asyncio` (keep-alive, ``Content-Length``
-bodies up to 1 MiB, no chunked uploads): one event loop runs every request to completion, so
-hundreds of concurrent sessions cost no thread switching. It binds loopback by default and
-refuses a non-loopback address unless ``allow_remote=True``: there is no authentication, only
-unguessable session ids. :class:`EnvClient` is a matching blocking client.
+The transport is Starlette (:func:`make_app`: routing, requests, JSON responses) served by
+uvicorn (:class:`EnvHTTPServer`, :func:`serve`), both from the ``http`` extra
+(``pip install 'veritask[http]'``) and imported only when a server is built. Handlers run on the
+event loop, each request to completion, so hundreds of concurrent sessions cost no thread
+switching; connections are kept alive; bodies carry a ``Content-Length`` of at most 1 MiB (no
+chunked uploads). The server binds loopback by default and refuses a non-loopback address unless
+``allow_remote=True``: there is no authentication, only unguessable session ids.
+:class:`EnvClient` is a matching blocking client on the standard library.
 """
 
 from __future__ import annotations
@@ -41,22 +44,25 @@ import http.client
 import ipaddress
 import json
 import logging
-import re
 import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from email.utils import formatdate
-from http import HTTPStatus
 from pathlib import Path
-from typing import Any, Protocol
-from urllib.parse import parse_qs, quote, unquote, urlsplit
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import parse_qs, quote, urlsplit
 
 from veritask.env import CompiledDomain, Environment, Snapshot, diff
 from veritask.policy import DomainSpec, render_wiki
 from veritask.reward import proximity as reward_proximity
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 log = logging.getLogger("veritask.http")
 
@@ -65,15 +71,11 @@ DEFAULT_PORT = 8000
 DEFAULT_IDLE_TIMEOUT = 600.0
 DEFAULT_MAX_SESSIONS = 1024
 MAX_BODY_BYTES = 1 << 20
-MAX_LINE_BYTES = 16 << 10
+"""Largest request body accepted; a larger ``Content-Length`` is answered 413."""
 MAX_HEAD_BYTES = 64 << 10
-MAX_HEADERS = 100
-CONNECTION_TIMEOUT = 300.0
-"""Seconds a keep-alive connection may sit idle (or stall mid-request) before it is closed."""
-
-_REASONS = {s.value: s.phrase for s in HTTPStatus}
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
-_SINGLE_HEADERS = frozenset({"content-length", "transfer-encoding", "host"})
+"""Largest request line plus headers accepted."""
+CONNECTION_TIMEOUT = 300
+"""Seconds a keep-alive connection may sit idle between requests before it is closed."""
 
 _ACTION_KEYS = frozenset({"tool", "arguments"})
 
@@ -549,51 +551,27 @@ class EnvService:
             "idle_timeout": self.idle_timeout,
         }
 
-    # -- routing ---------------------------------------------------------------------------------
 
-    def handle(self, method: str, target: str, body: bytes) -> tuple[int, dict[str, Any]]:
-        """Route one request; returns (status, JSON body). Raises :class:`RequestError`."""
-        url = urlsplit(target)
-        path = url.path.rstrip("/") or "/"
-        query = parse_qs(url.query)
-        if path.startswith("/session/"):
-            session_id = unquote(path.removeprefix("/session/"))
-            _allow(method, "GET", "DELETE")
-            if method == "DELETE":
-                return 200, self.delete(session_id)
-            return 200, self.state(session_id, rows=_flag(query, "rows"))
-        if path == "/reset":
-            _allow(method, "POST")
-            return 200, self.reset(_object(body, allow_empty=True))
-        if path == "/step":
-            _allow(method, "POST")
-            return 200, self.step(_object(body, allow_empty=False))
-        if path == "/state":
-            _allow(method, "GET")
-            ids = query.get("session_id") or [""]
-            return 200, self.state(_session_id(ids[0]), rows=_flag(query, "rows"))
-        if path == "/health":
-            _allow(method, "GET")
-            return 200, self.health()
-        if path == "/tasks":
-            _allow(method, "GET")
-            return 200, {"tasks": self.source.task_ids()}
-        raise RequestError(404, "NOT_FOUND", f"no endpoint {path!r}")
+# -- HTTP transport: Starlette on uvicorn ----------------------------------------------------------
 
 
-def _allow(method: str, *allowed: str) -> None:
-    if method not in allowed:
-        raise RequestError(
-            405, "METHOD_NOT_ALLOWED", f"{method} not allowed here; use {', '.join(allowed)}"
-        )
+HTTP_INSTALL_HINT = "pip install 'veritask[http]'"
 
 
-def _flag(query: Mapping[str, list[str]], name: str) -> bool:
-    values = query.get(name) or ["0"]
-    return values[0].lower() in {"1", "true", "yes"}
+def require_http() -> None:
+    """Check that the HTTP extra (starlette and uvicorn) is installed.
 
-
-# -- HTTP transport ------------------------------------------------------------------------------
+    Raises:
+        ImportError: One of them is missing; the message names :data:`HTTP_INSTALL_HINT`.
+    """
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(
+            f"the HTTP server needs starlette and uvicorn ({exc}); install them with:"
+            f" {HTTP_INSTALL_HINT}"
+        ) from exc
 
 
 def is_loopback(host: str) -> bool:
@@ -612,116 +590,213 @@ def is_loopback(host: str) -> bool:
     return bool(infos) and all(ipaddress.ip_address(i[4][0]).is_loopback for i in infos)
 
 
-@dataclass
-class _Request:
-    method: str
-    target: str
-    keep_alive: bool
-    length: int
-    expect_continue: bool
-    body: bytes = b""
+_Handler = Callable[["Request", bytes], dict[str, Any]]
 
 
-def _parse_head(lines: list[bytes]) -> _Request:
-    """The request line and headers (without line endings) as a request; raises RequestError."""
-    try:
-        method, target, version = lines[0].decode("ascii").split(" ")
-    except (UnicodeDecodeError, ValueError):
-        raise RequestError(400, "BAD_REQUEST", "malformed request line") from None
-    if version not in ("HTTP/1.1", "HTTP/1.0"):
-        raise RequestError(505, "HTTP_VERSION_NOT_SUPPORTED", f"{version!r} is not supported")
-    if not _TOKEN.match(method) or not target.startswith("/"):
-        raise RequestError(400, "BAD_REQUEST", "malformed request line")
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        name, sep, value = line.partition(b":")
-        if not sep or not _TOKEN.match(name.decode("latin-1")):
-            raise RequestError(400, "BAD_REQUEST", "malformed header line")
-        key = name.decode("ascii").lower()
-        text = value.strip(b" \t").decode("latin-1")
-        if key in headers:
-            if key in _SINGLE_HEADERS:
-                raise RequestError(400, "BAD_REQUEST", f"repeated {key} header")
-            text = f"{headers[key]}, {text}"
-        headers[key] = text
-    if "transfer-encoding" in headers:
+def _json_response(status: int, payload: Mapping[str, Any], *, close: bool = False) -> Response:
+    from starlette.responses import Response
+
+    body = json.dumps(payload, ensure_ascii=False, default=_json_default).encode("utf-8")
+    return Response(
+        body,
+        status_code=status,
+        headers={"Connection": "close"} if close else None,
+        media_type="application/json; charset=utf-8",
+    )
+
+
+def _query(request: Request, name: str, default: str) -> str:
+    """The first non-blank value of query parameter ``name``."""
+    query: bytes = request.scope["query_string"]
+    values = parse_qs(query.decode("latin-1")).get(name)
+    return values[0] if values else default
+
+
+def _flag(request: Request, name: str) -> bool:
+    return _query(request, name, "0").lower() in {"1", "true", "yes"}
+
+
+def _check_framing(request: Request) -> None:
+    """Refuse other HTTP versions, chunked uploads and bodies over :data:`MAX_BODY_BYTES`."""
+    version = request.scope["http_version"]
+    if version not in ("1.0", "1.1"):
+        raise RequestError(
+            505, "HTTP_VERSION_NOT_SUPPORTED", f"{'HTTP/' + version!r} is not supported"
+        )
+    if "transfer-encoding" in request.headers:
         raise RequestError(411, "LENGTH_REQUIRED", "send a Content-Length, not chunks")
-    raw = headers.get("content-length", "0")
+    raw = request.headers.get("content-length", "0")
     if not (raw.isascii() and raw.isdigit()):
         raise RequestError(400, "BAD_REQUEST", "invalid Content-Length")
-    length = int(raw)
-    if length > MAX_BODY_BYTES:
+    if int(raw) > MAX_BODY_BYTES:
         raise RequestError(413, "PAYLOAD_TOO_LARGE", f"bodies are limited to {MAX_BODY_BYTES}")
-    tokens = {t.strip() for t in headers.get("connection", "").lower().split(",")}
-    http11 = version == "HTTP/1.1"
-    keep_alive = "close" not in tokens if http11 else "keep-alive" in tokens
-    expect = http11 and headers.get("expect", "").lower() == "100-continue"
-    return _Request(method, target, keep_alive, length, expect)
 
 
-async def _read_request(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-) -> _Request | None:
-    """The next request on a connection, None at a clean end of stream; raises RequestError."""
-    lines: list[bytes] = []
-    total = 0
-    while True:
+class _StripTrailingSlash:
+    """ASGI middleware: a trailing slash is ignored (``/health/`` is ``/health``, no redirect)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path = scope["path"].rstrip("/") or "/"
+            if path != scope["path"]:
+                scope = {**scope, "path": path}
+        await self.app(scope, receive, send)
+
+
+def make_app(service: EnvService, *, log_requests: bool = False) -> Starlette:
+    """The Starlette application serving ``service`` (see the module docstring for endpoints).
+
+    Handlers run on the event loop: a tool call on an in-memory database takes tens of
+    microseconds, so a request never waits on a worker thread. Every answer, errors included,
+    is JSON; bodies are limited to :data:`MAX_BODY_BYTES` (413) and chunked uploads are refused
+    (411). The app's lifespan runs the idle-session reaper.
+
+    Args:
+        service: The sessions to serve.
+        log_requests: Log every request at INFO level (DEBUG otherwise).
+
+    Raises:
+        ImportError: starlette is not installed (``pip install 'veritask[http]'``).
+    """
+    require_http()
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.requests import Request
+    from starlette.routing import Route
+
+    async def dispatch(
+        request: Request, handlers: Mapping[str, _Handler], fallback: _Handler | None = None
+    ) -> Response:
+        started = time.perf_counter()
+        close = False
         try:
-            line = await reader.readuntil(b"\n")
-        except asyncio.IncompleteReadError as exc:
-            if not exc.partial and not lines:
-                return None
-            raise
-        except asyncio.LimitOverrunError:
-            raise RequestError(431, "HEADERS_TOO_LARGE", "a header line is too long") from None
-        total += len(line)
-        if total > MAX_HEAD_BYTES or len(lines) > MAX_HEADERS:
-            raise RequestError(431, "HEADERS_TOO_LARGE", "the request head is too large")
-        line = line[:-2] if line.endswith(b"\r\n") else line[:-1]
-        if line:
-            lines.append(line)
-        elif lines:
-            break  # (empty lines before the request line are ignored, RFC 9112 section 2.2)
-    request = _parse_head(lines)
-    if request.length:
-        if request.expect_continue:
-            writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        request.body = await reader.readexactly(request.length)
-    return request
+            try:
+                _check_framing(request)
+            except RequestError:
+                close = True  # the body is left unread: answer and hang up
+                raise
+            body = await request.body()
+            handler = handlers.get(request.method, fallback)
+            if handler is None:
+                raise RequestError(
+                    405,
+                    "METHOD_NOT_ALLOWED",
+                    f"{request.method} not allowed here; use {', '.join(handlers)}",
+                )
+            status, payload = 200, handler(request, body)
+        except RequestError as exc:
+            status, payload = exc.status, exc.to_json()
+        except Exception:
+            log.exception("internal error on %s %s", request.method, request.url.path)
+            status = 500
+            payload = {"error": {"code": "INTERNAL", "message": "internal server error"}}
+        if log_requests or log.isEnabledFor(logging.DEBUG):
+            query = request.scope["query_string"].decode("latin-1")
+            log.log(
+                logging.INFO if log_requests else logging.DEBUG,
+                "%s %s %d %.2f ms",
+                request.method,
+                request.scope["path"] + (f"?{query}" if query else ""),
+                status,
+                1e3 * (time.perf_counter() - started),
+            )
+        return _json_response(status, payload, close=close)
+
+    class Endpoint:
+        """An ASGI endpoint, so that its route passes every method on (``dispatch`` checks)."""
+
+        def __init__(self, handlers: Mapping[str, _Handler], fallback: _Handler | None) -> None:
+            self.handlers = handlers
+            self.fallback = fallback
+
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+            response = await dispatch(Request(scope, receive), self.handlers, self.fallback)
+            await response(scope, receive, send)
+
+    def route(path: str, fallback: _Handler | None = None, **handlers: _Handler) -> Route:
+        return Route(path, Endpoint(handlers, fallback))
+
+    def not_found(request: Request, body: bytes) -> dict[str, Any]:
+        raise RequestError(404, "NOT_FOUND", f"no endpoint {request.scope['path']!r}")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        reaper = asyncio.create_task(_reap(service))
+        try:
+            yield
+        finally:
+            reaper.cancel()
+
+    routes = [
+        route(
+            "/session/{session_id:path}",
+            GET=lambda r, _: service.state(r.path_params["session_id"], rows=_flag(r, "rows")),
+            DELETE=lambda r, _: service.delete(r.path_params["session_id"]),
+        ),
+        route("/reset", POST=lambda _, body: service.reset(_object(body, allow_empty=True))),
+        route("/step", POST=lambda _, body: service.step(_object(body, allow_empty=False))),
+        route(
+            "/state",
+            GET=lambda r, _: service.state(
+                _session_id(_query(r, "session_id", "")), rows=_flag(r, "rows")
+            ),
+        ),
+        route("/health", GET=lambda _, __: service.health()),
+        route("/tasks", GET=lambda _, __: {"tasks": service.source.task_ids()}),
+        route("/{path:path}", not_found),
+    ]
+    return Starlette(routes=routes, middleware=[Middleware(_StripTrailingSlash)], lifespan=lifespan)
 
 
-def _response(
-    status: int, payload: Mapping[str, Any], *, keep_alive: bool, head_only: bool = False
-) -> bytes:
-    body = json.dumps(payload, ensure_ascii=False, default=_json_default).encode("utf-8")
-    head = (
-        f"HTTP/1.1 {status} {_REASONS.get(status, 'Unknown')}\r\n"
-        f"Server: veritask\r\nDate: {_http_date()}\r\n"
-        "Content-Type: application/json; charset=utf-8\r\n"
-        f"Content-Length: {len(body)}\r\n"
-        + ("" if keep_alive else "Connection: close\r\n")
-        + "\r\n"
-    ).encode("latin-1")
-    return head if head_only else head + body
+async def _reap(service: EnvService) -> None:
+    """Close idle sessions every so often (a quarter of the idle timeout, at most 30 s)."""
+    timeout = service.idle_timeout
+    if timeout is None:
+        return
+    interval = max(0.05, min(timeout / 4, 30.0))
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            service.expire()
+        except Exception:  # the reaper must outlive a bad sweep
+            log.exception("session expiry failed")
 
 
-_date_cache: tuple[int, str] = (0, "")
+def _protocol_class() -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol, answering a request it cannot parse with the JSON error shape."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
 
+    class JSONErrorH11Protocol(H11Protocol):
+        def send_400_response(self, msg: str) -> None:
+            error = RequestError(400, "BAD_REQUEST", "malformed HTTP request")
+            body = json.dumps(error.to_json()).encode("utf-8")
+            headers = [
+                (b"content-type", b"application/json; charset=utf-8"),
+                (b"content-length", str(len(body)).encode("ascii")),
+                (b"connection", b"close"),
+            ]
+            for event in (
+                h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+                h11.Data(data=body),
+                h11.EndOfMessage(),
+            ):
+                self.transport.write(self.conn.send(event) or b"")
+            self.transport.close()
 
-def _http_date() -> str:
-    global _date_cache
-    now = int(time.time())
-    if _date_cache[0] != now:
-        _date_cache = (now, formatdate(now, usegmt=True))
-    return _date_cache[1]
+    return JSONErrorH11Protocol
 
 
 class EnvHTTPServer:
-    """The HTTP server: an :class:`EnvService` behind an asyncio HTTP/1.1 server.
+    """The HTTP server: an :class:`EnvService` behind :func:`make_app`, served by uvicorn.
 
-    One event loop serves every connection; each request runs to completion (a tool call on an
-    in-memory database takes tens of microseconds), so requests never wait on thread switches
-    however many sessions are open. Connections are kept alive between requests.
+    The socket is bound on construction (so ``port=0`` can be read back at once); serve in this
+    thread with :meth:`serve_forever` or in a background one with :meth:`start`. One event loop
+    serves every connection; connections are kept alive between requests for up to
+    :data:`CONNECTION_TIMEOUT` seconds.
 
     Args:
         source: Where sessions start from (see :func:`open_source`).
@@ -734,6 +809,7 @@ class EnvHTTPServer:
 
     Raises:
         ValueError: ``host`` is not loopback and ``allow_remote`` is false.
+        ImportError: starlette or uvicorn is missing (``pip install 'veritask[http]'``).
         OSError: The address cannot be bound.
     """
 
@@ -753,19 +829,30 @@ class EnvHTTPServer:
                 f"refusing to bind non-loopback host {host!r}: the server has no authentication;"
                 " pass allow_remote (--allow-remote) to expose it"
             )
+        require_http()
+        import uvicorn
+
         self.service = EnvService(source, idle_timeout=idle_timeout, max_sessions=max_sessions)
-        self.log_requests = log_requests
+        config = uvicorn.Config(
+            make_app(self.service, log_requests=log_requests),
+            http=_protocol_class(),
+            ws="none",
+            lifespan="on",
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+            server_header=False,
+            headers=[("Server", "veritask")],
+            timeout_keep_alive=CONNECTION_TIMEOUT,
+            h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        )
+        self._server = uvicorn.Server(config)
         bind_host = host.strip("[]")
         family = socket.AF_INET6 if ":" in bind_host else socket.AF_INET
         self._sock = socket.create_server((bind_host, port), family=family, backlog=1024)
-        self._sock.setblocking(False)
         self._address: tuple[str, int] = self._sock.getsockname()[:2]
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopping: asyncio.Event | None = None
-        self._ready = threading.Event()
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
 
     @property
     def host(self) -> str:
@@ -783,14 +870,12 @@ class EnvHTTPServer:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
 
-    # -- serving ---------------------------------------------------------------------------------
-
     def serve_forever(self) -> None:
-        """Serve until :meth:`shutdown` is called from another thread (or KeyboardInterrupt)."""
+        """Serve until :meth:`shutdown` is called from another thread (or Ctrl-C / SIGTERM)."""
         if self._done.is_set():
             raise RuntimeError("the server was shut down")
         try:
-            asyncio.run(self._serve())
+            self._server.run(sockets=[self._sock])
         finally:
             self._done.set()
 
@@ -802,22 +887,19 @@ class EnvHTTPServer:
             target=self.serve_forever, name="veritask-http", daemon=True
         )
         self._thread.start()
-        while not self._ready.wait(0.05):
+        while not self._server.started:
+            self._thread.join(timeout=0.01)
             if not self._thread.is_alive():
                 raise RuntimeError("the HTTP server thread failed to start")
         return self
 
     def shutdown(self) -> None:
         """Stop serving, close the socket, open connections and every session."""
-        loop, stopping = self._loop, self._stopping
-        if loop is not None and stopping is not None:
-            with contextlib.suppress(RuntimeError):  # the loop already ended (Ctrl-C)
-                loop.call_soon_threadsafe(stopping.set)
-            self._done.wait(timeout=10)  # serve_forever returns (whichever thread runs it)
-        self._done.set()
+        self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None
+        self._done.set()
         self._sock.close()
         self.service.close()
 
@@ -827,85 +909,52 @@ class EnvHTTPServer:
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
 
-    async def _serve(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stopping = asyncio.Event()
-        server = await asyncio.start_server(self._connection, sock=self._sock, limit=MAX_LINE_BYTES)
-        reaper = asyncio.create_task(self._reap())
-        self._ready.set()
-        try:
-            await self._stopping.wait()
-        finally:
-            reaper.cancel()
-            server.close()
-            for writer in list(self._writers):
-                writer.close()
-            await server.wait_closed()
 
-    async def _reap(self) -> None:
-        timeout = self.service.idle_timeout
-        if timeout is None:
-            return
-        interval = max(0.05, min(timeout / 4, 30.0))
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                self.service.expire()
-            except Exception:  # the reaper must outlive a bad sweep
-                log.exception("session expiry failed")
+def serve(
+    source: EnvSource,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    *,
+    allow_remote: bool = False,
+    idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
+    log_requests: bool = False,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve ``source`` over HTTP in this thread until Ctrl-C or SIGTERM.
 
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._writers.add(writer)
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        try:
-            while True:
-                try:
-                    async with asyncio.timeout(CONNECTION_TIMEOUT):
-                        request = await _read_request(reader, writer)
-                except RequestError as exc:  # the framing is lost: answer and hang up
-                    writer.write(_response(exc.status, exc.to_json(), keep_alive=False))
-                    await writer.drain()
-                    return
-                if request is None:
-                    return
-                started = time.perf_counter()
-                status, payload = self._dispatch(request)
-                writer.write(
-                    _response(
-                        status,
-                        payload,
-                        keep_alive=request.keep_alive,
-                        head_only=request.method == "HEAD",
-                    )
-                )
-                if self.log_requests or log.isEnabledFor(logging.DEBUG):
-                    log.log(
-                        logging.INFO if self.log_requests else logging.DEBUG,
-                        "%s %s %d %.2f ms",
-                        request.method,
-                        request.target,
-                        status,
-                        1e3 * (time.perf_counter() - started),
-                    )
-                await writer.drain()
-                if not request.keep_alive:
-                    return
-        except (asyncio.IncompleteReadError, ConnectionError, TimeoutError):
-            pass  # the client went away or idled out
-        finally:
-            self._writers.discard(writer)
-            writer.close()
+    Args:
+        source: Where sessions start from (see :func:`open_source`).
+        host: Address to bind; loopback unless ``allow_remote``.
+        port: Port to bind; 0 picks a free one.
+        allow_remote: Allow a non-loopback ``host``. The server has no authentication.
+        idle_timeout: Seconds after which an unused session is closed; None never expires.
+        max_sessions: Open sessions allowed at once.
+        log_requests: Log every request at INFO level.
+        on_ready: Called with the server's URL once the socket is bound.
 
-    def _dispatch(self, request: _Request) -> tuple[int, dict[str, Any]]:
-        try:
-            return self.service.handle(request.method, request.target, request.body)
-        except RequestError as exc:
-            return exc.status, exc.to_json()
-        except Exception:
-            log.exception("internal error on %s %s", request.method, request.target)
-            return 500, {"error": {"code": "INTERNAL", "message": "internal server error"}}
+    Raises:
+        ValueError: ``host`` is not loopback and ``allow_remote`` is false.
+        ImportError: starlette or uvicorn is missing (``pip install 'veritask[http]'``).
+        OSError: The address cannot be bound.
+    """
+    server = EnvHTTPServer(
+        source,
+        host,
+        port,
+        allow_remote=allow_remote,
+        idle_timeout=idle_timeout,
+        max_sessions=max_sessions,
+        log_requests=log_requests,
+    )
+    try:
+        if on_ready is not None:
+            on_ready(server.url)
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
 
 
 # -- client ----------------------------------------------------------------------------------------
@@ -1008,6 +1057,7 @@ __all__ = [
     "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_MAX_SESSIONS",
     "DEFAULT_PORT",
+    "HTTP_INSTALL_HINT",
     "DatasetSource",
     "DomainSource",
     "EnvClient",
@@ -1018,8 +1068,11 @@ __all__ = [
     "RequestError",
     "TaskStart",
     "is_loopback",
+    "make_app",
     "open_source",
     "proximity",
+    "require_http",
+    "serve",
     "state_digest",
     "state_rows",
 ]
