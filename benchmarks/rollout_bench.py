@@ -4,7 +4,9 @@ Run: ``.venv/bin/python benchmarks/rollout_bench.py [--n 1000] [--domains travel
 
 For each domain it generates N tasks, then runs the oracle, noop and random agents with the
 scripted user through the full episode loop (verification included) and reports pass^1, how
-many non-refusal tasks noop solved (must be 0), and episodes per second. The oracle's rate is
+many non-refusal tasks noop solved (must be 0), the mean final proximity to the target and the
+share of tasks whose distance to the target the agent changed (non-refusal tasks), and episodes
+per second. The oracle's rate is
 the baseline: it replays the witness, so the rate measures the loop, the user simulator and the
 verifiers rather than any model.
 """
@@ -15,12 +17,14 @@ import argparse
 import asyncio
 import json
 import shutil
+import statistics
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from veritask.domains import builtin_domains
+from veritask.reward import proximity
 from veritask.rollout import RoleFactory, TaskSource, run_batch, summarize
 from veritask.synth import generate
 
@@ -42,6 +46,13 @@ def run_domain(domain: str, n: int, root: Path) -> dict[str, Any]:
         row[f"{agent}_episodes_per_s"] = round(len(trajs) / elapsed, 1)
         row[f"{agent}_non_refusal_solved"] = sum(
             1 for t in trajs if t.reward == 1.0 and t.task_id not in refusal
+        )
+        real = [t for t in trajs if t.task_id not in refusal]
+        row[f"{agent}_mean_final_proximity"] = round(
+            statistics.mean(proximity(t.final_distance, t.initial_distance) for t in real), 4
+        )
+        row[f"{agent}_distance_changed"] = round(
+            sum(t.final_distance != t.initial_distance for t in real) / len(real), 4
         )
     return row
 

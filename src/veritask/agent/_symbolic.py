@@ -45,6 +45,52 @@ class NoopAgent:
         return Turn(text_message("I'm sorry, I can't make changes right now."))
 
 
+Pool = dict[str, list[Any]]
+"""Values seen in tool results, by column name."""
+
+
+def observed_values(messages: list[dict[str, Any]]) -> Pool:
+    """Every scalar value the tool results so far showed, by column name, in first-seen order
+    (the rows a read returned, the row a write returned)."""
+    pool: Pool = {}
+    for message in messages:
+        if message.get("role") != "tool":
+            continue
+        try:
+            payload = json.loads(message.get("content") or "null")
+        except (json.JSONDecodeError, TypeError):
+            continue
+        rows = payload.get("rows") if isinstance(payload, dict) else None
+        for row in rows if isinstance(rows, list) else [payload]:
+            if not isinstance(row, dict):
+                continue
+            for key, value in row.items():
+                if isinstance(value, str | int | float) and not isinstance(value, bool):
+                    seen = pool.setdefault(key, [])
+                    if value not in seen:
+                        seen.append(value)
+    return pool
+
+
+def _fits(schema: dict[str, Any], value: Any) -> bool:
+    if "enum" in schema:
+        return value in schema["enum"]
+    kind = schema.get("type")
+    if kind == "integer":
+        return isinstance(value, int)
+    if kind == "number":
+        return isinstance(value, int | float)
+    return isinstance(value, str) if kind == "string" else False
+
+
+def _seen_value(name: str, schema: dict[str, Any], pool: Pool, rng: random.Random) -> Any:
+    """A value seen under this name (or, for ``*_id``, any id seen), or None."""
+    candidates = [v for v in pool.get(name, []) if _fits(schema, v)]
+    if not candidates and name.endswith("_id"):
+        candidates = [v for v in pool.get("id", []) if _fits(schema, v)]
+    return rng.choice(candidates) if candidates else None
+
+
 def _random_value(schema: dict[str, Any], rng: random.Random) -> Any:
     if "enum" in schema:
         return rng.choice(schema["enum"])
@@ -59,19 +105,28 @@ def _random_value(schema: dict[str, Any], rng: random.Random) -> Any:
     return rng.choice(["x", "test", "1", "A1"])
 
 
-def random_arguments(tool: dict[str, Any], rng: random.Random) -> dict[str, Any]:
-    """Schema-valid but aimless arguments: every required one and a few optional ones."""
+def random_arguments(
+    tool: dict[str, Any], rng: random.Random, pool: Pool | None = None
+) -> dict[str, Any]:
+    """Schema-valid but aimless arguments: every required one and a few optional ones. With a
+    ``pool`` of values seen in tool results, most arguments reuse one of them (real ids rather
+    than invented ones), so random calls reach real records."""
     params = tool["function"]["parameters"]
     required = set(params.get("required", []))
     args = {}
     for name, schema in params.get("properties", {}).items():
         if name in required or rng.random() < 0.15:
-            args[name] = _random_value(schema, rng)
+            seen = _seen_value(name, schema, pool, rng) if pool and rng.random() < 0.8 else None
+            args[name] = seen if seen is not None else _random_value(schema, rng)
     return args
 
 
 class RandomAgent:
-    """Makes a few valid, aimless tool calls per turn (seeded), then says something generic."""
+    """Makes a few valid, aimless tool calls per turn (seeded), then says something generic.
+
+    Arguments mostly reuse values the agent has seen in tool results (ids, names, amounts), so
+    its writes hit real records: a baseline that moves the state, unlike ``noop``, without a
+    plan."""
 
     name = "random"
 
@@ -87,7 +142,8 @@ class RandomAgent:
             self._made += 1
             self._count += 1
             tool = self._rng.choice(tools)
-            args = json.dumps(random_arguments(tool, self._rng), sort_keys=True)
+            pool = observed_values(messages)
+            args = json.dumps(random_arguments(tool, self._rng, pool), sort_keys=True)
             return Turn(tool_call_message(f"call_{self._count}", tool["function"]["name"], args))
         self._made = 0
         return Turn(text_message("I have looked into it. Is there anything else?"))
