@@ -31,6 +31,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from veritask.domains import load_domain
@@ -43,6 +44,9 @@ from veritask.integrations.http_server import (
     state_rows,
 )
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integrations"))
+from test_http_server import random_calls  # the workload of the isolation test, not a copy
+
 Call = tuple[str, dict[str, Any]]
 
 _SERVER = """
@@ -52,31 +56,6 @@ server = EnvHTTPServer(open_source(sys.argv[1]), port=0, max_sessions=int(sys.ar
 print(server.url, flush=True)
 server.serve_forever()
 """
-
-
-def random_calls(rng: random.Random, n: int) -> list[Call]:
-    """A seeded mix of lends, returns and reads on ``mock`` (as in the isolation test)."""
-    calls: list[Call] = []
-    for _ in range(n):
-        roll = rng.random()
-        if roll < 0.5:
-            args: dict[str, Any] = {
-                "member_id": rng.choice(["m_ana", "m_ben", "m_lapsed"]),
-                "book_id": rng.choice(["b_dune", "b_emma", "b_hobbit"]),
-                "due_step": rng.randint(1, 1000),
-            }
-            calls.append(("insert_loans", args))
-        elif roll < 0.9:
-            args = {
-                "id": rng.randint(1, 3),
-                "status": "RETURNED",
-                "return_step": rng.randint(1, 12),
-                "late_fee": rng.choice([0, 0, 0, rng.randint(1, 20)]),
-            }
-            calls.append(("update_loans", args))
-        else:
-            calls.append(("query_loans", {"status": "OPEN"}))
-    return calls
 
 
 def percentile(values: list[float], q: float) -> float:
