@@ -17,7 +17,7 @@ from veritask.export import (
     to_sharegpt_row,
     verified,
 )
-from veritask.rollout import Trajectory
+from veritask.task import Trajectory
 
 MALFORMED = '{"id": "m_ben", "name": '
 TOOLS = [

@@ -19,12 +19,12 @@ from veritask.model import (
     GenerateConfig,
     ModelOutput,
     ModelProvider,
-    OpenAIProvider,
     ProviderError,
     RecordingProvider,
+    Usage,
     get_provider,
 )
-from veritask.rollout import Usage
+from veritask.model._openai import OpenAIProvider
 
 MESSAGES: list[dict[str, Any]] = [
     {"role": "system", "content": "You are a support agent."},

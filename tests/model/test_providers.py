@@ -25,6 +25,7 @@ from veritask.model import (
     RequestCache,
     ScriptedProvider,
     ScriptExhausted,
+    Usage,
     canonical_request,
     from_chat_completion,
     get_provider,
@@ -33,7 +34,6 @@ from veritask.model import (
     to_chat_request,
 )
 from veritask.model._openai import backoff_delay, resolve_endpoint
-from veritask.rollout import Usage
 
 MESSAGES: list[dict[str, Any]] = [
     {"role": "system", "content": "You are a support agent."},

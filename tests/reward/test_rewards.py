@@ -20,7 +20,7 @@ from veritask.reward import (
     ta_grpo_advantages,
     turn_rewards,
 )
-from veritask.rollout import ToolStep, Trajectory
+from veritask.task import ToolStep, Trajectory
 
 EPS = 1e-6
 

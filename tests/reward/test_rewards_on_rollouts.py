@@ -16,8 +16,9 @@ from veritask.reward import (
     reward_breakdown,
     ta_grpo_advantages,
 )
-from veritask.rollout import RoleFactory, TaskSource, Trajectory, run_batch
+from veritask.rollout import RoleFactory, TaskSource, run_batch
 from veritask.synth import generate
+from veritask.task import Trajectory
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from veritask.rollout._metrics import pass_at_k, pass_hat_k, pass_hat_k_table
+from veritask.verify import pass_at_k, pass_hat_k, pass_hat_k_table
 
 TWO_OF_FOUR = [True, False, 1, 0]
 

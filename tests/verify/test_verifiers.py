@@ -9,12 +9,13 @@ from typing import Any
 import pytest
 
 from veritask.env import CompiledDomain, Environment, Snapshot, diff
-from veritask.rollout import ToolStep, Trajectory
 from veritask.task import (
     DatasetDir,
     SubGoal,
     TaskDescription,
     TaskPackage,
+    ToolStep,
+    Trajectory,
     UserProfile,
     WitnessCall,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from veritask.rollout._trajectory import Usage
+from veritask.model import Usage
 
 STOP = "###STOP###"
 """What a user simulator says to end the conversation (LOGIGEN Appendix B.1)."""

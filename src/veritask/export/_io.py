@@ -11,8 +11,7 @@ from pydantic import ValidationError
 
 from veritask.export._chat import dumps
 from veritask.export._sft import to_hf_row, to_openai_row, to_sharegpt_row
-from veritask.rollout import Trajectory
-from veritask.task import atomic_write
+from veritask.task import Trajectory, atomic_write
 
 SftFormat = Literal["hf", "openai", "sharegpt"]
 FORMATS: dict[str, Callable[[Trajectory], dict[str, Any]]] = {

@@ -15,7 +15,7 @@ from veritask.export._chat import (
     text,
     tool_calls,
 )
-from veritask.rollout import Trajectory
+from veritask.task import Trajectory
 
 # -- Hugging Face ------------------------------------------------------------------------------
 

@@ -16,10 +16,11 @@ from typing import Any
 
 from veritask.agent import STOP, ScriptedUser, Turn
 from veritask.env import Environment, Snapshot, ToolResult, diff
+from veritask.model import Usage
 from veritask.reward import proximity
-from veritask.rollout import EpisodeTask, TaskSource, ToolStep, Trajectory, Usage, score
+from veritask.rollout import EpisodeTask, TaskSource, score
 from veritask.rollout._episode import execute_call
-from veritask.task import TaskPackage
+from veritask.task import TaskPackage, ToolStep, Trajectory
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,20 @@
 """Verifiable logic task families (SSLogic): generators, templates, validator pools."""
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
 from veritask.logic._complexity import (
     PATTERNS,
     ComplexityMetrics,
     family_roots,
     measure_family,
     measure_source,
+)
+from veritask.logic._evolve import (
+    EvolutionResult,
+    GateSettings,
+    Playbook,
+    PlaybookEntry,
+    RoundRecord,
+    evolve,
+    evolve_async,
 )
 from veritask.logic._family import (
     CATEGORIES,
@@ -57,6 +63,18 @@ from veritask.logic._registry import (
     file_families,
     get_family,
 )
+from veritask.logic._review import (
+    BlindReport,
+    ConsensusReport,
+    FamilyGateRecord,
+    QualityVerdict,
+    ReviewReport,
+    blind_review,
+    check_consensus,
+    review_family,
+    run_gates,
+    run_gates_async,
+)
 from veritask.logic._sandbox import (
     SandboxCall,
     SandboxLimits,
@@ -65,68 +83,6 @@ from veritask.logic._sandbox import (
     run_sandboxed,
 )
 from veritask.logic.rg import LogicDataset, LogicDatasetConfig, create_dataset
-
-if TYPE_CHECKING:
-    from veritask.logic._evolve import (
-        EvolutionResult,
-        GateSettings,
-        Playbook,
-        PlaybookEntry,
-        RoundRecord,
-        evolve,
-        evolve_async,
-    )
-    from veritask.logic._review import (
-        BlindReport,
-        ConsensusReport,
-        FamilyGateRecord,
-        QualityVerdict,
-        ReviewReport,
-        blind_review,
-        check_consensus,
-        review_family,
-        run_gates,
-        run_gates_async,
-    )
-
-_LAZY = {
-    **dict.fromkeys(
-        (
-            "EvolutionResult",
-            "GateSettings",
-            "Playbook",
-            "PlaybookEntry",
-            "RoundRecord",
-            "evolve",
-            "evolve_async",
-        ),
-        "veritask.logic._evolve",
-    ),
-    **dict.fromkeys(
-        (
-            "BlindReport",
-            "ConsensusReport",
-            "FamilyGateRecord",
-            "QualityVerdict",
-            "ReviewReport",
-            "blind_review",
-            "check_consensus",
-            "review_family",
-            "run_gates",
-            "run_gates_async",
-        ),
-        "veritask.logic._review",
-    ),
-}
-
-
-def __getattr__(name: str) -> Any:
-    """Load the gate and evolution names (and with them the model layer) on first use."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
 
 __all__ = [
     "CATEGORIES",

@@ -8,12 +8,13 @@ when every validator gives the same canonical answer.
 
 from __future__ import annotations
 
-import hashlib
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from veritask._util import derive_seed
 
 Category = Literal[
     "logical", "spatial", "symbolic", "temporal", "relational", "commonsense", "causal"
@@ -103,10 +104,7 @@ class Family:
 
 def instance_seed(family: str, version: str, split: str, seed: int, index: int) -> int:
     """A 63-bit seed from (family, version, split, seed, index): splits never share a stream."""
-    digest = hashlib.sha256(
-        f"{family}\x1f{version}\x1f{split}\x1f{seed}\x1f{index}".encode()
-    ).digest()
-    return int.from_bytes(digest[:8], "big") >> 1
+    return derive_seed(family, version, split, seed, index)
 
 
 @dataclass(frozen=True)

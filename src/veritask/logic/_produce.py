@@ -20,7 +20,6 @@ import json
 import math
 import os
 import random
-import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -28,8 +27,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from veritask._util import derive_seed, write_lines_atomic
 from veritask.logic._family import Family, Instance, make_instance, normalize
 from veritask.logic._registry import all_families
+from veritask.verify import pass_at_k
 
 NAMED_BUCKETS: dict[str, tuple[int, int]] = {"easy": (1, 3), "medium": (4, 7), "hard": (8, 10)}
 """The named difficulty buckets a mix spec may use."""
@@ -74,11 +75,6 @@ class Bucket:
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (the ratio as a float)."""
         return {"name": self.name, "low": self.low, "high": self.high, "ratio": float(self.ratio)}
-
-
-def _derived_seed(*parts: object) -> int:
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:8], "big") >> 1
 
 
 def _largest_remainder(n: int, weights: list[Fraction]) -> list[int]:
@@ -163,7 +159,7 @@ class Mix:
         (bucket names do not matter: ``easy=1`` and ``1-3:1`` give the same schedule)."""
         slots = [d for d, count in self.difficulty_counts(n).items() for _ in range(count)]
         ranges = ",".join(f"{b.low}-{b.high}:{b.ratio}" for b in self.buckets)
-        random.Random(_derived_seed("mix", ranges, n, seed)).shuffle(slots)
+        random.Random(derive_seed("mix", ranges, n, seed)).shuffle(slots)
         return slots
 
     def to_json(self) -> dict[str, Any]:
@@ -220,7 +216,7 @@ def _family_schedule(
         if not 1 <= difficulty <= 10:
             raise ValueError(f"difficulty must be 1-10, got {difficulty}")
         return [difficulty] * n
-    return (mix or Mix.default()).schedule(n, _derived_seed(family.id, split, seed))
+    return (mix or Mix.default()).schedule(n, derive_seed(family.id, split, seed))
 
 
 # --- production ------------------------------------------------------------------------------
@@ -367,22 +363,8 @@ def dump_record(record: Mapping[str, Any]) -> str:
 def write_jsonl(path: str | os.PathLike[str], records: Iterable[Mapping[str, Any]]) -> int:
     """Write records as JSONL atomically (a temporary file in the same folder, then
     ``os.replace``); a reader never sees a half-written file. Returns the number of lines."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    count = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            for record in records:
-                fh.write(dump_record(record) + "\n")
-                count += 1
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return count
+    lines = ((dump_record(record) + "\n").encode("utf-8") for record in records)
+    return write_lines_atomic(Path(path), lines, durable=True)
 
 
 # --- reports ---------------------------------------------------------------------------------
@@ -643,8 +625,6 @@ def pass_at_k_by_family(results: Iterable[tuple[str, int, int]], k: int) -> dict
     Returns:
         Family id -> the mean of ``pass_at_k(n, c, k)`` over its instances, sorted by id.
     """
-    from veritask.rollout._metrics import pass_at_k  # lazily: veritask.rollout loads pydantic
-
     per_family: dict[str, list[float]] = defaultdict(list)
     for family, n, c in results:
         per_family[family].append(pass_at_k(n, c, k))

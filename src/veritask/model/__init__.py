@@ -2,10 +2,8 @@
 
 Build providers with :func:`get_provider` (``openai:MODEL``, ``scripted``, ``replay:PATH``);
 test doubles enter through :func:`register_provider`. The ``openai`` SDK is imported only
-when an ``openai:`` provider is built.
+when an ``openai:`` provider is built (by ``get_provider``), so it is not re-exported here.
 """
-
-from typing import TYPE_CHECKING, Any
 
 from veritask.model._cache import CachedProvider, RequestCache
 from veritask.model._convert import from_chat_completion, normalize_message, to_chat_request
@@ -31,19 +29,7 @@ from veritask.model._types import (
     ReplayMiss,
     ScriptExhausted,
 )
-
-if TYPE_CHECKING:
-    from veritask.model._openai import OpenAIProvider
-
-
-def __getattr__(name: str) -> Any:
-    """Load ``OpenAIProvider`` (and with it the SDK) only when it is asked for."""
-    if name == "OpenAIProvider":
-        from veritask.model._openai import OpenAIProvider
-
-        return OpenAIProvider
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+from veritask.model._usage import Usage
 
 __all__ = [
     "TRANSPORT_FIELDS",
@@ -53,7 +39,6 @@ __all__ = [
     "ModelOutput",
     "ModelProvider",
     "ModuleCost",
-    "OpenAIProvider",
     "Prices",
     "ProviderError",
     "RecordingProvider",
@@ -64,6 +49,7 @@ __all__ = [
     "ScriptItem",
     "ScriptedProvider",
     "StructuredOutputError",
+    "Usage",
     "ask",
     "canonical_request",
     "extract_block",

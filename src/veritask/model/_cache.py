@@ -6,10 +6,10 @@ import contextlib
 import json
 import os
 import sqlite3
-import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
+from veritask._util import atomic_write_text
 from veritask.model._hash import request_hash
 from veritask.model._types import (
     GenerateConfig,
@@ -18,7 +18,7 @@ from veritask.model._types import (
     provider_model,
     resolve_config,
 )
-from veritask.rollout import Usage
+from veritask.model._usage import Usage
 
 CacheBackend = Literal["dir", "sqlite"]
 
@@ -86,15 +86,7 @@ class RequestCache:
             return
         file = self._file(key)
         file.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(tmp, file)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        atomic_write_text(file, text)
 
     def _file(self, key: str) -> Path:
         if not key or not all(c.isalnum() or c in "-_" for c in key):

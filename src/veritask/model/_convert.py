@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from veritask.model._types import GenerateConfig, ModelOutput, Prices, ProviderError
-from veritask.rollout import Usage
+from veritask.model._usage import Usage
 
 
 def to_chat_request(

@@ -8,7 +8,7 @@ from typing import Any, TypeAlias
 
 from veritask.model._convert import normalize_message
 from veritask.model._types import GenerateConfig, ModelOutput, Prices, ScriptExhausted
-from veritask.rollout import Usage
+from veritask.model._usage import Usage
 
 ScriptItem: TypeAlias = str | dict[str, Any] | ModelOutput | BaseException
 """One scripted answer: text, a message (full or shorthand), a ready output, or an error."""

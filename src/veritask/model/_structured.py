@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from veritask.model._types import GenerateConfig, ModelProvider
-from veritask.rollout import Usage
+from veritask.model._usage import Usage
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)

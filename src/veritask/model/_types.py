@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from veritask.rollout import Usage
+from veritask.model._usage import Usage
 
 
 class ProviderError(RuntimeError):

@@ -13,7 +13,7 @@ from veritask.reward._dense import (
     proximity,
     rewards_by_turn,
 )
-from veritask.rollout import Trajectory
+from veritask.task import Trajectory
 
 
 def reward_breakdown(

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from veritask.rollout import ToolStep, Trajectory
+from veritask.task import ToolStep, Trajectory
 
 DEFAULT_LAMBDA_ERR = 0.1
 """Default penalty coefficient lambda_err (> 0) for a call that violated policy."""

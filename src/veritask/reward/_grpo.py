@@ -16,7 +16,7 @@ from veritask.reward._dense import (
     final_reward,
     rewards_by_turn,
 )
-from veritask.rollout import Trajectory
+from veritask.task import Trajectory
 
 TurnReduce = Literal["per_call", "turn_sum", "turn_min"]
 """How the calls of one assistant message make that turn's penalty (see ta_grpo_advantages)."""

@@ -16,13 +16,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from veritask._util import derive_seed
 from veritask.agent import Agent, NoopAgent, OracleAgent, RandomAgent, ScriptedUser, User
 from veritask.domains import load_domain
 from veritask.env import CompiledDomain
 from veritask.rollout._episode import EpisodeLimits, EpisodeTask, run_episode
-from veritask.rollout._trajectory import Trajectory
-from veritask.synth import derive_seed
-from veritask.task import DatasetDir, TaskPackage, load_dataset
+from veritask.task import DatasetDir, TaskPackage, Trajectory, load_dataset
 from veritask.verify import VerificationError, gold_diff_for, verify
 
 
@@ -196,7 +195,7 @@ async def run_batch(
 
 def summarize(trajectories: Iterable[Trajectory], trials: int) -> dict[str, Any]:
     """``{"tasks", "trials", "pass^1", ..., "pass^K", "per_task": [...]}`` (success: reward == 1)."""
-    from veritask.rollout._metrics import pass_hat_k_table
+    from veritask.verify import pass_hat_k_table
 
     per_task: dict[str, list[Trajectory]] = {}
     for traj in trajectories:

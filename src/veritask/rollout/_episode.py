@@ -8,8 +8,8 @@ from typing import Any
 
 from veritask.agent import STOP, Agent, User
 from veritask.env import CompiledDomain, Environment, Snapshot, ToolResult, diff
-from veritask.rollout._trajectory import StopReason, ToolStep, Trajectory, Usage
-from veritask.task import TaskPackage
+from veritask.model import Usage
+from veritask.task import StopReason, TaskPackage, ToolStep, Trajectory
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """Task synthesis: Set Designer, Explorer and Projector (symbolic by default)."""
 
-from veritask.synth._analysis import DomainModel, derive_seed
+from veritask._util import derive_seed
+from veritask.synth._analysis import DomainModel
 from veritask.synth._architect import (
     Architect,
     ArchitectError,
@@ -20,16 +21,15 @@ from veritask.synth._architect_seed import Seed, SeedError, SeedHints, load_seed
 from veritask.synth._designer import Scene, SymbolicSetDesigner
 from veritask.synth._explorer import Episode, SymbolicExplorer
 from veritask.synth._generate import (
-    GENERATOR,
     GenerateSummary,
     generate,
     generate_async,
-    replay,
 )
 from veritask.synth._llm_explorer import Exploration, ExplorerLimits, LLMExplorer
 from veritask.synth._llm_projector import LLMProjector, ProjectionRejected
 from veritask.synth._projector import SymbolicProjector, classify
-from veritask.task import find_spoilers, text_keys
+from veritask.synth._unit import GENERATOR
+from veritask.task import find_spoilers, replay, text_keys
 
 __all__ = [
     "GENERATOR",

@@ -6,7 +6,6 @@ and repairs all come from the spec's structure (foreign keys, tiers, enums, rule
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import deque
 from dataclasses import dataclass, field
@@ -18,12 +17,6 @@ from veritask.policy._sql import rule_condition
 _NEW_COL = re.compile(r"\bNEW\.([A-Za-z_][A-Za-z0-9_]*)")
 _NEW_CMP = re.compile(r"\bNEW\.([A-Za-z_][A-Za-z0-9_]*)\s*(?:<=|>=|<|>|=|!=)\s*(-?\d+)")
 _NAME_COLUMNS = ("name", "full_name", "title", "label", "display_name")
-
-
-def derive_seed(*parts: object) -> int:
-    """A 63-bit seed from any parts, stable across processes (unlike ``hash``)."""
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:8], "big") >> 1
 
 
 def humanize(name: str) -> str:

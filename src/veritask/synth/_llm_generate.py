@@ -24,24 +24,24 @@ from pathlib import Path
 from typing import Any, Literal
 
 from veritask import __version__
+from veritask._util import derive_seed
 from veritask.env import Environment, Snapshot
 from veritask.model import CostLedger, GenerateConfig, ModelProvider
 from veritask.model._types import provider_model
 from veritask.policy import Rule
-from veritask.synth._analysis import derive_seed
 from veritask.synth._designer import Scene, faker_for
 from veritask.synth._explorer import Episode
-from veritask.synth._generate import (
+from veritask.synth._llm_explorer import Exploration, ExplorerLimits, LLMExplorer
+from veritask.synth._llm_projector import LLMProjector, ProjectionRejected
+from veritask.synth._projector import Projection
+from veritask.synth._sampler import StateView
+from veritask.synth._unit import (
     PRISTINE_EVERY,
     REFUSAL_EVERY,
     SpoilerLeak,
     UnitResult,
     UnitWorker,
 )
-from veritask.synth._llm_explorer import Exploration, ExplorerLimits, LLMExplorer
-from veritask.synth._llm_projector import LLMProjector, ProjectionRejected
-from veritask.synth._projector import Projection
-from veritask.synth._sampler import StateView
 from veritask.task import DatasetDir, TaskPackage, sha256, text_keys
 
 Mode = Literal["symbolic", "llm"]

@@ -1,8 +1,10 @@
 """Task packages and dataset directories."""
 
+from veritask._util import atomic_write, sha256
+from veritask.task._certify import Certificate, certify, outcome_mismatch, replay, replay_witness
 from veritask.task._check import CheckReport, check_dataset
 from veritask.task._costs import PriceTable, cost_report, dataset_ledger, load_prices
-from veritask.task._dataset import DatasetDir, DatasetError, atomic_write, load_dataset, sha256
+from veritask.task._dataset import DatasetDir, DatasetError, load_dataset
 from veritask.task._package import (
     TAGS,
     SubGoal,
@@ -14,19 +16,25 @@ from veritask.task._package import (
 from veritask.task._report import report_dataset
 from veritask.task._spoiler import find_spoilers, text_keys
 from veritask.task._tau2 import export_tau2
+from veritask.task._trajectory import StopReason, ToolStep, Trajectory
 
 __all__ = [
     "TAGS",
+    "Certificate",
     "CheckReport",
     "DatasetDir",
     "DatasetError",
     "PriceTable",
+    "StopReason",
     "SubGoal",
     "TaskDescription",
     "TaskPackage",
+    "ToolStep",
+    "Trajectory",
     "UserProfile",
     "WitnessCall",
     "atomic_write",
+    "certify",
     "check_dataset",
     "cost_report",
     "dataset_ledger",
@@ -34,6 +42,9 @@ __all__ = [
     "find_spoilers",
     "load_dataset",
     "load_prices",
+    "outcome_mismatch",
+    "replay",
+    "replay_witness",
     "report_dataset",
     "sha256",
     "text_keys",

@@ -10,7 +10,6 @@ packages share an (origin, target) pair.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -18,9 +17,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from veritask.domains import load_domain
-from veritask.env import CompiledDomain, Environment, Snapshot, StateDiff, ToolResult
+from veritask.env import CompiledDomain, Environment
+from veritask.task._certify import certify
 from veritask.task._dataset import DatasetDir, load_dataset
-from veritask.task._package import TaskPackage, WitnessCall
+from veritask.task._package import TaskPackage
 from veritask.task._spoiler import find_spoilers, text_keys
 
 FailureKind = Literal["replay", "diff", "spoiler", "duplicate", "spec_hash"]
@@ -125,67 +125,16 @@ class _Checker:
         return found
 
 
-def _normalize(value: Any) -> Any:
-    """A value as it reads back from JSON (tuples become lists, keys become strings)."""
-    return json.loads(json.dumps(value))
-
-
-def outcome_mismatch(expected: WitnessCall, got: ToolResult) -> str | None:
-    """How a replayed call's outcome differs from the recorded one, or None when it matches.
-
-    Args:
-        expected: The call as the witness recorded it.
-        got: What the environment answered on replay.
-
-    Returns:
-        A short explanation, or None when the ok flag agrees and, for rejected calls, the error
-        code and violated rule agree; for accepted calls, the result payload agrees.
-    """
-    if expected.ok != got.ok:
-        seen = "accepted" if got.ok else f"rejected ({got.error.code if got.error else '?'})"
-        return f"recorded {'accepted' if expected.ok else 'rejected'}, replay {seen}"
-    if got.ok:
-        if _normalize(expected.result) != _normalize(got.result):
-            return f"result differs: recorded {expected.result!r}, replay {got.result!r}"
-        return None
-    recorded = expected.error or {}
-    actual = got.error
-    assert actual is not None
-    for name, value in (("code", actual.code), ("violated_rule", actual.violated_rule)):
-        if recorded.get(name) != value:
-            return f"error {name} differs: recorded {recorded.get(name)!r}, replay {value!r}"
-    return None
-
-
-def _replay(env: Environment, pkg: TaskPackage) -> str | None:
-    for i, call in enumerate(pkg.witness):
-        problem = outcome_mismatch(call, env.call(call.tool, call.args))
-        if problem is not None:
-            return f"call {i} {call.tool}: {problem}"
-    return None
-
-
-def _describe(d: StateDiff) -> str:
-    parts = [f"{name} +{len(t.added)} -{len(t.removed)}" for name, t in d.tables.items()]
-    return f"final state is {d.distance} row(s) from s_target ({', '.join(parts)})"
-
-
 def _check_state(
     checker: _Checker, dom: _Domain, pkg: TaskPackage, origin: _Origin, report: CheckReport
 ) -> None:
     """Replay and diff; count the package as certified when both pass."""
-    dom.env.restore(origin.data)
-    problem = _replay(dom.env, pkg)
-    if problem is not None:
-        report.add_failure(pkg.id, "replay", problem)
-        return
-    try:
-        d = dom.env.diff(Snapshot(checker.ds.read_state(pkg.target), dom.compiled.layout))
-    except sqlite3.Error as exc:
-        report.add_failure(pkg.id, "diff", f"s_target {pkg.target[:12]}… is not readable: {exc}")
-        return
-    if d.distance:
-        report.add_failure(pkg.id, "diff", _describe(d))
+    cert = certify(pkg, dom.env, origin.data, checker.ds.read_state(pkg.target))
+    if cert.kind is not None:
+        detail = cert.detail or ""
+        if detail.startswith("s_target is not readable"):
+            detail = detail.replace("s_target", f"s_target {pkg.target[:12]}…", 1)
+        report.add_failure(pkg.id, cert.kind, detail)
         return
     report.certified += 1
 

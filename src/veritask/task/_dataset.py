@@ -15,9 +15,7 @@ leaves only whole files behind and a rerun skips the units already present.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,29 +23,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from veritask._util import atomic_write, sha256
 from veritask.task._package import TaskPackage
-
-
-def sha256(data: bytes) -> str:
-    """Hex sha256 of bytes."""
-    return hashlib.sha256(data).hexdigest()
-
-
-def atomic_write(path: Path, data: bytes, durable: bool = False) -> None:
-    """Write ``data`` to ``path`` via a temporary file and an atomic rename.
-
-    A killed process leaves either the old file or the new one, never a torn one. ``durable``
-    also fsyncs (survives power loss, costs about a millisecond); generation uses it for the
-    manifest only, since every other file is re-derived by a rerun.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        if durable:
-            fh.flush()
-            os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 class DatasetError(ValueError):

@@ -38,9 +38,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from veritask._util import atomic_write
 from veritask.domains import load_domain
 from veritask.policy import DomainSpec
-from veritask.task._dataset import atomic_write, load_dataset
+from veritask.task._dataset import load_dataset
 from veritask.task._package import TaskDescription, TaskPackage, WitnessCall
 
 REWARD_BASIS = {

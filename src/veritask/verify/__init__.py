@@ -9,6 +9,7 @@ from veritask.verify._actions import actions
 from veritask.verify._communicate import communicate
 from veritask.verify._compare import values_match
 from veritask.verify._composite import COMPONENTS, verify
+from veritask.verify._metrics import pass_at_k, pass_hat_k, pass_hat_k_table
 from veritask.verify._state import gold_diff_for, state_exact, state_subset
 from veritask.verify._verdict import ComponentResult, Verdict, VerificationError
 
@@ -20,6 +21,9 @@ __all__ = [
     "actions",
     "communicate",
     "gold_diff_for",
+    "pass_at_k",
+    "pass_hat_k",
+    "pass_hat_k_table",
     "state_exact",
     "state_subset",
     "values_match",

@@ -11,7 +11,7 @@ from veritask.verify._compare import format_call, mismatched_keys, short
 from veritask.verify._verdict import ComponentResult
 
 if TYPE_CHECKING:
-    from veritask.rollout import Trajectory
+    from veritask.task import Trajectory
 
 WRITE_PREFIXES = ("insert_", "update_")
 

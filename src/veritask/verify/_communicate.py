@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from veritask.verify._verdict import ComponentResult
 
 if TYPE_CHECKING:
-    from veritask.rollout import Trajectory
+    from veritask.task import Trajectory
 
 _TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|[^\W\d_]+")
 

@@ -12,7 +12,7 @@ from veritask.verify._state import state_exact, state_subset
 from veritask.verify._verdict import ComponentResult, Verdict, VerificationError
 
 if TYPE_CHECKING:
-    from veritask.rollout import Trajectory
+    from veritask.task import Trajectory
 
 COMPONENTS = ("state_exact", "state_subset", "actions", "communicate")
 """Reward-basis names ``verify`` can evaluate."""

@@ -12,7 +12,7 @@ from veritask.verify._compare import row_key, short
 from veritask.verify._verdict import ComponentResult, VerificationError
 
 if TYPE_CHECKING:
-    from veritask.rollout import Trajectory
+    from veritask.task import Trajectory
 
 SIDES = ("added", "removed")
 _SHOWN = 5

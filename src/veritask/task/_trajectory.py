@@ -6,29 +6,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from veritask.model import Usage
+
 StopReason = Literal["user_stop", "max_turns", "tool_errors", "agent_error", "agent_done"]
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class Usage(_Model):
-    """Token counts and cost of one side of the conversation."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float = 0.0
-    calls: int = 0
-    cached_calls: int = 0
-
-    def add(self, other: Usage) -> None:
-        """Accumulate another usage record into this one."""
-        self.prompt_tokens += other.prompt_tokens
-        self.completion_tokens += other.completion_tokens
-        self.cost += other.cost
-        self.calls += other.calls
-        self.cached_calls += other.cached_calls
 
 
 class ToolStep(_Model):
