@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from veritask._cli._common import echo_json
-from veritask.task import DatasetError
+from veritask.task import DatasetError, check_dataset
 
 _err = Console(stderr=True)
 
@@ -61,14 +61,37 @@ def _roles_options(fn: Any) -> Any:
             "--cache-dir", type=click.Path(file_okay=False), help="Cache model responses here."
         ),
         click.option("--temperature", type=float, help="Sampling temperature for model roles."),
+        click.option(
+            "--allow-uncertified",
+            is_flag=True,
+            help="Run even when the dataset fails 'veritask check' (edited, unsealed or stale).",
+        ),
     ]
     for option in reversed(options):
         fn = option(fn)
     return fn
 
 
+def _require_certified(directory: str) -> None:
+    """Refuse a dataset that does not pass ``veritask check``: rewards on it mean nothing."""
+    try:
+        report = check_dataset(directory)
+    except DatasetError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not report.ok:
+        first = report.failures[0]
+        raise click.ClickException(
+            f"{directory} does not pass 'veritask check' ({len(report.failures)} failure(s); "
+            f"first: {first['id']}: {first['kind']}: {first['detail']}); "
+            "pass --allow-uncertified to run on it anyway"
+        )
+
+
 def _run(directory: str, opts: dict[str, Any], out: Path | None) -> tuple[list[Any], int]:
     from veritask.rollout import EpisodeLimits, RoleFactory, TaskSource, run_batch
+
+    if not opts["allow_uncertified"]:
+        _require_certified(directory)
 
     provider_options: dict[str, Any] = {}
     if opts["base_url"]:

@@ -16,14 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from veritask._util import sha256
 from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment
 from veritask.task._certify import certify
 from veritask.task._dataset import DatasetDir, load_dataset
+from veritask.task._integrity import compare_seal, reference_schema, state_problem
 from veritask.task._package import TaskPackage
 from veritask.task._spoiler import find_spoilers, text_keys
 
-FailureKind = Literal["replay", "diff", "spoiler", "duplicate", "spec_hash"]
+FailureKind = Literal["replay", "diff", "spoiler", "duplicate", "spec_hash", "integrity"]
 MAX_FAILURES = 100
 """At most this many failures are listed in a report (all are still counted in the totals)."""
 _ORIGIN_CACHE = 64
@@ -83,6 +85,7 @@ class _Domain:
     compiled: CompiledDomain
     spec_hash: str
     env: Environment
+    schema: list[tuple[str, str, str]]
 
 
 class _Checker:
@@ -92,6 +95,7 @@ class _Checker:
         self.ds = ds
         self.domains: dict[str, _Domain | str] = {}
         self.origins: OrderedDict[tuple[str, str], _Origin] = OrderedDict()
+        self.files: dict[tuple[str, str], str | None] = {}
 
     def close(self) -> None:
         for dom in self.domains.values():
@@ -107,8 +111,30 @@ class _Checker:
                 self.domains[name] = f"domain {name!r} cannot be loaded: {exc}"
             else:
                 hash_ = compiled.spec.spec_hash()
-                self.domains[name] = _Domain(name, compiled, hash_, Environment(compiled))
+                schema = reference_schema(compiled)
+                self.domains[name] = _Domain(name, compiled, hash_, Environment(compiled), schema)
         return self.domains[name]
+
+    def state_problem(self, dom: _Domain, digest: str) -> str | None:
+        """Why a stored state cannot be trusted (its bytes, name and schema), once per state."""
+        key = (dom.key, digest)
+        if key not in self.files:
+            try:
+                data = self.ds.read_state(digest)
+            except OSError as exc:
+                self.files[key] = f"state {digest[:12]}… cannot be read: {exc}"
+            else:
+                self.files[key] = state_problem(data, digest, dom.schema)
+        return self.files[key]
+
+    def policy_problem(self, digest: str) -> str | None:
+        """Why a stored policy text cannot be trusted, once per policy."""
+        key = ("policy", digest)
+        if key not in self.files:
+            data = self.ds.policy_path(digest).read_bytes()
+            edited = sha256(data) != digest
+            self.files[key] = f"{digest[:12]}… does not hash to its name" if edited else None
+        return self.files[key]
 
     def origin(self, dom: _Domain, digest: str) -> _Origin:
         """Origin bytes and their internal ids, read once per (domain, origin) while recent."""
@@ -148,6 +174,48 @@ def _check_spoilers(dom: _Domain, pkg: TaskPackage, origin: _Origin, report: Che
         report.spoiler_free += 1
 
 
+def _check_files(checker: _Checker, dom: _Domain, pkg: TaskPackage, report: CheckReport) -> bool:
+    """Integrity of the package's states and policy; False when a state cannot be trusted
+    (then nothing is replayed on it)."""
+    problem = checker.policy_problem(pkg.policy)
+    if problem is not None:
+        report.add_failure(pkg.id, "integrity", f"policy: {problem}")
+    if not pkg.reward_basis:
+        report.add_failure(pkg.id, "integrity", "reward_basis: empty (nothing would be verified)")
+    trusted = True
+    for name, digest in (("origin", pkg.origin), ("target", pkg.target)):
+        problem = checker.state_problem(dom, digest)
+        if problem is not None:
+            report.add_failure(pkg.id, "integrity", f"{name}: {problem}")
+            trusted = False
+    return trusted
+
+
+def _check_seal(checker: _Checker, packages: list[TaskPackage], report: CheckReport) -> None:
+    """The dataset against the digest sealed at generation, and run.json against the spec."""
+    ds = checker.ds
+    run_path = ds.root / "run.json"
+    run = run_path.read_bytes() if run_path.exists() else None
+    recorded = ds.digest_path.read_text("utf-8", "replace") if ds.digest_path.exists() else None
+    for tamper in compare_seal(recorded, run, packages):
+        report.add_failure(tamper.subject, "integrity", tamper.describe())
+    try:
+        info = ds.read_run()
+    except ValueError as exc:
+        report.add_failure("run.json", "integrity", f"run.json: not JSON: {exc}")
+        return
+    if info is None or "domain" not in info or "spec_hash" not in info:
+        return
+    dom = checker.domain(str(info["domain"]))
+    if isinstance(dom, _Domain) and info["spec_hash"] != dom.spec_hash:
+        report.add_failure(
+            "run.json",
+            "integrity",
+            f"spec_hash: run.json names spec {str(info['spec_hash'])[:12]}…, "
+            f"domain {dom.key!r} is {dom.spec_hash[:12]}…",
+        )
+
+
 def _check_package(checker: _Checker, pkg: TaskPackage, report: CheckReport) -> None:
     dom = checker.domain(pkg.domain)
     if isinstance(dom, str):
@@ -160,6 +228,8 @@ def _check_package(checker: _Checker, pkg: TaskPackage, report: CheckReport) -> 
             f"generated against spec {pkg.spec_hash[:12]}…, "
             f"domain {pkg.domain!r} is now {dom.spec_hash[:12]}…",
         )
+    if not _check_files(checker, dom, pkg, report):
+        return
     try:
         origin = checker.origin(dom, pkg.origin)
     except sqlite3.Error as exc:
@@ -195,6 +265,7 @@ def check_dataset(root: str | Path) -> CheckReport:
     seen: dict[tuple[str, str], str] = {}
     checker = _Checker(ds)
     try:
+        _check_seal(checker, packages, report)
         for pkg in packages:
             pair = (pkg.origin, pkg.target)
             if pair in seen:

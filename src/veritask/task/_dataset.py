@@ -8,6 +8,7 @@ Layout::
     DIR/policies/<sha256>.md      the wiki policy text
     DIR/parts/<unit>.jsonl        finished work units; the manifest is assembled from them
     DIR/costs/<unit>.json         what each unit spent on model calls, per module (LLM mode only)
+    DIR/digest.json               the seal: hashes of run.json and of every package field
 
 Every file is written to a temporary name and renamed into place, so a run killed at any moment
 leaves only whole files behind and a rerun skips the units already present.
@@ -24,6 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from veritask._util import atomic_write, sha256
+from veritask.task._integrity import DIGEST_FILE, write_seal
 from veritask.task._package import TaskPackage
 
 
@@ -123,7 +125,19 @@ class DatasetDir:
             lines += self.part_path(unit).read_text(encoding="utf-8").splitlines(keepends=True)
         lines = lines[:limit]
         atomic_write(self.manifest, "".join(lines).encode("utf-8"), durable=True)
+        self.seal([TaskPackage.model_validate_json(line) for line in lines])
         return len(lines)
+
+    @property
+    def digest_path(self) -> Path:
+        """Path of the seal (``digest.json``)."""
+        return self.root / DIGEST_FILE
+
+    def seal(self, packages: list[TaskPackage]) -> None:
+        """Record the digest of ``run.json`` and of the manifest's packages (in this order), so
+        ``check`` can name any field edited afterwards."""
+        run = self.root / "run.json"
+        write_seal(self.digest_path, run.read_bytes() if run.exists() else None, packages)
 
     def write_run(self, info: dict[str, Any]) -> None:
         """Record what the run was asked to do."""
@@ -141,7 +155,12 @@ class DatasetDir:
 
 
 def _parse_lines(path: Path) -> Iterator[tuple[int, TaskPackage | None, str | None]]:
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for lineno, raw in enumerate(path.read_bytes().splitlines(), 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield lineno, None, f"<line>: not UTF-8 text (byte {exc.start})"
+            continue
         if not line.strip():
             yield lineno, None, "empty line"
             continue

@@ -1,0 +1,168 @@
+"""Tamper evidence for dataset directories: a digest sealed at generation, and file checks.
+
+A dataset is *sealed* when its manifest is assembled: ``digest.json`` records the sha256 of
+``run.json`` and, for every package in manifest order, a short hash of each of its fields. The
+file's own ``digest`` is the sha256 of the rest of it. ``veritask check`` recomputes all of it
+and names the package and field that changed. States and policies are content-addressed, so
+their bytes are checked against their names, and every state's schema against the schema the
+current domain spec compiles to (a dropped trigger is a changed schema).
+
+The digest detects edits, not a forger who also recomputes it; the replay, diff and schema
+checks do not depend on it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from veritask._util import atomic_write_text, canonical_json, sha256, sha256_text
+from veritask.env import CompiledDomain, Environment
+from veritask.task._package import TaskPackage
+
+DIGEST_FILE = "digest.json"
+DIGEST_VERSION = 1
+_FIELD_HASH = 16
+"""Hex digits kept per field hash: enough to name the changed field, small on disk."""
+
+
+@dataclass(frozen=True)
+class Tamper:
+    """One integrity problem: which package (or file) and which field."""
+
+    subject: str
+    field: str
+    detail: str
+
+    def describe(self) -> str:
+        """``field: detail``, the text a check report shows."""
+        return f"{self.field}: {self.detail}"
+
+
+def field_hashes(pkg: TaskPackage) -> dict[str, str]:
+    """A short hash of each field of a package, by field name."""
+    data = pkg.model_dump(mode="json")
+    return {name: sha256_text(canonical_json(value))[:_FIELD_HASH] for name, value in data.items()}
+
+
+def _body(run: bytes | None, packages: Iterable[TaskPackage]) -> dict[str, Any]:
+    return {
+        "version": DIGEST_VERSION,
+        "run": sha256(run) if run is not None else None,
+        "packages": [{"id": p.id, "fields": field_hashes(p)} for p in packages],
+    }
+
+
+def seal_text(run: bytes | None, packages: Iterable[TaskPackage]) -> str:
+    """The text of ``digest.json`` for a run file and the packages of a manifest."""
+    body = _body(run, packages)
+    return json.dumps({**body, "digest": sha256_text(canonical_json(body))}, indent=1) + "\n"
+
+
+def write_seal(path: Path, run: bytes | None, packages: Sequence[TaskPackage]) -> None:
+    """Write ``digest.json`` atomically."""
+    atomic_write_text(path, seal_text(run, packages), durable=True)
+
+
+def _read_seal(text: str) -> dict[str, Any] | str:
+    """The parsed digest file, or why it cannot be trusted."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return f"not JSON: {exc}"
+    if not isinstance(data, dict) or data.get("version") != DIGEST_VERSION:
+        return f"not a version-{DIGEST_VERSION} digest"
+    body = {k: v for k, v in data.items() if k != "digest"}
+    if data.get("digest") != sha256_text(canonical_json(body)):
+        return "its own digest does not match its content (the file was edited)"
+    if not isinstance(data.get("packages"), list):
+        return "has no package list"
+    return data
+
+
+def compare_seal(
+    recorded: str | None, run: bytes | None, packages: Sequence[TaskPackage]
+) -> list[Tamper]:
+    """Every difference between a recorded digest and the dataset as it is now.
+
+    Args:
+        recorded: The text of ``digest.json``, or None when the file is missing.
+        run: The bytes of ``run.json``, or None when it is missing.
+        packages: The packages of the manifest, in order.
+
+    Returns:
+        One :class:`Tamper` per changed field, missing or added package, or changed run file.
+    """
+    if recorded is None:
+        return [Tamper(DIGEST_FILE, "digest", "missing: the dataset was never sealed")]
+    seal = _read_seal(recorded)
+    if isinstance(seal, str):
+        return [Tamper(DIGEST_FILE, "digest", seal)]
+    found: list[Tamper] = []
+    if seal.get("run") != (sha256(run) if run is not None else None):
+        found.append(Tamper("run.json", "run.json", "differs from the sealed run file"))
+    sealed = {e.get("id"): e.get("fields", {}) for e in seal["packages"] if isinstance(e, dict)}
+    for pkg in packages:
+        found += _compare_package(pkg, sealed.pop(pkg.id, None))
+    found += [Tamper(str(i), "id", "sealed package is missing from the manifest") for i in sealed]
+    return found
+
+
+def _compare_package(pkg: TaskPackage, fields: dict[str, str] | None) -> Iterator[Tamper]:
+    if fields is None:
+        yield Tamper(pkg.id, "id", "package is not in the sealed dataset (added or renamed)")
+        return
+    now = field_hashes(pkg)
+    for name in sorted(set(now) | set(fields)):
+        if now.get(name) != fields.get(name):
+            yield Tamper(pkg.id, name, "differs from the sealed value")
+
+
+def schema_of(image: bytes) -> list[tuple[str, str, str]]:
+    """``(type, name, sql)`` of every schema object of a SQLite image, sorted.
+
+    Raises:
+        sqlite3.Error: The bytes are not a SQLite image.
+    """
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.deserialize(image)
+        rows = conn.execute("SELECT type, name, coalesce(sql, '') FROM sqlite_master").fetchall()
+    finally:
+        conn.close()
+    return sorted((str(t), str(n), str(s)) for t, n, s in rows)
+
+
+def reference_schema(compiled: CompiledDomain) -> list[tuple[str, str, str]]:
+    """The schema every state of a domain must have: the one its spec compiles to."""
+    env = Environment(compiled)
+    try:
+        return schema_of(env.snapshot().data)
+    finally:
+        env.close()
+
+
+def state_problem(data: bytes, name: str, schema: list[tuple[str, str, str]] | None) -> str | None:
+    """Why a stored state cannot be trusted (None when it can).
+
+    Args:
+        data: The state file's bytes.
+        name: The sha256 the file is named by.
+        schema: The domain's reference schema, or None when the domain cannot be loaded.
+    """
+    if sha256(data) != name:
+        return f"state {name[:12]}… does not hash to its name (the file was edited)"
+    if schema is None:
+        return None
+    try:
+        found = schema_of(data)
+    except sqlite3.Error as exc:
+        return f"state {name[:12]}… is not a SQLite image: {exc}"
+    if found != schema:
+        changed = sorted({n for _, n, _ in set(found) ^ set(schema)})
+        return f"state {name[:12]}… has another schema than the spec's ({', '.join(changed)})"
+    return None
