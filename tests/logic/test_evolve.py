@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from veritask._cli import logic_gate_cmds
 from veritask.logic import (
+    EvolveSettings,
     Family,
     FileFamily,
     GateSettings,
@@ -24,7 +25,7 @@ from veritask.logic import (
     get_family,
     make_instance,
 )
-from veritask.logic._evolve import parse_draft, parse_validator, strip_validators
+from veritask.logic._draft import parse_draft, parse_validator, strip_validators
 from veritask.model import CostLedger, ScriptedProvider, register_provider
 
 Messages = list[dict[str, Any]]
@@ -152,7 +153,8 @@ def _no_family_path(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def run(provider: ScriptedProvider, out: Path, **kw: Any) -> Any:
     kw.setdefault("gates", GATES)
-    return evolve("arithmetic_chain", provider, out_dir=out, **kw)
+    ledger = kw.pop("ledger", None)
+    return evolve("arithmetic_chain", provider, EvolveSettings(out_dir=out, **kw), ledger=ledger)
 
 
 def test_evolved_family_passes_is_saved_and_loads_through_the_registry(tmp_path: Path) -> None:
@@ -238,6 +240,32 @@ def test_same_seed_and_answers_give_identical_files(tmp_path: Path) -> None:
         run(agent([_block(PARITY_FILE)], refinement=_block(SUM_FILE)), tmp_path / name)
     for file in ("evolved_sum.py", "evolved_sum.gates.json", "playbook.json"):
         assert (tmp_path / "a" / file).read_bytes() == (tmp_path / "b" / file).read_bytes()
+
+
+def test_each_round_writes_a_deterministic_record_under_its_stable_id(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        run(
+            agent([_block(PARITY_FILE)], refinement=_block(SUM_FILE)),
+            tmp_path / name,
+            rounds_dir=tmp_path / name / "rounds",
+        )
+    files = sorted(p.name for p in (tmp_path / "a" / "rounds").iterdir())
+    assert files == ["arithmetic_chain.round1.json", "arithmetic_chain.round2.json"]
+    for file in files:
+        a = (tmp_path / "a" / "rounds" / file).read_bytes()
+        assert a == (tmp_path / "b" / "rounds" / file).read_bytes()
+    first = json.loads((tmp_path / "a" / "rounds" / files[0]).read_text())
+    assert first["id"] == "arithmetic_chain.round1" and first["seed_family"] == "arithmetic_chain"
+    assert (first["round"], first["stage"], first["outcome"]) == (1, "propose", "rejected")
+    assert not list((tmp_path / "a" / "rounds").glob(".*"))  # no temporary file left behind
+
+
+def test_evolve_settings_own_the_seed_and_config_of_their_gates(tmp_path: Path) -> None:
+    settings = EvolveSettings(out_dir=tmp_path, seed=7, gates=GATES)
+    assert settings.gate_settings().seed == 7 and settings.gate_settings().per_level == 20
+    assert settings.playbook_file == tmp_path / "playbook.json"
+    with pytest.raises(ValueError, match="set seed and config on EvolveSettings"):
+        EvolveSettings(out_dir=tmp_path, seed=7, gates=GateSettings(seed=3))
 
 
 def test_playbook_is_bounded_and_drops_the_least_useful() -> None:

@@ -17,6 +17,7 @@ from veritask.logic import (
     FamilyCodeError,
     FamilyFileError,
     FileFamily,
+    GateSettings,
     SandboxCall,
     SandboxLimits,
     SandboxWorker,
@@ -171,7 +172,8 @@ def test_generate_many_batches_the_same_instances(family_dir: Path) -> None:
 
 
 def test_static_gates_pass_for_a_good_file(family_dir: Path) -> None:
-    record = run_gates(get_family("file_sum", [family_dir]), per_level=20, consensus_per_level=5)
+    settings = GateSettings(per_level=20, consensus_per_level=5)
+    record = run_gates(get_family("file_sum", [family_dir]), settings=settings)
     assert record.passed, record.problems
     assert record.consensus is not None and record.consensus.instances == 50
 
@@ -210,7 +212,7 @@ def test_sandbox_stops_escapes_in_registry_families(name: str, tmp_path: Path) -
         with pytest.raises(FamilyCodeError) as caught:
             make_instance(family, 3)
         assert caught.value.kind == "forbidden" and caught.value.function == "generate"
-        record = run_gates(family, per_level=2, consensus_per_level=1)
+        record = run_gates(family, settings=GateSettings(per_level=2, consensus_per_level=1))
         assert not record.passed and any("forbidden" in p for p in record.problems)
     finally:
         family.close()

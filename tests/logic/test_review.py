@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from veritask._cli import logic_gate_cmds
 from veritask.logic import (
     Family,
+    GateSettings,
     blind_review,
     builtin_families,
     check_consensus,
@@ -143,7 +144,8 @@ def test_disagreeing_validators_block_the_family_even_when_blind_review_passes()
     assert not consensus.passed and consensus.disagreeing > 0
     first = consensus.disagreements[0]
     assert first["minority"] == ["solve_buggy"] and first["majority"] is not None
-    record = run_gates(family, model(), per_level=10, consensus_per_level=10, short_circuit=False)
+    settings = GateSettings(per_level=10, consensus_per_level=10, short_circuit=False)
+    record = run_gates(family, model(), settings)
     assert record.blind is not None and record.blind.passed
     assert record.review is not None and record.review.passed
     assert record.consensus is not None and not record.consensus.passed
@@ -155,7 +157,7 @@ def test_a_failed_gate_skips_the_model_gates_by_default() -> None:
     base = chain()
     family = replace(base, validators=(base.validators[0], lambda inputs: 0))
     provider = model()
-    record = run_gates(family, provider, per_level=5, consensus_per_level=2)
+    record = run_gates(family, provider, GateSettings(per_level=5, consensus_per_level=2))
     assert not record.passed and record.review is None and record.blind is None
     assert record.skipped["review"] == "gate1_static and consensus failed"
     assert provider.requests == []
@@ -187,7 +189,10 @@ def test_full_gates_pass_and_the_record_is_deterministic(tmp_path: Path) -> None
     records = []
     for name in ("a.json", "b.json"):
         record = run_gates(
-            chain(), model(), per_level=10, consensus_per_level=5, record_path=tmp_path / name
+            chain(),
+            model(),
+            GateSettings(per_level=10, consensus_per_level=5),
+            record_path=tmp_path / name,
         )
         assert record.passed and record.mode == "full", record.problems
         records.append((tmp_path / name).read_bytes())

@@ -11,11 +11,14 @@ from typing import Any
 import click
 
 from veritask._cli._common import cache_dir_option, echo_json, provider_arg
-from veritask.logic._evolve import EvolutionResult, GateSettings, evolve
+from veritask.logic._evolve import evolve
 from veritask.logic._family import Family
 from veritask.logic._filefamily import FamilyFileError
+from veritask.logic._records import EvolutionResult
 from veritask.logic._registry import all_families, get_family
-from veritask.logic._review import FamilyGateRecord, run_gates
+from veritask.logic._reports import FamilyGateRecord
+from veritask.logic._run_gates import run_gates
+from veritask.logic._settings import EvolveSettings, GateSettings
 from veritask.model import ProviderError
 
 
@@ -127,23 +130,21 @@ def gate_cmd(
     _check_tau(n, tau)
     families = _gated_families(family_id, families_dirs)
     provider = provider_arg(model, cache_dir) if model else None
+    settings = GateSettings(
+        n=n,
+        tau=tau,
+        attempts=attempts,
+        per_level=per_level,
+        consensus_per_level=consensus_per_level,
+        seed=seed,
+    )
     results = []
     for family in families:
         path = record
         if record is not None and family_id == "all":
             path = str(Path(record) / f"{family.id}.json")
         try:
-            result = run_gates(
-                family,
-                provider,
-                n=n,
-                tau=tau,
-                attempts=attempts,
-                per_level=per_level,
-                consensus_per_level=consensus_per_level,
-                seed=seed,
-                record_path=path,
-            )
+            result = run_gates(family, provider, settings, record_path=path)
         except ProviderError as exc:
             raise click.ClickException(f"model call failed: {exc}") from None
         results.append(result)
@@ -238,18 +239,17 @@ def evolve_cmd(
     _check_tau(n, tau)
     family = family_by_id(seed_family, (*families_dirs, out))
     provider = provider_arg(model, cache_dir)
+    settings = EvolveSettings(
+        out_dir=out,
+        t_max=t_max,
+        playbook_path=playbook,
+        seed=seed,
+        extra_validators=extra_validators,
+        gates=GateSettings(n=n, tau=tau, per_level=per_level),
+        families_dirs=families_dirs,
+    )
     try:
-        result = evolve(
-            family,
-            provider,
-            out_dir=out,
-            t_max=t_max,
-            playbook_path=playbook,
-            seed=seed,
-            extra_validators=extra_validators,
-            gates=GateSettings(n=n, tau=tau, per_level=per_level),
-            families_dirs=families_dirs,
-        )
+        result = evolve(family, provider, settings)
     except ProviderError as exc:
         raise click.ClickException(f"model call failed: {exc}") from None
     except FamilyFileError as exc:

@@ -7,15 +7,7 @@ from veritask.logic._complexity import (
     measure_family,
     measure_source,
 )
-from veritask.logic._evolve import (
-    EvolutionResult,
-    GateSettings,
-    Playbook,
-    PlaybookEntry,
-    RoundRecord,
-    evolve,
-    evolve_async,
-)
+from veritask.logic._evolve import evolve, evolve_async
 from veritask.logic._family import (
     CATEGORIES,
     Category,
@@ -40,6 +32,7 @@ from veritask.logic._filefamily import (
     read_family_file,
 )
 from veritask.logic._gates import GateReport, gate1_static
+from veritask.logic._playbook import Playbook, PlaybookEntry
 from veritask.logic._produce import (
     DEFAULT_MIX_SPEC,
     Bucket,
@@ -55,6 +48,7 @@ from veritask.logic._produce import (
     report,
     write_jsonl,
 )
+from veritask.logic._records import EvolutionResult, RoundRecord
 from veritask.logic._registry import (
     FAMILY_PATH_ENV,
     all_families,
@@ -63,18 +57,15 @@ from veritask.logic._registry import (
     file_families,
     get_family,
 )
-from veritask.logic._review import (
+from veritask.logic._reports import (
     BlindReport,
     ConsensusReport,
     FamilyGateRecord,
     QualityVerdict,
     ReviewReport,
-    blind_review,
-    check_consensus,
-    review_family,
-    run_gates,
-    run_gates_async,
 )
+from veritask.logic._review import blind_review, check_consensus, review_family
+from veritask.logic._run_gates import run_gates, run_gates_async
 from veritask.logic._sandbox import (
     SandboxCall,
     SandboxLimits,
@@ -82,6 +73,7 @@ from veritask.logic._sandbox import (
     SandboxWorker,
     run_sandboxed,
 )
+from veritask.logic._settings import EvolveSettings, GateSettings
 from veritask.logic.rg import LogicDataset, LogicDatasetConfig, create_dataset
 
 __all__ = [
@@ -96,6 +88,7 @@ __all__ = [
     "ConsensusError",
     "ConsensusReport",
     "EvolutionResult",
+    "EvolveSettings",
     "Family",
     "FamilyCodeError",
     "FamilyFileError",

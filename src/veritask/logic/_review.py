@@ -1,40 +1,29 @@
-"""Gate 1's LLM quality review and Gate 2 (validator consensus, blind review), after SSLogic 3.3.
+"""The review gates, after SSLogic 3.3: Gate 1's LLM quality review and Gate 2 (validator
+consensus, blind review). :func:`~veritask.logic.run_gates` runs them after Gate 1's static
+checks (``_run_gates``); their prompts are in ``_prompts`` and their records in ``_reports``.
 
-:func:`run_gates` runs, in order:
-
-1. Gate 1, static (:func:`~veritask.logic.gate1_static`): slots, determinism, consensus, runtime,
-   degenerate answers. Runs without a model.
-2. Gate 2a, consensus (:func:`check_consensus`): every validator answers many instances; the
-   answer is the strict-majority vote, and any disagreement blocks the family (the instance and
-   the validators in the minority are recorded). Runs without a model.
-3. Gate 1, LLM quality review (:func:`review_family`): a reviewer model sees the template, the
-   answer format, sample questions with answers and the family's source, and returns a
-   pass/fail verdict per criterion with reasons. Any failed criterion fails the family.
-4. Gate 2b, blind review (:func:`blind_review`): ``n`` solver samples answer one instance per
-   probe difficulty (default ``[1, 3, 5, 5, 7]``) without seeing the answer; an instance is
-   confirmed when at least ``tau`` answers are right by strict :func:`score_answer`. A probe
-   that is not confirmed is retried on a fresh instance, up to ``attempts`` instances. The family
-   passes when every difficulty bucket has a confirmed probe and at least 3/5 of the probes are
-   confirmed (design note 0009 says why).
-
-By default a failed stage skips the model stages after it (they cost money and the family is
-already rejected); ``short_circuit=False`` runs everything.
+- Gate 2a, consensus (:func:`check_consensus`): every validator answers many instances; the
+  answer is the strict-majority vote, and any disagreement blocks the family (the instance and
+  the validators in the minority are recorded). Runs without a model.
+- Gate 1, LLM quality review (:func:`review_family`): a reviewer model sees the template, the
+  answer format, sample questions with answers and the family's source, and returns a
+  pass/fail verdict per criterion with reasons. Any failed criterion fails the family.
+- Gate 2b, blind review (:func:`blind_review`): ``n`` solver samples answer one instance per
+  probe difficulty (default ``[1, 3, 5, 5, 7]``) without seeing the answer; an instance is
+  confirmed when at least ``tau`` answers are right by strict :func:`score_answer`. A probe
+  that is not confirmed is retried on a fresh instance, up to ``attempts`` instances. The family
+  passes when every difficulty bucket has a confirmed probe and at least 3/5 of the probes are
+  confirmed (design note 0009 says why).
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
-import math
 import random
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel
+from typing import Any
 
 from veritask.logic._family import (
     ConsensusError,
@@ -48,8 +37,16 @@ from veritask.logic._family import (
     score_answer,
 )
 from veritask.logic._filefamily import FileFamily, sandbox_validators
-from veritask.logic._gates import GateReport, gate1_static
+from veritask.logic._prompts import BLIND_PROMPT, REVIEW_SYSTEM, review_prompt
+from veritask.logic._reports import (
+    CRITERIA,
+    BlindReport,
+    ConsensusReport,
+    QualityVerdict,
+    ReviewReport,
+)
 from veritask.logic._sandbox import SandboxCall
+from veritask.logic._settings import DEFAULT_PROBES, DEFAULT_REVIEW_DIFFICULTIES
 from veritask.model import (
     CostLedger,
     GenerateConfig,
@@ -59,134 +56,13 @@ from veritask.model import (
     parse_model,
 )
 
-DEFAULT_PROBES = (1, 3, 5, 5, 7)
-"""Blind-review probe difficulties (SSLogic's released pipeline)."""
-MIN_CONFIRMED_SHARE = 0.6
-"""Share of probes that must be confirmed (SSLogic: 3 of 5)."""
-CRITERIA = (
-    "well_posed",
-    "unambiguous_answer_format",
-    "answer_derivable",
-    "difficulty_scaling",
-    "no_leaked_answer",
-)
-"""What the quality reviewer judges."""
-SANDBOX_BUDGET_US_PER_CALL = 1000.0
-"""Extra Gate 1 runtime budget per sandboxed call (generate or one validator) of an instance."""
 _LISTED = 20  # disagreements / errors kept in a report
-_SOURCE_CHARS = 20000
+
+
 _SAMPLE_TRIES = 5
 
 
 # --- Gate 1: LLM quality review ------------------------------------------------------------
-
-
-class CriterionVerdict(BaseModel):
-    """The reviewer's verdict on one criterion."""
-
-    passed: bool
-    reason: str
-
-
-class QualityVerdict(BaseModel):
-    """The reviewer's structured answer."""
-
-    well_posed: CriterionVerdict
-    unambiguous_answer_format: CriterionVerdict
-    answer_derivable: CriterionVerdict
-    difficulty_scaling: CriterionVerdict
-    no_leaked_answer: CriterionVerdict
-    verdict: Literal["pass", "fail"]
-    feedback: str = ""
-
-
-@dataclass
-class ReviewReport:
-    """Gate 1's LLM quality review of a family."""
-
-    family: str
-    criteria: dict[str, dict[str, Any]] = field(default_factory=dict)
-    verdict: str | None = None
-    feedback: str = ""
-    error: str | None = None
-    samples: list[dict[str, int]] = field(default_factory=list)
-
-    @property
-    def passed(self) -> bool:
-        """True when the reviewer passed the family on every criterion."""
-        return (
-            self.error is None
-            and self.verdict == "pass"
-            and all(c["passed"] for c in self.criteria.values())
-        )
-
-    @property
-    def problems(self) -> list[str]:
-        """One line per failed criterion (or the reason there is no verdict)."""
-        if self.error is not None:
-            return [f"no usable review: {self.error}"]
-        out = [f"{name}: {c['reason']}" for name, c in self.criteria.items() if not c["passed"]]
-        if self.verdict != "pass" and not out:
-            out.append(f"reviewer verdict {self.verdict}: {self.feedback}")
-        return out
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "passed": self.passed,
-            "verdict": self.verdict,
-            "criteria": self.criteria,
-            "feedback": self.feedback,
-            "error": self.error,
-            "samples": self.samples,
-        }
-
-
-REVIEW_SYSTEM = (
-    "You review task families for a dataset of verifiable logic problems. A family is a "
-    "generator of questions, a question template and validators that compute the answer. "
-    "Judge logical correctness and solvability; tolerate long or plain wording unless it blocks "
-    "understanding. Reply with JSON only."
-)
-
-
-def family_source(family: Family) -> str | None:
-    """The source of a family's code: a family file's text, or a built-in's module source."""
-    if isinstance(family, FileFamily):
-        return family.source
-    module = inspect.getmodule(family.generate)
-    try:
-        return inspect.getsource(module) if module is not None else None
-    except (OSError, TypeError):
-        return None
-
-
-def review_prompt(family: Family, samples: Sequence[Instance]) -> str:
-    """The reviewer's prompt: family, samples with answers, source and the verdict schema."""
-    shown = "\n\n".join(
-        f"### Sample (difficulty {s.difficulty})\nQuestion:\n{s.question}\n\nOfficial answer: {s.answer}"
-        for s in samples
-    )
-    source = family_source(family)
-    code = f"\n\n## Family code\n```python\n{source[:_SOURCE_CHARS]}\n```" if source else ""
-    criteria = "\n".join(f'  "{c}": {{"passed": true|false, "reason": "..."}},' for c in CRITERIA)
-    return (
-        f"## Family {family.id}: {family.title} ({family.category})\n\n"
-        f"Template:\n{family.template}\n\nAnswer format: {family.answer_format}\n\n"
-        f"{shown}{code}\n\n"
-        "## Criteria\n"
-        "- well_posed: every question is complete and consistent, with exactly one right answer.\n"
-        "- unambiguous_answer_format: the answer format says exactly how to write the answer "
-        "(order, separators, case, units), so a right answer cannot be marked wrong.\n"
-        "- answer_derivable: the official answer follows from the question text alone.\n"
-        "- difficulty_scaling: larger difficulties give harder problems (size, constraints, "
-        "steps) without shortcuts.\n"
-        "- no_leaked_answer: the question does not state or trivially reveal the answer.\n\n"
-        "Reply with this JSON object and nothing else:\n"
-        f"{{\n{criteria}\n"
-        '  "verdict": "pass" or "fail" (fail when any criterion fails),\n'
-        '  "feedback": "one or two sentences: what to change"\n}'
-    )
 
 
 def _samples(family: Family, difficulties: Sequence[int], seed: int) -> list[Instance]:
@@ -211,7 +87,7 @@ async def review_family(
     family: Family,
     provider: ModelProvider,
     *,
-    difficulties: Sequence[int] = (1, 5, 10),
+    difficulties: Sequence[int] = DEFAULT_REVIEW_DIFFICULTIES,
     seed: int = 0,
     ledger: CostLedger | None = None,
     config: GenerateConfig | None = None,
@@ -249,55 +125,6 @@ async def review_family(
 
 
 # --- Gate 2a: validator consensus ------------------------------------------------------------
-
-
-@dataclass
-class ConsensusReport:
-    """Gate 2's consensus check: the validator pool's majority vote over many instances."""
-
-    family: str
-    validators: list[str] = field(default_factory=list)
-    instances: int = 0
-    disagreeing: int = 0
-    disagreements: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    split: str = "consensus"
-    seed: int = 0
-
-    @property
-    def passed(self) -> bool:
-        """True when every instance was made and every validator agreed on each."""
-        return self.instances > 0 and not self.disagreeing and not self.errors
-
-    @property
-    def problems(self) -> list[str]:
-        """One line per disagreement or error (the first few)."""
-        out = list(self.errors)
-        for d in self.disagreements:
-            where = f"d={d['difficulty']} #{d['index']}"
-            if d["majority"] is None:
-                out.append(f"{where}: no strict majority among {d['answers']}")
-            else:
-                out.append(
-                    f"{where}: {', '.join(d['minority'])} disagree with the majority "
-                    f"{d['majority']!r}: {d['answers']}"
-                )
-        if self.instances == 0 and not out:
-            out.append("no instance was checked")
-        return out
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "passed": self.passed,
-            "validators": self.validators,
-            "instances": self.instances,
-            "split": self.split,
-            "seed": self.seed,
-            "disagreeing": self.disagreeing,
-            "disagreements": self.disagreements,
-            "errors": self.errors,
-        }
 
 
 def validator_names(family: Family) -> list[str]:
@@ -408,95 +235,6 @@ def _short(text: str, limit: int) -> str:
 # --- Gate 2b: blind review ---------------------------------------------------------------------
 
 
-@dataclass
-class BlindReport:
-    """Gate 2's blind review: probes, attempts and counts per difficulty."""
-
-    family: str
-    n: int
-    tau: int
-    attempts: int
-    probes: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def required(self) -> int:
-        """How many probes must be confirmed (3 of 5 by default)."""
-        return math.ceil(MIN_CONFIRMED_SHARE * len(self.probes))
-
-    @property
-    def by_difficulty(self) -> dict[int, dict[str, int]]:
-        """Per difficulty: probes, confirmed probes, attempts, right answers, answers asked."""
-        out: dict[int, dict[str, int]] = {}
-        for probe in self.probes:
-            row = out.setdefault(
-                probe["difficulty"],
-                {"probes": 0, "confirmed": 0, "attempts": 0, "correct": 0, "asked": 0},
-            )
-            row["probes"] += 1
-            row["confirmed"] += int(probe["confirmed"])
-            row["attempts"] += len(probe["attempts"])
-            row["correct"] += sum(a["correct"] for a in probe["attempts"])
-            row["asked"] += sum(a["asked"] for a in probe["attempts"])
-        return dict(sorted(out.items()))
-
-    @property
-    def passed(self) -> bool:
-        """Every difficulty bucket has a confirmed probe and enough probes are confirmed."""
-        if not self.probes:
-            return False
-        confirmed = sum(p["confirmed"] for p in self.probes)
-        buckets = self.by_difficulty.values()
-        return confirmed >= self.required and all(b["confirmed"] > 0 for b in buckets)
-
-    @property
-    def problems(self) -> list[str]:
-        """One line per unconfirmed probe."""
-        out = []
-        for probe in self.probes:
-            if not probe["confirmed"]:
-                counts = ", ".join(
-                    a.get("error") or f"{a['correct']}/{a['asked']}" for a in probe["attempts"]
-                )
-                out.append(
-                    f"probe {probe['slot']} (d={probe['difficulty']}) not confirmed after "
-                    f"{len(probe['attempts'])} instance(s): {counts} right (need {self.tau})"
-                )
-        return out
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (``by_difficulty`` keys are difficulties as strings)."""
-        return {
-            "passed": self.passed,
-            "n": self.n,
-            "tau": self.tau,
-            "attempts": self.attempts,
-            "required": self.required,
-            "rule": (
-                f"a probe is confirmed when >= {self.tau} of {self.n} blind answers are right on "
-                f"one of up to {self.attempts} fresh instances; the family passes when every "
-                f"difficulty has a confirmed probe and >= {self.required} of "
-                f"{len(self.probes)} probes are confirmed"
-            ),
-            "by_difficulty": {str(d): row for d, row in self.by_difficulty.items()},
-            "probes": self.probes,
-        }
-
-
-BLIND_PROMPT = """You are a logic problem solver (attempt {attempt}). Read the problem carefully and \
-solve it independently.
-
-## Problem
-
-{question}
-
-## Requirements
-
-1. Reason step by step.
-2. End with the final answer, written exactly as the problem's answer format asks, inside \
-\\boxed{{...}}, for example \\boxed{{42}}.
-3. If the problem cannot be solved from the information given, answer \\boxed{{N/A}}."""
-
-
 def extract_boxed(text: str) -> str | None:
     """The content of the last ``\\boxed{...}`` in ``text`` (braces may nest), or None."""
     start = text.rfind("\\boxed{")
@@ -601,257 +339,3 @@ async def blind_review(
                 break
         report.probes.append(probe)
     return report
-
-
-# --- all gates ---------------------------------------------------------------------------------
-
-
-@dataclass
-class FamilyGateRecord:
-    """Every gate's outcome for one family, as recorded next to a family file.
-
-    ``mode`` is ``static`` without a model provider (Gate 1 static and consensus only) and
-    ``full`` with one (the family must then also pass the quality review and blind review).
-    """
-
-    family: str
-    version: str
-    mode: Literal["static", "full"]
-    static: GateReport
-    consensus: ConsensusReport | None = None
-    review: ReviewReport | None = None
-    blind: BlindReport | None = None
-    skipped: dict[str, str] = field(default_factory=dict)
-    settings: dict[str, Any] = field(default_factory=dict)
-    costs: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def passed(self) -> bool:
-        """True when every gate the mode requires ran and passed."""
-        base = self.static.passed and self.consensus is not None and self.consensus.passed
-        if self.mode == "static":
-            return base
-        return bool(
-            base and self.review and self.review.passed and self.blind and self.blind.passed
-        )
-
-    @property
-    def problems(self) -> list[str]:
-        """Every problem found, each prefixed with its gate."""
-        out = [f"gate1_static: {p}" for p in self.static.problems]
-        if self.consensus is not None:
-            out += [f"consensus: {p}" for p in self.consensus.problems]
-        if self.review is not None:
-            out += [f"review: {p}" for p in self.review.problems]
-        if self.blind is not None:
-            out += [f"blind_review: {p}" for p in self.blind.problems]
-        return out
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict with no timing figures (the same run gives the same JSON)."""
-        static = self.static.to_json()
-        static["figures"] = {
-            k: v for k, v in static["figures"].items() if k != "mean_us_per_instance"
-        }
-        static.pop("family", None)
-        return {
-            "family": self.family,
-            "version": self.version,
-            "mode": self.mode,
-            "passed": self.passed,
-            "problems": self.problems,
-            "gates": {
-                "gate1_static": static,
-                "consensus": None if self.consensus is None else self.consensus.to_json(),
-                "review": None if self.review is None else self.review.to_json(),
-                "blind_review": None if self.blind is None else self.blind.to_json(),
-            },
-            "skipped": self.skipped,
-            "settings": self.settings,
-            "costs": self.costs,
-        }
-
-    def write(self, path: str | Path) -> Path:
-        """Write :meth:`to_json` as indented JSON; returns the path."""
-        out = Path(path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(
-            json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
-        return out
-
-
-def _static(family: Family, per_level: int, budget_us: float | None) -> GateReport:
-    """gate1_static, with sandbox time allowed for and family-code failures as problems."""
-    if budget_us is None:
-        budget_us = 2000.0
-        if sandbox_validators(family) is not None:
-            budget_us += SANDBOX_BUDGET_US_PER_CALL * (1 + len(family.validators))
-    try:
-        return gate1_static(family, per_level=per_level, budget_us=budget_us)
-    except Exception as exc:  # family code crashing the gate is a finding
-        return GateReport(family.id, problems=[f"{type(exc).__name__}: {exc}"])
-
-
-def _settings(provider: ModelProvider | None, **values: Any) -> dict[str, Any]:
-    out = {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
-    if provider is not None:
-        out["model"] = getattr(provider, "model", None) or getattr(provider, "name", None)
-    return out
-
-
-async def run_gates_async(
-    family: Family,
-    provider: ModelProvider | None = None,
-    *,
-    n: int = 5,
-    tau: int = 3,
-    difficulties: Sequence[int] = DEFAULT_PROBES,
-    attempts: int = 3,
-    per_level: int = 100,
-    consensus_per_level: int = 20,
-    review_difficulties: Sequence[int] = (1, 5, 10),
-    seed: int = 0,
-    budget_us: float | None = None,
-    short_circuit: bool = True,
-    ledger: CostLedger | None = None,
-    config: GenerateConfig | None = None,
-    record_path: str | Path | None = None,
-) -> FamilyGateRecord:
-    """Run the gates on ``family`` (see the module docstring); async form of :func:`run_gates`.
-
-    Args:
-        family: The family (built-in or loaded from a file).
-        provider: The model for the quality review and blind review; None runs the static
-            gates only.
-        n: Blind solver samples per instance.
-        tau: Right answers that confirm an instance.
-        difficulties: Blind-review probe difficulties.
-        attempts: Fresh instances a probe may use before it counts as not confirmed.
-        per_level: Instances per difficulty for Gate 1 static.
-        consensus_per_level: Instances per difficulty for the consensus check.
-        review_difficulties: Difficulties of the samples the quality reviewer sees.
-        seed: Seed of every instance the gates make.
-        budget_us: Gate 1's runtime budget per instance (default 2000 us, plus 1000 us per
-            sandbox call for family files).
-        short_circuit: Skip the model stages once a stage failed.
-        ledger: Charged with this run's model costs (the record holds them too).
-        config: Sampling settings for model calls.
-        record_path: Where to write the record as JSON (not written when None).
-    """
-    local = CostLedger()
-    record = FamilyGateRecord(
-        family.id,
-        family.version,
-        "static" if provider is None else "full",
-        static=_static(family, per_level, budget_us),
-        settings=_settings(
-            provider,
-            n=n,
-            tau=tau,
-            difficulties=tuple(difficulties),
-            attempts=attempts,
-            per_level=per_level,
-            consensus_per_level=consensus_per_level,
-            review_difficulties=tuple(review_difficulties),
-            seed=seed,
-        ),
-    )
-    record.consensus = check_consensus(family, per_level=consensus_per_level, seed=seed)
-    if provider is None:
-        record.skipped = {"review": "no model provider", "blind_review": "no model provider"}
-    else:
-        await _model_gates(
-            record,
-            family,
-            provider,
-            short_circuit=short_circuit,
-            review_kw={"difficulties": review_difficulties, "seed": seed, "config": config},
-            blind_kw={
-                "n": n,
-                "tau": tau,
-                "difficulties": difficulties,
-                "attempts": attempts,
-                "seed": seed,
-                "config": config,
-            },
-            ledger=local,
-        )
-    record.costs = local.to_json() if local.modules else {}
-    if ledger is not None:
-        ledger.merge(local)
-    if record_path is not None:
-        record.write(record_path)
-    return record
-
-
-async def _model_gates(
-    record: FamilyGateRecord,
-    family: Family,
-    provider: ModelProvider,
-    *,
-    short_circuit: bool,
-    review_kw: dict[str, Any],
-    blind_kw: dict[str, Any],
-    ledger: CostLedger,
-) -> None:
-    """The quality review, then the blind review, each skipped after an earlier failure."""
-    failed = [
-        name
-        for name, ok in (
-            ("gate1_static", record.static.passed),
-            ("consensus", record.consensus is not None and record.consensus.passed),
-        )
-        if not ok
-    ]
-    if failed and short_circuit:
-        reason = f"{' and '.join(failed)} failed"
-        record.skipped = {"review": reason, "blind_review": reason}
-        return
-    record.review = await review_family(family, provider, ledger=ledger, **review_kw)
-    if not record.review.passed and short_circuit:
-        record.skipped = {"blind_review": "review failed"}
-        return
-    record.blind = await blind_review(family, provider, ledger=ledger, **blind_kw)
-
-
-def run_gates(
-    family: Family,
-    provider: ModelProvider | None = None,
-    *,
-    n: int = 5,
-    tau: int = 3,
-    difficulties: Sequence[int] = DEFAULT_PROBES,
-    attempts: int = 3,
-    per_level: int = 100,
-    consensus_per_level: int = 20,
-    review_difficulties: Sequence[int] = (1, 5, 10),
-    seed: int = 0,
-    budget_us: float | None = None,
-    short_circuit: bool = True,
-    ledger: CostLedger | None = None,
-    config: GenerateConfig | None = None,
-    record_path: str | Path | None = None,
-) -> FamilyGateRecord:
-    """Run every gate on ``family`` and return the record (synchronous; see
-    :func:`run_gates_async` for the arguments). Must not be called from a running event loop.
-    """
-    return asyncio.run(
-        run_gates_async(
-            family,
-            provider,
-            n=n,
-            tau=tau,
-            difficulties=difficulties,
-            attempts=attempts,
-            per_level=per_level,
-            consensus_per_level=consensus_per_level,
-            review_difficulties=review_difficulties,
-            seed=seed,
-            budget_us=budget_us,
-            short_circuit=short_circuit,
-            ledger=ledger,
-            config=config,
-            record_path=record_path,
-        )
-    )

@@ -1,0 +1,234 @@
+"""The prompts of the gates and of the evolution loop, and what they show.
+
+Gate prompts: :data:`REVIEW_SYSTEM` and :func:`review_prompt` (Gate 1's quality reviewer),
+:data:`BLIND_PROMPT` (Gate 2b's blind solvers). Evolution prompts: :data:`EVOLVE_SYSTEM` with
+:func:`seed_prompt` (propose) and :func:`refine_prompt` (refine, fed by :func:`gate_feedback`),
+:data:`VALIDATOR_SYSTEM` with :func:`validator_prompt` (the independent validator builder).
+Everything here is pure: text in, text out.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from veritask.logic._draft import Draft, strip_validators
+from veritask.logic._family import CATEGORIES, Family, Instance, make_instance
+from veritask.logic._filefamily import FileFamily
+from veritask.logic._playbook import Playbook
+from veritask.logic._reports import CRITERIA, FamilyGateRecord
+from veritask.logic._sandbox import DEFAULT_IMPORTS
+from veritask.logic._settings import DEFAULT_PROBES
+
+_SOURCE_CHARS = 20000
+
+# --- Gate 1: the quality reviewer ----------------------------------------------------------
+
+REVIEW_SYSTEM = (
+    "You review task families for a dataset of verifiable logic problems. A family is a "
+    "generator of questions, a question template and validators that compute the answer. "
+    "Judge logical correctness and solvability; tolerate long or plain wording unless it blocks "
+    "understanding. Reply with JSON only."
+)
+
+
+def family_source(family: Family) -> str | None:
+    """The source of a family's code: a family file's text, or a built-in's module source."""
+    if isinstance(family, FileFamily):
+        return family.source
+    module = inspect.getmodule(family.generate)
+    try:
+        return inspect.getsource(module) if module is not None else None
+    except (OSError, TypeError):
+        return None
+
+
+def review_prompt(family: Family, samples: Sequence[Instance]) -> str:
+    """The reviewer's prompt: family, samples with answers, source and the verdict schema."""
+    shown = "\n\n".join(
+        f"### Sample (difficulty {s.difficulty})\nQuestion:\n{s.question}\n\nOfficial answer: {s.answer}"
+        for s in samples
+    )
+    source = family_source(family)
+    code = f"\n\n## Family code\n```python\n{source[:_SOURCE_CHARS]}\n```" if source else ""
+    criteria = "\n".join(f'  "{c}": {{"passed": true|false, "reason": "..."}},' for c in CRITERIA)
+    return (
+        f"## Family {family.id}: {family.title} ({family.category})\n\n"
+        f"Template:\n{family.template}\n\nAnswer format: {family.answer_format}\n\n"
+        f"{shown}{code}\n\n"
+        "## Criteria\n"
+        "- well_posed: every question is complete and consistent, with exactly one right answer.\n"
+        "- unambiguous_answer_format: the answer format says exactly how to write the answer "
+        "(order, separators, case, units), so a right answer cannot be marked wrong.\n"
+        "- answer_derivable: the official answer follows from the question text alone.\n"
+        "- difficulty_scaling: larger difficulties give harder problems (size, constraints, "
+        "steps) without shortcuts.\n"
+        "- no_leaked_answer: the question does not state or trivially reveal the answer.\n\n"
+        "Reply with this JSON object and nothing else:\n"
+        f"{{\n{criteria}\n"
+        '  "verdict": "pass" or "fail" (fail when any criterion fails),\n'
+        '  "feedback": "one or two sentences: what to change"\n}'
+    )
+
+
+# --- Gate 2b: the blind solvers -------------------------------------------------------------
+
+
+BLIND_PROMPT = """You are a logic problem solver (attempt {attempt}). Read the problem carefully and \
+solve it independently.
+
+## Problem
+
+{question}
+
+## Requirements
+
+1. Reason step by step.
+2. End with the final answer, written exactly as the problem's answer format asks, inside \
+\\boxed{{...}}, for example \\boxed{{42}}.
+3. If the problem cannot be solved from the information given, answer \\boxed{{N/A}}."""
+
+
+# --- evolution: agent and validator builder ------------------------------------------------
+
+
+FORMAT_GUIDE = f"""A family file is one Python module with:
+
+FAMILY = {{
+    "id": "snake_case_id",        # a new id: lowercase letters, digits, underscores
+    "version": "1",
+    "category": "...",            # one of: {", ".join(CATEGORIES)}
+    "title": "Short title",
+    "template": "Question text with [Input Slot 1], [Input Slot 2], ... placeholders",
+    "answer_format": "One sentence saying exactly how to write the answer.",
+}}
+
+def generate(difficulty, rng):
+    # difficulty: int 1-10; rng: a random.Random. Draw EVERY random choice from rng.
+    # Return (inputs, slot_texts): inputs is JSON data (a dict with string keys; values are
+    # lists, dicts, str, int, float, bool or None); slot_texts is a list of str, one per
+    # [Input Slot N], in order.
+
+def solution(inputs):             # a validator; more may be named solution_<name>
+    # Compute the unique answer from inputs alone: an int, str, bool or a list of those.
+    # Answers are compared after canonicalization: ints as digits, True/False as yes/no,
+    # lists joined with ", ", text lowercased with whitespace collapsed.
+
+Optional: def check(inputs, answer_text) -> bool (only when several answers are right) and
+def size(inputs) -> int (the problem size; it must grow with difficulty).
+
+The file runs in a sandbox: only these imports are allowed: {", ".join(sorted(DEFAULT_IMPORTS))}.
+No files, network, processes or printing; each call has a 2-second CPU limit."""
+
+
+EVOLVE_SYSTEM = f"""You are a code reasoning agent that evolves logic task families.
+
+Given a seed family, design a NEW family whose reasoning chain substantively deepens the seed's
+(new rules, interacting constraints, longer inference chains), not a reskinned story. Keep the
+seed's core objective and answer style.
+
+Requirements:
+- Difficulty 1-3 is computationally simple, 4-6 medium, 7-10 hard; grow constraints and reasoning
+  steps with difficulty.
+- Every question must be self-contained, unambiguous and have exactly one right answer; define
+  every term, order and tie-break.
+- The answer must not degenerate: no single answer above 30% of instances at any difficulty.
+- The question must not reveal the answer, and must not be solvable by a shortcut.
+- Keep runtime small: generation plus validation in milliseconds.
+
+Your family then goes through gates: static checks (slots, determinism, runtime, answer spread,
+validator agreement), a pool of validators written independently from your template and
+generator (any disagreement with yours rejects the family), an LLM quality review, and a blind
+review where solvers who never see the answer must get instances at difficulties
+{list(DEFAULT_PROBES)} right. Your code may be wrong: when a gate fails, check your own
+generator and validator first.
+
+{FORMAT_GUIDE}
+
+Reply with the complete family file in one ```python block. You may add one ```json block
+{{"lessons": ["..."]}} with at most three short, general lessons for future families."""
+
+
+VALIDATOR_SYSTEM = f"""You write independent validators for logic task families.
+
+Write a brand-new Python function `def solution(inputs):` that computes the unique right answer
+of a question from the generator's inputs:
+- use only the data in `inputs`; no randomness, no I/O, no printing;
+- derive the answer from the question's rules yourself; helper functions and constants at the
+  top level are fine; no `global` statements;
+- raise an exception if `inputs` does not have the expected structure;
+- return an int, str, bool or a list of those, matching the answer format (answers are compared
+  after canonicalization: ints as digits, True/False as yes/no, lists joined with ", ", text
+  lowercased with whitespace collapsed);
+- only these imports are allowed: {", ".join(sorted(DEFAULT_IMPORTS))}.
+
+Reply with the code in one ```python block."""
+
+
+def seed_prompt(seed: Family, playbook: Playbook, seed_value: int) -> str:
+    """The agent's first prompt: the seed family with samples and source, and the playbook."""
+    samples = [
+        make_instance(seed, d, split="evolve", seed=seed_value, index=i)
+        for i, d in enumerate((2, 5, 8))
+    ]
+    shown = "\n\n".join(
+        f"### Sample (difficulty {s.difficulty})\n{s.question}\n\nAnswer: {s.answer}"
+        for s in samples
+    )
+    source = family_source(seed) or "(source not available)"
+    lessons = "\n".join(f"- {lesson}" for lesson in playbook.lessons()) or "- (none yet)"
+    return (
+        f"## Seed family {seed.id}: {seed.title} ({seed.category})\n\n"
+        f"Template:\n{seed.template}\n\nAnswer format: {seed.answer_format}\n\n{shown}\n\n"
+        f"### Seed code (for understanding only; do not copy)\n```python\n{source}\n```\n\n"
+        f"## Playbook: lessons from earlier runs\n{lessons}\n\n"
+        "## Task\nWrite the complete family file of a new family evolved from this seed."
+    )
+
+
+def validator_prompt(draft: Draft, samples: Sequence[tuple[dict[str, Any], str]]) -> str:
+    """The validator builder's prompt: template, generator without validators, sample inputs."""
+    meta = draft.spec.meta
+    shown = "\n\n".join(
+        f"### Sample {i + 1}\nInputs: {json.dumps(inputs, sort_keys=True)}\nQuestion:\n{question}"
+        for i, (inputs, question) in enumerate(samples)
+    )
+    return (
+        f"## Family {meta['id']}: {meta['title']}\n\nTemplate:\n{meta['template']}\n\n"
+        f"Answer format: {meta['answer_format']}\n\n"
+        f"## Generator code (validators removed)\n```python\n{strip_validators(draft.source)}\n```\n\n"
+        f"{shown}\n\nWrite `def solution(inputs):` for this family."
+    )
+
+
+def refine_prompt(round_no: int, problems: Sequence[str], report: dict[str, Any]) -> str:
+    """The agent's prompt after a failed round: problem lines and the structured report."""
+    lines = "\n".join(f"- {p}" for p in problems[:25]) or "- (no detail)"
+    detail = json.dumps(report, indent=1, ensure_ascii=False)[:12000]
+    return (
+        f"Round {round_no}: the candidate failed.\n\nProblems:\n{lines}\n\n"
+        f"Structured report:\n```json\n{detail}\n```\n\n"
+        "Find the cause (an ambiguous question, a generator bug, a validator bug) and reply with "
+        "the complete corrected family file in one ```python block (same rules as before)."
+    )
+
+
+def gate_feedback(record: FamilyGateRecord) -> dict[str, Any]:
+    """The part of a gate record the agent needs to refine: problems, disagreements, failed
+    blind attempts (question, expected answer, solver answers) and failed review criteria."""
+    out: dict[str, Any] = {"passed": record.passed, "skipped": record.skipped}
+    if record.consensus is not None and record.consensus.disagreements:
+        out["disagreements"] = record.consensus.disagreements[:5]
+    if record.review is not None and not record.review.passed:
+        out["review"] = {"problems": record.review.problems, "feedback": record.review.feedback}
+    if record.blind is not None and not record.blind.passed:
+        failed = [
+            {"difficulty": p["difficulty"], **a}
+            for p in record.blind.probes
+            if not p["confirmed"]
+            for a in p["attempts"]
+        ]
+        out["blind_failures"] = failed[:4]
+    return out
