@@ -68,7 +68,8 @@ def _roles_options(fn: Any) -> Any:
 
 
 def _run(directory: str, opts: dict[str, Any], out: Path | None) -> tuple[list[Any], int]:
-    from veritask.rollout import EpisodeLimits, RoleFactory, TaskSource, run_batch
+    from veritask.pipeline import RunConflict, run_batch
+    from veritask.rollout import EpisodeLimits, RoleFactory, TaskSource
 
     provider_options: dict[str, Any] = {}
     if opts["base_url"]:
@@ -97,18 +98,21 @@ def _run(directory: str, opts: dict[str, Any], out: Path | None) -> tuple[list[A
         disable=opts["quiet"],
     ) as bar:
         task = bar.add_task("episodes", total=total)
-        trajectories = asyncio.run(
-            run_batch(
-                source,
-                roles,
-                trials=opts["trials"],
-                seed=opts["seed"],
-                concurrency=opts["concurrency"],
-                out=out,
-                limits=EpisodeLimits(max_turns=opts["max_turns"]),
-                progress=lambda _t: bar.advance(task),
+        try:
+            trajectories = asyncio.run(
+                run_batch(
+                    source,
+                    roles,
+                    trials=opts["trials"],
+                    seed=opts["seed"],
+                    concurrency=opts["concurrency"],
+                    out=out,
+                    limits=EpisodeLimits(max_turns=opts["max_turns"]),
+                    progress=lambda _t: bar.advance(task),
+                )
             )
-        )
+        except RunConflict as exc:
+            raise click.ClickException(str(exc)) from None
     return trajectories, opts["trials"]
 
 

@@ -55,6 +55,7 @@ from veritask.logic._produce import (
     report,
     write_jsonl,
 )
+from veritask.logic._produce_run import FamilyStage, ProduceSettings, produce_file
 from veritask.logic._registry import (
     FAMILY_PATH_ENV,
     all_families,
@@ -101,6 +102,7 @@ __all__ = [
     "FamilyFileError",
     "FamilyGateRecord",
     "FamilySpec",
+    "FamilyStage",
     "FileFamily",
     "GateReport",
     "GateSettings",
@@ -112,6 +114,7 @@ __all__ = [
     "Playbook",
     "PlaybookEntry",
     "ProduceError",
+    "ProduceSettings",
     "Production",
     "QualityVerdict",
     "ReviewReport",
@@ -144,6 +147,7 @@ __all__ = [
     "parse_family_source",
     "pass_at_k_by_family",
     "produce",
+    "produce_file",
     "question_split",
     "read_family_file",
     "read_records",
