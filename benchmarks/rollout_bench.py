@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from veritask.domains import builtin_domains
+from veritask.pipeline import run_batch
 from veritask.reward import proximity
-from veritask.rollout import RoleFactory, TaskSource, run_batch, summarize
+from veritask.rollout import RoleFactory, TaskSource, summarize
 from veritask.synth import generate
 
 

@@ -153,3 +153,33 @@ def test_metrics_json(tmp_path: Path) -> None:
         "functions": 1,
         "patterns": ["sorting"],
     }
+
+
+def test_generate_refuses_other_settings_into_the_same_file(tmp_path: Path) -> None:
+    out = str(tmp_path / "a.jsonl")
+    assert run("generate", "all", "--n", "3", "--difficulty", "5", "--out", out)[0] == 0
+    first = Path(out).read_bytes()
+    assert run("generate", "all", "--n", "3", "--difficulty", "5", "--out", out)[0] == 0
+    assert Path(out).read_bytes() == first
+    code, text = run(
+        "generate", "all", "--n", "3", "--difficulty", "5", "--seed", "2", "--out", out
+    )
+    assert code == 1 and "config differs in seed: was 0, now 2" in text
+
+
+def test_an_interrupted_family_run_resumes_to_the_same_bytes(tmp_path: Path) -> None:
+    from veritask.logic import FamilyStage, ProduceSettings, all_families, produce_file
+    from veritask.pipeline import pending
+
+    families = list(all_families().values())[:4]
+    settings = ProduceSettings(6, difficulty=3, seed=1)
+    produce_file(tmp_path / "whole.jsonl", families, settings)
+    out = tmp_path / "killed.jsonl"
+    stage = FamilyStage(families, settings, out.with_name(out.name + ".parts"))
+    for unit in pending(stage)[:2]:
+        stage.run(unit)
+    resumed = FamilyStage(families, settings, stage.parts)
+    assert [u.params[0] for u in pending(resumed)] == [2, 3]
+    summary = produce_file(out, families, settings)
+    assert summary["instances"] == 24
+    assert out.read_bytes() == (tmp_path / "whole.jsonl").read_bytes()

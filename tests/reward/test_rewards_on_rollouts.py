@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from veritask.pipeline import run_batch
 from veritask.reward import (
     assistant_turns,
     dense_rewards,
@@ -16,7 +17,7 @@ from veritask.reward import (
     reward_breakdown,
     ta_grpo_advantages,
 )
-from veritask.rollout import RoleFactory, TaskSource, run_batch
+from veritask.rollout import RoleFactory, TaskSource
 from veritask.synth import generate
 from veritask.task import Trajectory
 

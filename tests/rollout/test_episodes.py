@@ -12,24 +12,25 @@ import pytest
 from veritask.agent import ScriptedUser
 from veritask.agent._llm import LLMAgent, LLMUser
 from veritask.model import get_provider
+from veritask.pipeline import RunConflict, run_batch
 from veritask.rollout import (
     EpisodeLimits,
     RoleFactory,
     TaskSource,
-    run_batch,
     run_episode,
     summarize,
 )
 from veritask.synth import generate
 
 DOMAINS = ["travel", "retail", "clinic", "registrar"]
+BUILT = [*DOMAINS, "mock"]
 
 
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TaskSource]:
     root = tmp_path_factory.mktemp("rollouts")
     out = {}
-    for domain in DOMAINS:
+    for domain in BUILT:
         generate(domain, 40, 2, root / domain)
         out[domain] = TaskSource.load(root / domain)
     return out
@@ -67,7 +68,7 @@ def test_random_lands_strictly_between(sources: dict[str, TaskSource]) -> None:
     assert any(step.writes for t in trajectories for step in t.steps)
 
 
-def test_pass_hat_k_over_trials(sources: dict[str, TaskSource], tmp_path: Path) -> None:
+def test_pass_hat_k_over_trials(sources: dict[str, TaskSource]) -> None:
     source = TaskSource(sources["travel"].root, sources["travel"].packages[:5])
     trajectories = _run(source, "oracle", trials=3)
     summary = summarize(trajectories, 3)
@@ -149,3 +150,67 @@ def test_calls_of_one_message_share_its_turn(sources: dict[str, TaskSource]) -> 
     assert traj.steps[0].turn == traj.steps[1].turn
     assert traj.messages[traj.steps[0].turn]["role"] == "assistant"
     assert len(traj.messages[traj.steps[0].turn]["tool_calls"]) == 2
+
+
+def test_another_agent_into_the_same_file_is_refused(
+    sources: dict[str, TaskSource], tmp_path: Path
+) -> None:
+    out = tmp_path / "traj.jsonl"
+    source = TaskSource(sources["mock"].root, sources["mock"].packages[:3])
+    _run(source, "oracle", out=out)
+    before = out.read_bytes()
+    with pytest.raises(RunConflict) as caught:
+        _run(source, "noop", out=out)
+    assert 'agent: was "oracle", now "noop"' in str(caught.value)
+    assert set(caught.value.fields) == {"agent"}
+    with pytest.raises(RunConflict, match="seed: was 0, now 1"):
+        _run(source, "oracle", out=out, seed=1)
+    seen: list[str] = []
+    again = _run(source, "oracle", out=out, progress=lambda t: seen.append(t.task_id))
+    assert seen == [] and len(again) == 3 and out.read_bytes() == before
+
+
+class _KilledRoles(RoleFactory):
+    """Roles that stop the batch after ``left`` episodes (a kill, without sleeping)."""
+
+    left: int = 0
+
+    def build(self, task: Any, trial: int, seed: int) -> Any:
+        if self.left == 0:
+            raise KeyboardInterrupt
+        self.left -= 1
+        return super().build(task, trial, seed)
+
+
+def test_an_interrupted_rollout_resumes_to_the_same_file(
+    sources: dict[str, TaskSource], tmp_path: Path
+) -> None:
+    source = TaskSource(sources["mock"].root, sources["mock"].packages[:6])
+    whole, killed = tmp_path / "whole.jsonl", tmp_path / "killed.jsonl"
+    _run(source, "oracle", out=whole, trials=2)
+    roles = _KilledRoles(agent="oracle")
+    roles.left = 5
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(run_batch(source, roles, trials=2, concurrency=1, out=killed))
+    assert len(killed.read_text().splitlines()) == 5
+    seen: list[str] = []
+    _run(source, "oracle", out=killed, trials=2, progress=lambda t: seen.append(t.task_id))
+    assert len(seen) == 7
+    assert killed.read_bytes() == whole.read_bytes()
+
+
+def test_cli_rollout_refuses_another_agent(sources: dict[str, TaskSource], tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from veritask._cli.main import cli
+
+    out = str(tmp_path / "t.jsonl")
+    root = str(sources["mock"].root)
+    runner = CliRunner()
+    first = runner.invoke(cli, ["rollout", root, "--agent", "oracle", "--limit", "2", "--out", out])
+    assert first.exit_code == 0, first.output
+    second = runner.invoke(cli, ["rollout", root, "--agent", "noop", "--limit", "2", "--out", out])
+    assert second.exit_code == 1
+    assert 'config differs in agent: was "oracle", now "noop"' in second.output
+    again = runner.invoke(cli, ["rollout", root, "--agent", "oracle", "--out", out])
+    assert again.exit_code == 0 and "trajectories" in again.output

@@ -13,7 +13,10 @@ import pytest
 
 from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment, Snapshot
+from veritask.pipeline import InProcessExecutor, RunConflict, pending
 from veritask.synth import generate, replay
+from veritask.synth._generate import MANIFEST
+from veritask.synth._unit import SceneStage
 from veritask.task import DatasetDir, check_dataset, load_dataset, report_dataset
 
 DOMAINS = ["mock", "travel", "retail", "clinic", "registrar"]
@@ -132,3 +135,48 @@ def test_a_different_run_in_the_same_directory_is_refused(tmp_path: Path) -> Non
     generate("mock", 8, 1, tmp_path / "d")
     with pytest.raises(ValueError, match="different run"):
         generate("mock", 8, 2, tmp_path / "d")
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [(("mock", 16, 1), "n"), (("mock", 8, 2), "seed"), (("travel", 8, 1), "domain")],
+)
+def test_a_rerun_with_another_config_names_what_differs(
+    tmp_path: Path, args: tuple[str, int, int], field: str
+) -> None:
+    generate("mock", 8, 1, tmp_path / "d")
+    with pytest.raises(RunConflict) as caught:
+        generate(*args, tmp_path / "d")
+    assert field in caught.value.fields and f"{field}: was" in str(caught.value)
+    assert "different run" in str(caught.value)
+
+
+def test_an_interrupted_stage_resumes_to_the_same_manifest(tmp_path: Path) -> None:
+    """A run that stops after two units (a kill without the sleep) and a rerun give the bytes of
+    an uninterrupted run, and the rerun only runs the units that were missing."""
+    generate("mock", 40, 5, tmp_path / "whole")
+    out = tmp_path / "killed"
+
+    class Killed(RuntimeError):
+        pass
+
+    stage = SceneStage("mock", 5, 40, out)
+    seen: list[int] = []
+    with pytest.raises(Killed):
+        for result in InProcessExecutor().map(stage, pending(stage)):
+            seen.append(result.unit)
+            if len(seen) == 2:
+                raise Killed
+    summary = generate("mock", 40, 5, out)
+    assert summary.resumed_units == 2 and summary.units == 4
+    assert (out / "manifest.jsonl").read_bytes() == (tmp_path / "whole/manifest.jsonl").read_bytes()
+
+
+def test_a_directory_from_before_run_manifests_is_adopted_or_refused(tmp_path: Path) -> None:
+    out = tmp_path / "old"
+    generate("mock", 8, 1, out)
+    (out / MANIFEST).unlink()
+    assert generate("mock", 8, 1, out).resumed_units == 1
+    (out / MANIFEST).unlink()
+    with pytest.raises(RunConflict, match="seed: was 1, now 2"):
+        generate("mock", 8, 2, out)

@@ -111,24 +111,24 @@ def generate_cmd(
 
     FAMILY is a family id or `all`. Duplicate questions are skipped; each line is one instance
     with its category. Give exactly one of --difficulty and --mix."""
-    from veritask.logic import DEFAULT_MIX_SPEC, Mix, MixError, ProduceError, produce, write_jsonl
+    from veritask.logic import (
+        DEFAULT_MIX_SPEC,
+        Mix,
+        MixError,
+        ProduceError,
+        ProduceSettings,
+        produce_file,
+    )
+    from veritask.pipeline import RunConflict
 
     if (difficulty is None) == (mix is None):
         raise click.UsageError("give exactly one of --difficulty and --mix")
     try:
         parsed = None if mix is None else Mix.parse(DEFAULT_MIX_SPEC if mix == "default" else mix)
-        production = produce(
-            _families(family, families_dirs),
-            n,
-            difficulty=difficulty,
-            mix=parsed,
-            seed=seed,
-            split=split,
-        )
-    except (MixError, ProduceError) as exc:
+        settings = ProduceSettings(n, difficulty=difficulty, mix=parsed, seed=seed, split=split)
+        summary = produce_file(out, _families(family, families_dirs), settings)
+    except (MixError, ProduceError, RunConflict) as exc:
         raise click.ClickException(str(exc)) from None
-    write_jsonl(out, production.records())
-    summary = production.to_json()
     if as_json:
         echo_json(
             {

@@ -88,7 +88,8 @@ def _require_certified(directory: str) -> None:
 
 
 def _run(directory: str, opts: dict[str, Any], out: Path | None) -> tuple[list[Any], int]:
-    from veritask.rollout import EpisodeLimits, RoleFactory, TaskSource, run_batch
+    from veritask.pipeline import RunConflict, run_batch
+    from veritask.rollout import EpisodeLimits, RoleFactory, TaskSource
 
     if not opts["allow_uncertified"]:
         _require_certified(directory)
@@ -120,18 +121,21 @@ def _run(directory: str, opts: dict[str, Any], out: Path | None) -> tuple[list[A
         disable=opts["quiet"],
     ) as bar:
         task = bar.add_task("episodes", total=total)
-        trajectories = asyncio.run(
-            run_batch(
-                source,
-                roles,
-                trials=opts["trials"],
-                seed=opts["seed"],
-                concurrency=opts["concurrency"],
-                out=out,
-                limits=EpisodeLimits(max_turns=opts["max_turns"]),
-                progress=lambda _t: bar.advance(task),
+        try:
+            trajectories = asyncio.run(
+                run_batch(
+                    source,
+                    roles,
+                    trials=opts["trials"],
+                    seed=opts["seed"],
+                    concurrency=opts["concurrency"],
+                    out=out,
+                    limits=EpisodeLimits(max_turns=opts["max_turns"]),
+                    progress=lambda _t: bar.advance(task),
+                )
             )
-        )
+        except RunConflict as exc:
+            raise click.ClickException(str(exc)) from None
     return trajectories, opts["trials"]
 
 

@@ -48,6 +48,7 @@ from veritask.logic._produce import (
     report,
     write_jsonl,
 )
+from veritask.logic._produce_run import FamilyStage, ProduceSettings, produce_file
 from veritask.logic._records import EvolutionResult, RoundRecord
 from veritask.logic._registry import (
     FAMILY_PATH_ENV,
@@ -94,6 +95,7 @@ __all__ = [
     "FamilyFileError",
     "FamilyGateRecord",
     "FamilySpec",
+    "FamilyStage",
     "FileFamily",
     "GateReport",
     "GateSettings",
@@ -105,6 +107,7 @@ __all__ = [
     "Playbook",
     "PlaybookEntry",
     "ProduceError",
+    "ProduceSettings",
     "Production",
     "QualityVerdict",
     "ReviewReport",
@@ -137,6 +140,7 @@ __all__ = [
     "parse_family_source",
     "pass_at_k_by_family",
     "produce",
+    "produce_file",
     "question_split",
     "read_family_file",
     "read_records",

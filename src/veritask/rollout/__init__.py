@@ -1,10 +1,11 @@
 """Rollouts: episodes between agents, user simulators and environments; batches.
 
 The records a rollout produces (``Trajectory``, ``ToolStep``) live in ``veritask.task``; the
-metrics over them (pass^k, pass@k) in ``veritask.verify``.
+metrics over them (pass^k, pass@k) in ``veritask.verify``. The batch runner (scheduling,
+persistence, resume) is the rollout job of ``veritask.pipeline``.
 """
 
-from veritask.rollout._batch import RoleFactory, TaskSource, run_batch, score, summarize
+from veritask.rollout._batch import RoleFactory, TaskSource, score, summarize
 from veritask.rollout._episode import EpisodeLimits, EpisodeTask, run_episode
 
 __all__ = [
@@ -12,7 +13,6 @@ __all__ = [
     "EpisodeTask",
     "RoleFactory",
     "TaskSource",
-    "run_batch",
     "run_episode",
     "score",
     "summarize",

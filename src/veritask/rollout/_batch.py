@@ -1,26 +1,23 @@
-"""Batch runner: many episodes with a concurrency limit, persisted and resumable.
+"""What a batch of episodes is built from: task sources, roles, scoring and summaries.
 
-Three layers, as in tau2-bench's runner: ``run_episode`` executes (pure), ``build_roles`` turns
-names into agents and users, and ``run_batch`` schedules, verifies, persists and resumes by
-(task id, trial, seed).
+Three layers, as in tau2-bench's runner: ``run_episode`` executes (pure), ``RoleFactory`` turns
+names into agents and users, and ``veritask.pipeline.run_batch`` (one floor up) schedules,
+persists and resumes. This module holds what the batch needs from this floor: the task source,
+the roles and ``score``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from veritask._util import derive_seed
 from veritask.agent import Agent, NoopAgent, OracleAgent, RandomAgent, ScriptedUser, User
 from veritask.domains import load_domain
 from veritask.env import CompiledDomain
-from veritask.rollout._episode import EpisodeLimits, EpisodeTask, run_episode
+from veritask.rollout._episode import EpisodeTask
 from veritask.task import DatasetDir, TaskPackage, Trajectory, load_dataset
 from veritask.verify import VerificationError, gold_diff_for, verify
 
@@ -112,25 +109,6 @@ class RoleFactory:
         return LLMUser(self._provider(self.user), task.package, self._config(), sample_index=trial)
 
 
-def _read_done(out: Path) -> dict[tuple[str, int, int], Trajectory]:
-    """Finished trajectories of an earlier run; a torn last line (a killed run) is dropped."""
-    done: dict[tuple[str, int, int], Trajectory] = {}
-    if not out.exists():
-        return done
-    lines = out.read_text(encoding="utf-8").splitlines(keepends=True)
-    good: list[str] = []
-    for line in lines:
-        try:
-            traj = Trajectory.model_validate_json(line)
-        except (ValidationError, ValueError):
-            continue
-        done[traj.key] = traj
-        good.append(line if line.endswith("\n") else line + "\n")
-    if len(good) != len(lines):
-        out.write_text("".join(good), encoding="utf-8")
-    return done
-
-
 def score(traj: Trajectory, source: TaskSource, package: TaskPackage) -> Trajectory:
     """Verify a trajectory against its package: reward and breakdown filled in."""
     gold = gold_diff_for(package, source.dataset, source.domain(package.domain).layout)
@@ -141,56 +119,6 @@ def score(traj: Trajectory, source: TaskSource, package: TaskPackage) -> Traject
     return traj.model_copy(
         update={"reward": verdict.reward, "reward_breakdown": verdict.breakdown()}
     )
-
-
-async def run_batch(
-    source: TaskSource,
-    roles: RoleFactory,
-    *,
-    trials: int = 1,
-    seed: int = 0,
-    concurrency: int = 8,
-    out: Path | None = None,
-    limits: EpisodeLimits | None = None,
-    progress: Callable[[Trajectory], None] | None = None,
-) -> list[Trajectory]:
-    """Run every (task, trial), verify each trajectory, append it to ``out`` as it finishes, and
-    skip those ``out`` already holds (resume). Returns all trajectories in task/trial order."""
-    done = _read_done(out) if out else {}
-    todo = [
-        (pkg, trial, derive_seed(pkg.id, trial, seed))
-        for pkg in source.packages
-        for trial in range(trials)
-        if (pkg.id, trial, derive_seed(pkg.id, trial, seed)) not in done
-    ]
-    gate = asyncio.Semaphore(concurrency)
-    lock = asyncio.Lock()
-
-    async def one(pkg: TaskPackage, trial: int, episode_seed: int) -> None:
-        async with gate:
-            task = source.episode_task(pkg)
-            agent, user = roles.build(task, trial, episode_seed)
-            traj = score(
-                await run_episode(task, agent, user, trial=trial, seed=episode_seed, limits=limits),
-                source,
-                pkg,
-            )
-        async with lock:
-            done[traj.key] = traj
-            if out is not None:
-                with out.open("a", encoding="utf-8") as fh:
-                    fh.write(traj.model_dump_json() + "\n")
-            if progress:
-                progress(traj)
-
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    await asyncio.gather(*(one(*item) for item in todo))
-    order = {
-        (p.id, t, derive_seed(p.id, t, seed)): i
-        for i, (p, t) in enumerate((p, t) for p in source.packages for t in range(trials))
-    }
-    return sorted((t for k, t in done.items() if k in order), key=lambda t: order[t.key])
 
 
 def summarize(trajectories: Iterable[Trajectory], trials: int) -> dict[str, Any]:

@@ -1,11 +1,13 @@
 """``veritask generate``: the certified-synthesis pipeline over work units (scenes).
 
-A run of N tasks is split into units of ``SCENE_SIZE`` tasks that share one origin state. Each
-unit is a pure function of (domain, seed, unit index): it designs the origin, explores tasks from
-it, projects their descriptions, certifies each witness by replaying it on a fresh environment,
-and writes its packages atomically. Units run in any order on any number of processes; a rerun
-skips the units already written, and the manifest is assembled from the units in index order, so
-an interrupted run finishes with the same bytes as an uninterrupted one.
+A run of N tasks is split into units of ``SCENE_SIZE`` tasks that share one origin state: the
+units of a pipeline stage (``SceneStage``). Each unit is a pure function of (domain, seed, unit
+index): it designs the origin, explores tasks from it, projects their descriptions, certifies
+each witness by replaying it on a fresh environment, and writes its packages atomically. Units
+run in any order on any executor; the run manifest (``run-manifest.json``) refuses a rerun with
+another config, a rerun with the same config skips the units already written, and the manifest
+is assembled from the units in index order, so an interrupted run finishes with the same bytes
+as an uninterrupted one.
 
 With ``explorer="llm"`` (or ``projector="llm"``) the same units run with model-played roles
 (``_llm_generate``); symbolic runs are untouched by that mode.
@@ -14,22 +16,22 @@ With ``explorer="llm"`` (or ``projector="llm"``) the same units run with model-p
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from veritask.domains import load_domain
 from veritask.model import CostLedger, ModelProvider, get_provider
+from veritask.pipeline import AsyncExecutor, RunManifest, Unit, executor_for, pending, unit_ids
 from veritask.synth._llm_explorer import ExplorerLimits
-from veritask.synth._llm_generate import LLMMode
+from veritask.synth._llm_generate import LLMMode, LLMSceneStage
 from veritask.synth._unit import (
     GENERATOR,
     SCENE_SIZE,
+    SceneParams,
+    SceneStage,
     UnitResult,
-    _init_worker,
-    _run_unit,
 )
 from veritask.task import (
     DatasetDir,
@@ -49,12 +51,6 @@ class GenerateSummary:
     costs: CostLedger | None = None
     """LLM mode: the spending of every unit of the dataset (resumed ones included, as
     recorded with them), per module; None in symbolic mode."""
-
-
-def _units(n: int) -> Iterator[tuple[int, int, int]]:
-    for unit in range((n + SCENE_SIZE - 1) // SCENE_SIZE):
-        first = unit * SCENE_SIZE
-        yield unit, min(SCENE_SIZE, n - first), first
 
 
 Mode = Literal["symbolic", "llm"]
@@ -116,12 +112,14 @@ def generate(
         ValueError: ``out`` holds a different run, or the mode and model do not fit.
     """
     mode = _llm_mode(explorer, projector, model, limits)
-    ds, todo, units = _prepare(domain, n, seed, out, mode, progress)
-    if mode is None:
-        results: Iterable[UnitResult] = _execute(domain, todo, workers)
+    stage = _stage(domain, n, seed, out, mode)
+    ds, todo = _prepare(stage, mode, progress)
+    if isinstance(stage, SceneStage):
+        results: Iterable[UnitResult] = executor_for(workers).map(stage, todo)
     else:
-        results = mode.execute(domain, todo, workers, progress)
-    return _finish(ds, n, units, todo, list(results), mode, progress)
+        run = AsyncExecutor(workers).map(stage, todo, on_result=_on_result(progress))
+        results = asyncio.run(run)
+    return _finish(ds, stage, todo, results, mode, progress)
 
 
 async def generate_async(
@@ -148,49 +146,63 @@ async def generate_async(
             generate, domain, n, seed, out, workers, progress, explorer=explorer,
             projector=projector,
         )  # fmt: skip
-    ds, todo, units = _prepare(domain, n, seed, out, mode, progress)
-    results = await mode.execute_async(domain, todo, workers, progress)
-    return _finish(ds, n, units, todo, results, mode, progress)
+    stage = LLMSceneStage(domain, seed, n, Path(out), mode)
+    ds, todo = _prepare(stage, mode, progress)
+    results = await AsyncExecutor(workers).map(stage, todo, on_result=_on_result(progress))
+    return _finish(ds, stage, todo, results, mode, progress)
 
 
-def _prepare(
-    domain: str,
-    n: int,
-    seed: int,
-    out: str | Path,
-    mode: LLMMode | None,
-    progress: Callable[[int], None] | None,
-) -> tuple[DatasetDir, list[tuple[str, int, int, int, int, str]], int]:
-    """Check or write the run info; the units still to do, and how many units in all."""
-    ds = DatasetDir(Path(out))
-    spec = load_domain(domain)
+MANIFEST = "run-manifest.json"
+"""The run manifest in a dataset directory (``run.json`` keeps the same config for readers)."""
+
+GenerateStage = SceneStage | LLMSceneStage
+
+
+def _stage(domain: str, n: int, seed: int, out: str | Path, mode: LLMMode | None) -> GenerateStage:
+    if mode is None:
+        return SceneStage(domain, seed, n, Path(out))
+    return LLMSceneStage(domain, seed, n, Path(out), mode)
+
+
+def _run_config(stage: GenerateStage, mode: LLMMode | None) -> dict[str, Any]:
+    """What decides the dataset's bytes (the ``run.json`` keys)."""
     info: dict[str, Any] = {
-        "domain": domain,
-        "n": n,
-        "seed": seed,
+        "domain": stage.domain,
+        "n": stage.n,
+        "seed": stage.seed,
         "generator": GENERATOR,
-        "spec_hash": spec.spec_hash(),
+        "spec_hash": load_domain(stage.domain).spec_hash(),
         "scene_size": SCENE_SIZE,
     }
     if mode is not None:
         info.update(mode.run_info())
-    previous = ds.read_run()
-    if previous is not None and previous != info:
-        raise ValueError(f"{out} holds a different run ({previous}); use another directory")
-    ds.root.mkdir(parents=True, exist_ok=True)
-    ds.write_run(info)
-    todo = [(domain, seed, u, c, f, str(ds.root)) for u, c, f in _units(n) if not ds.has_part(u)]
+    return info
+
+
+def _prepare(
+    stage: GenerateStage, mode: LLMMode | None, progress: Callable[[int], None] | None
+) -> tuple[DatasetDir, list[Unit[SceneParams]]]:
+    """Claim the directory for this run (refusing another config); the units still to do."""
+    ds = DatasetDir(stage.out)
+    manifest = RunManifest("generate", _run_config(stage, mode), unit_ids(stage))
+    legacy = ds.read_run()
+    if legacy is not None and not (ds.root / MANIFEST).exists():
+        # a directory from before run manifests: its run.json is the config it was made with
+        RunManifest("generate", legacy, manifest.units).write(ds.root / MANIFEST)
+    manifest.open(ds.root / MANIFEST, where=str(stage.out))
+    ds.write_run(manifest.config)
+    todo = pending(stage)
     if progress:
-        progress(sum(c for u, c, _ in _units(n) if ds.has_part(u)))
-    return ds, todo, len(list(_units(n)))
+        left = {u.id for u in todo}
+        progress(sum(u.params[1] for u in stage.units() if u.id not in left))
+    return ds, todo
 
 
 def _finish(
     ds: DatasetDir,
-    n: int,
-    units: int,
-    todo: list[tuple[str, int, int, int, int, str]],
-    results: list[UnitResult],
+    stage: GenerateStage,
+    todo: list[Unit[SceneParams]],
+    results: Iterable[UnitResult],
     mode: LLMMode | None,
     progress: Callable[[int], None] | None,
 ) -> GenerateSummary:
@@ -201,20 +213,13 @@ def _finish(
             discarded[k] = discarded.get(k, 0) + v
         if progress and mode is None:
             progress(res.packages)
-    tasks = ds.assemble(units, n)
+    units = len(stage.units())
+    tasks = ds.assemble(units, stage.n)
     costs = None if mode is None else dataset_ledger(ds.root) or CostLedger()
     return GenerateSummary(ds.root, tasks, units, units - len(todo), discarded, costs)
 
 
-def _execute(
-    domain: str, todo: list[tuple[str, int, int, int, int, str]], workers: int
-) -> Iterator[UnitResult]:
-    if workers <= 1:
-        _init_worker(domain)
-        for item in todo:
-            yield _run_unit(item)
-        return
-    with ProcessPoolExecutor(
-        max_workers=workers, initializer=_init_worker, initargs=(domain,)
-    ) as pool:
-        yield from pool.map(_run_unit, todo)
+def _on_result(progress: Callable[[int], None] | None) -> Callable[[UnitResult], None] | None:
+    if progress is None:
+        return None
+    return lambda result: progress(result.packages)

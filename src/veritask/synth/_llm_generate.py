@@ -16,9 +16,7 @@ the task's seed, so the same seed and the same model answers give the same bytes
 
 from __future__ import annotations
 
-import asyncio
 import random
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -28,6 +26,7 @@ from veritask._util import derive_seed
 from veritask.env import Environment, Snapshot
 from veritask.model import CostLedger, GenerateConfig, ModelProvider
 from veritask.model._types import provider_model
+from veritask.pipeline import Unit
 from veritask.policy import Rule
 from veritask.synth._designer import Scene, faker_for
 from veritask.synth._explorer import Episode
@@ -38,9 +37,11 @@ from veritask.synth._sampler import StateView
 from veritask.synth._unit import (
     PRISTINE_EVERY,
     REFUSAL_EVERY,
+    SceneParams,
     SpoilerLeak,
     UnitResult,
     UnitWorker,
+    scene_units,
 )
 from veritask.task import DatasetDir, TaskPackage, sha256, text_keys
 
@@ -100,35 +101,39 @@ class LLMMode:
             },
         }
 
-    def execute(
-        self,
-        domain: str,
-        todo: list[tuple[str, int, int, int, int, str]],
-        workers: int,
-        progress: Callable[[int], None] | None,
-    ) -> list[UnitResult]:
-        """Run the units (``workers`` at a time, concurrently); results in unit order."""
-        return asyncio.run(self.execute_async(domain, todo, workers, progress))
 
-    async def execute_async(
-        self,
-        domain: str,
-        todo: list[tuple[str, int, int, int, int, str]],
-        workers: int,
-        progress: Callable[[int], None] | None,
-    ) -> list[UnitResult]:
-        worker = LLMUnitWorker(domain, self)
-        gate = asyncio.Semaphore(max(1, workers))
+@dataclass
+class LLMSceneStage:
+    """The generate stage with LLM roles: the same scene units as symbolic mode, run
+    concurrently in one event loop (model calls are I/O-bound) with one shared provider."""
 
-        async def one(item: tuple[str, int, int, int, int, str]) -> UnitResult:
-            name, seed, unit, count, first, out = item
-            async with gate:
-                result = await worker.run_unit(name, seed, unit, count, first, Path(out))
-            if progress:
-                progress(result.packages)
-            return result
+    domain: str
+    seed: int
+    n: int
+    out: Path
+    mode: LLMMode
+    name: str = "generate"
+    _worker: LLMUnitWorker | None = field(default=None, repr=False)
 
-        return list(await asyncio.gather(*(one(item) for item in todo)))
+    def units(self) -> list[Unit[SceneParams]]:
+        """See ``scene_units``."""
+        return scene_units(self.n)
+
+    def done(self, unit: Unit[SceneParams]) -> bool:
+        """True when the unit's part file exists (its costs were written before it)."""
+        return DatasetDir(self.out).has_part(unit.params[0])
+
+    def setup(self) -> None:
+        """Build the worker every unit shares."""
+        self._worker = LLMUnitWorker(self.domain, self.mode)
+
+    async def run(self, unit: Unit[SceneParams]) -> UnitResult:
+        """Produce one unit's packages; write its costs, then its part, atomically."""
+        if self._worker is None:
+            self.setup()
+        assert self._worker is not None
+        index, count, first = unit.params
+        return await self._worker.run_unit(self.domain, self.seed, index, count, first, self.out)
 
 
 @dataclass
@@ -324,4 +329,10 @@ class LLMUnitWorker(UnitWorker):
         return await projector.project(u.view, episode, dialogue, edge, u.internal, config)
 
 
-__all__ = ["LLM_ATTEMPTS_PER_TASK", "LLMMode", "LLMUnitWorker", "generator_name"]
+__all__ = [
+    "LLM_ATTEMPTS_PER_TASK",
+    "LLMMode",
+    "LLMSceneStage",
+    "LLMUnitWorker",
+    "generator_name",
+]

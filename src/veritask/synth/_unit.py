@@ -16,6 +16,7 @@ from veritask._util import derive_seed
 from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment, Snapshot
 from veritask.model import CostLedger
+from veritask.pipeline import Unit
 from veritask.policy import Rule, render_wiki
 from veritask.synth._analysis import DomainModel
 from veritask.synth._designer import Scene, SymbolicSetDesigner, faker_for
@@ -274,15 +275,54 @@ class UnitWorker:
         )
 
 
-_WORKER: UnitWorker | None = None
+SceneParams = tuple[int, int, int]
+"""A scene unit's parameters: the unit index, its task count and its first task index."""
 
 
-def _init_worker(domain: str) -> None:
-    global _WORKER
-    _WORKER = UnitWorker(domain)
+def scene_units(n: int) -> list[Unit[SceneParams]]:
+    """The units of a run of ``n`` tasks: ``SCENE_SIZE`` task slots each (the last may have
+    fewer), with ids ``unit-000000``, ``unit-000001``, ..."""
+    units: list[Unit[SceneParams]] = []
+    for unit in range((n + SCENE_SIZE - 1) // SCENE_SIZE):
+        first = unit * SCENE_SIZE
+        units.append(Unit(f"unit-{unit:06d}", (unit, min(SCENE_SIZE, n - first), first)))
+    return units
 
 
-def _run_unit(args: tuple[str, int, int, int, int, str]) -> UnitResult:
-    domain, seed, unit, count, first, out = args
-    assert _WORKER is not None
-    return _WORKER.run(domain, seed, unit, count, first, Path(out))
+@dataclass
+class SceneStage:
+    """The symbolic generate stage: one scene per unit, its part file the unit's artifact.
+
+    The stage travels to pool workers as its settings only; ``setup`` builds the
+    ``UnitWorker`` (compiled domain, designer, projector) once in each worker.
+    """
+
+    domain: str
+    seed: int
+    n: int
+    out: Path
+    name: str = "generate"
+    _worker: UnitWorker | None = field(default=None, repr=False)
+
+    def __getstate__(self) -> dict[str, object]:
+        return {**self.__dict__, "_worker": None}
+
+    def units(self) -> list[Unit[SceneParams]]:
+        """See ``scene_units``."""
+        return scene_units(self.n)
+
+    def done(self, unit: Unit[SceneParams]) -> bool:
+        """True when the unit's part file exists."""
+        return DatasetDir(self.out).has_part(unit.params[0])
+
+    def setup(self) -> None:
+        """Build this worker's ``UnitWorker``."""
+        self._worker = UnitWorker(self.domain)
+
+    def run(self, unit: Unit[SceneParams]) -> UnitResult:
+        """Produce one unit's packages and write its part atomically."""
+        if self._worker is None:
+            self.setup()
+        assert self._worker is not None
+        index, count, first = unit.params
+        return self._worker.run(self.domain, self.seed, index, count, first, self.out)

@@ -1,0 +1,45 @@
+"""Floor 7: every long job as stages over units with stable ids.
+
+- ``Stage`` / ``AsyncStage``: a job's units, which are done, a per-worker ``setup`` and
+  ``run(unit)`` writing the unit's artifact atomically.
+- ``RunManifest``: the run's config, its hash and the unit ids, stored with the outputs; a rerun
+  with another config raises ``RunConflict`` naming the fields that differ.
+- Executors: ``InProcessExecutor`` and ``ProcessPoolExecutor`` behind ``Executor.map``;
+  ``AsyncExecutor`` for stages that await model calls.
+- ``run_batch``: the rollout job (episodes on ``veritask.rollout``'s loop).
+
+Producers (``synth``, ``logic``) define their own stages on top of this package.
+"""
+
+from veritask.pipeline._executors import (
+    AsyncExecutor,
+    Executor,
+    InProcessExecutor,
+    ProcessPoolExecutor,
+    executor_for,
+)
+from veritask.pipeline._jsonl import JsonlUnits
+from veritask.pipeline._manifest import RunConflict, RunManifest, config_diff, config_hash
+from veritask.pipeline._rollout import RolloutStage, rollout_config, run_batch
+from veritask.pipeline._stage import AsyncStage, Stage, Unit, pending, unit_ids
+
+__all__ = [
+    "AsyncExecutor",
+    "AsyncStage",
+    "Executor",
+    "InProcessExecutor",
+    "JsonlUnits",
+    "ProcessPoolExecutor",
+    "RolloutStage",
+    "RunConflict",
+    "RunManifest",
+    "Stage",
+    "Unit",
+    "config_diff",
+    "config_hash",
+    "executor_for",
+    "pending",
+    "rollout_config",
+    "run_batch",
+    "unit_ids",
+]

@@ -1,0 +1,112 @@
+"""Executors: where a stage's units run.
+
+One small interface, ``Executor.map(stage, units)``: the executor calls ``stage.setup()`` once
+in every worker, then ``stage.run(unit)`` for each unit, and yields the results in the order of
+``units``. The stage object is what travels to a worker (pickled once per worker), so it must
+hold only picklable settings until ``setup`` builds its heavy state. A Ray executor implements
+the same ``map``: one actor per worker built from the stage, units dispatched to the actors,
+results yielded in order.
+
+Async stages (model calls) run in one event loop with ``AsyncExecutor``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
+from typing import Any, Protocol, TypeVar
+
+from veritask.pipeline._stage import AsyncStage, Stage, Unit
+
+P = TypeVar("P")
+R = TypeVar("R")
+
+_INSTALLED: ContextVar[Any] = ContextVar("veritask_pipeline_stage")
+"""The stage a pool worker runs (set once per worker process by the pool's initializer)."""
+
+
+class Executor(Protocol):
+    """Runs the units of a synchronous stage."""
+
+    def map(self, stage: Stage[P, R], units: Sequence[Unit[P]]) -> Iterator[R]:
+        """Set the stage up in every worker, run ``units``, yield results in ``units`` order."""
+        ...
+
+
+class InProcessExecutor:
+    """Runs every unit in the calling process, one after the other."""
+
+    def map(self, stage: Stage[P, R], units: Sequence[Unit[P]]) -> Iterator[R]:
+        """See ``Executor.map``."""
+        if not units:
+            return
+        stage.setup()
+        for unit in units:
+            yield stage.run(unit)
+
+
+def _install(stage: Stage[Any, Any]) -> None:
+    _INSTALLED.set(stage)
+    stage.setup()
+
+
+def _run_installed(unit: Unit[Any]) -> Any:
+    return _INSTALLED.get().run(unit)
+
+
+class ProcessPoolExecutor:
+    """Runs units in ``workers`` processes; each process gets the stage once and sets it up."""
+
+    def __init__(self, workers: int) -> None:
+        if workers < 1:
+            raise ValueError(f"workers must be at least 1, got {workers}")
+        self.workers = workers
+
+    def map(self, stage: Stage[P, R], units: Sequence[Unit[P]]) -> Iterator[R]:
+        """See ``Executor.map``."""
+        if not units:
+            return
+        with concurrent.futures.ProcessPoolExecutor(
+            max_workers=min(self.workers, len(units)), initializer=_install, initargs=(stage,)
+        ) as pool:
+            yield from pool.map(_run_installed, units)
+
+
+def executor_for(workers: int) -> Executor:
+    """In-process for one worker, a process pool for more."""
+    return InProcessExecutor() if workers <= 1 else ProcessPoolExecutor(workers)
+
+
+class AsyncExecutor:
+    """Runs the units of an async stage concurrently in the running event loop, at most
+    ``concurrency`` at a time."""
+
+    def __init__(self, concurrency: int) -> None:
+        self.concurrency = max(1, concurrency)
+
+    async def map(
+        self,
+        stage: AsyncStage[P, R],
+        units: Sequence[Unit[P]],
+        on_result: Callable[[R], None] | None = None,
+    ) -> list[R]:
+        """Set the stage up once, run ``units``; ``on_result`` sees each result as it finishes.
+
+        Returns:
+            The results in ``units`` order.
+        """
+        if not units:
+            return []
+        stage.setup()
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def one(unit: Unit[P]) -> R:
+            async with gate:
+                result = await stage.run(unit)
+            if on_result is not None:
+                on_result(result)
+            return result
+
+        return list(await asyncio.gather(*(one(unit) for unit in units)))

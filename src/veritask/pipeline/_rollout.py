@@ -1,0 +1,164 @@
+"""The rollout job on the pipeline: one unit per (task, trial), one JSONL line per unit.
+
+The episode loop, the roles and the scoring live one floor down in ``veritask.rollout``; this
+module only schedules, persists and resumes. A unit's id is ``task id/trial/episode seed`` (the
+trajectory's own ``key``). With an output file, the run manifest is a sidecar
+(``OUT.run.json``) holding the config: the dataset (sha256 of its manifest), the agent, the user,
+the temperature, the base seed and the episode limits. A rerun into the same file with the same
+config resumes (more tasks or trials may be added); another config is refused, naming the fields
+that differ, instead of returning the old trajectories.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from veritask._util import derive_seed, sha256
+from veritask.pipeline._executors import AsyncExecutor
+from veritask.pipeline._jsonl import JsonlUnits
+from veritask.pipeline._manifest import RunManifest
+from veritask.pipeline._stage import Unit, pending
+from veritask.rollout import EpisodeLimits, RoleFactory, TaskSource, run_episode, score
+from veritask.task import TaskPackage, Trajectory
+
+Episode = tuple[TaskPackage, int, int]
+"""A rollout unit's parameters: the package, the trial and the episode seed."""
+
+
+def unit_id(task_id: str, trial: int, seed: int) -> str:
+    """The stable id of one episode unit."""
+    return f"{task_id}/{trial}/{seed}"
+
+
+def _line_key(line: str) -> str | None:
+    try:
+        return unit_id(*Trajectory.model_validate_json(line).key)
+    except (ValidationError, ValueError):
+        return None
+
+
+def manifest_path(out: Path) -> Path:
+    """Where the run manifest of a trajectories file lives (``OUT.run.json``)."""
+    return out.with_name(out.name + ".run.json")
+
+
+def rollout_config(
+    source: TaskSource, roles: RoleFactory, seed: int, limits: EpisodeLimits
+) -> dict[str, Any]:
+    """What decides a rollout's trajectories (transport settings such as endpoints, caches and
+    concurrency are left out; tasks and trials choose units, not the config)."""
+    manifest = source.dataset.manifest
+    dataset = sha256(manifest.read_bytes()) if manifest.exists() else str(source.root)
+    return {
+        "dataset": dataset,
+        "agent": roles.agent,
+        "user": roles.user,
+        "temperature": roles.temperature,
+        "seed": seed,
+        "limits": asdict(limits),
+    }
+
+
+@dataclass
+class RolloutStage:
+    """Episodes of (task, trial) units, verified and appended to ``store`` as they finish."""
+
+    source: TaskSource
+    roles: RoleFactory
+    trials: int
+    seed: int
+    limits: EpisodeLimits
+    store: JsonlUnits | None = None
+    name: str = "rollout"
+    results: dict[str, Trajectory] = field(default_factory=dict)
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def units(self) -> Sequence[Unit[Episode]]:
+        """One unit per (task, trial), tasks in dataset order, trials inside."""
+        out: list[Unit[Episode]] = []
+        for pkg in self.source.packages:
+            for trial in range(self.trials):
+                episode_seed = derive_seed(pkg.id, trial, self.seed)
+                out.append(Unit(unit_id(pkg.id, trial, episode_seed), (pkg, trial, episode_seed)))
+        return out
+
+    def done(self, unit: Unit[Episode]) -> bool:
+        """True when the output already holds the unit's trajectory."""
+        return unit.id in self.results or (self.store is not None and unit.id in self.store)
+
+    def setup(self) -> None:
+        """Nothing to build: the task source caches compiled domains itself."""
+
+    async def run(self, unit: Unit[Episode]) -> Trajectory:
+        """Run, verify and persist one episode."""
+        pkg, trial, episode_seed = unit.params
+        task = self.source.episode_task(pkg)
+        agent, user = self.roles.build(task, trial, episode_seed)
+        traj = await run_episode(
+            task, agent, user, trial=trial, seed=episode_seed, limits=self.limits
+        )
+        traj = score(traj, self.source, pkg)
+        async with self._lock:
+            self.results[unit.id] = traj
+            if self.store is not None:
+                self.store.append(unit.id, traj.model_dump_json())
+        return traj
+
+    def collected(self, units: Sequence[Unit[Episode]]) -> list[Trajectory]:
+        """The trajectories of ``units`` in unit order (resumed ones read from the store)."""
+        out: list[Trajectory] = []
+        for unit in units:
+            traj = self.results.get(unit.id)
+            if traj is None and self.store is not None and unit.id in self.store:
+                traj = Trajectory.model_validate_json(self.store.lines[unit.id])
+            if traj is not None:
+                out.append(traj)
+        return out
+
+
+def open_rollout(
+    stage: RolloutStage, out: Path | None, units: Sequence[Unit[Episode]]
+) -> RunManifest | None:
+    """Claim ``out`` for this run (refusing another config) and load its finished units."""
+    if out is None:
+        return None
+    config = rollout_config(stage.source, stage.roles, stage.seed, stage.limits)
+    manifest = RunManifest("rollout", config, [u.id for u in units])
+    opened = manifest.open(manifest_path(out), where=str(out), grow=True)
+    stage.store = JsonlUnits(out, _line_key)
+    return opened
+
+
+async def run_batch(
+    source: TaskSource,
+    roles: RoleFactory,
+    *,
+    trials: int = 1,
+    seed: int = 0,
+    concurrency: int = 8,
+    out: Path | None = None,
+    limits: EpisodeLimits | None = None,
+    progress: Callable[[Trajectory], None] | None = None,
+) -> list[Trajectory]:
+    """Run every (task, trial), verify each trajectory, append it to ``out`` as it finishes, and
+    skip those ``out`` already holds (resume). Returns all trajectories in task/trial order.
+
+    When the run completes, ``out`` is rewritten in unit order, so a resumed run ends with the
+    bytes of an uninterrupted one.
+
+    Raises:
+        RunConflict: ``out`` holds trajectories of another config (agent, user, seed, ...).
+    """
+    stage = RolloutStage(source, roles, trials, seed, limits or EpisodeLimits())
+    units = stage.units()
+    manifest = open_rollout(stage, out, units)
+    await AsyncExecutor(concurrency).map(stage, pending(stage), on_result=progress)
+    if stage.store is not None and manifest is not None:
+        stage.store.finish(manifest.units)
+    return stage.collected(units)
