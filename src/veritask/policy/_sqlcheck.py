@@ -188,6 +188,14 @@ def _function_problem(node: exp.Func) -> str | None:
     return f"function {name}() is not allowed (allowed: {', '.join(sorted(ALLOWED_FUNCTIONS))})"
 
 
+def _statement_kind(tree: exp.Expr) -> str:
+    """The first word of a statement as written (SELECT, DELETE, ATTACH, ...)."""
+    if isinstance(tree, exp.Command):
+        return str(tree.this).upper()
+    words = tree.sql(dialect="sqlite").split()
+    return words[0].upper() if words else type(tree).__name__.upper()
+
+
 def _forbidden_message(node: exp.Expr) -> str:
     if isinstance(node, exp.Command):
         return f"{str(node.this).upper()} is not allowed here"
@@ -326,7 +334,7 @@ def expression_problems(text: str, scope: Scope) -> list[str]:
     tree = trees[0]
     bare_query = isinstance(tree, exp.Query) and not isinstance(tree, exp.Subquery)
     if bare_query or isinstance(tree, exp.DML | exp.DDL | exp.Command):
-        kind = "SELECT" if isinstance(tree, exp.Query) else _forbidden_message(tree).split()[0]
+        kind = _statement_kind(tree)
         return [f"must be an expression, not a {kind} statement (parenthesize a subquery)"]
     return list(_tree_problems(tree, scope))
 
@@ -348,8 +356,7 @@ def _target_problems(tree: exp.Insert | exp.Update, scope: Scope) -> Iterator[st
 
 def _statement_problems(tree: exp.Expr, scope: Scope) -> Iterator[str]:
     if not isinstance(tree, exp.Insert | exp.Update):
-        kind = "SELECT" if isinstance(tree, exp.Query) else _forbidden_message(tree).split()[0]
-        yield f"only INSERT and UPDATE statements are allowed, not {kind}"
+        yield f"only INSERT and UPDATE statements are allowed, not {_statement_kind(tree)}"
         return
     if isinstance(tree, exp.Insert) and tree.args.get("alternative") not in _SAFE_INSERT:
         yield f"INSERT OR {tree.args['alternative']} is not allowed"
@@ -395,15 +402,21 @@ def _rule_fields(rule: Rule) -> Iterator[tuple[Loc, str | None]]:
         yield ("repair", "value"), rule.repair.value
 
 
-def check_spec_sql(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
-    """Yield (location, message) for every piece of spec SQL outside the accepted subset."""
-    tables = {t.name: frozenset(t.column_names) for t in spec.tables}
+def _check_columns(
+    spec: DomainSpec, tables: Mapping[str, frozenset[str]]
+) -> Iterator[tuple[Loc, str]]:
     for i, table in enumerate(spec.tables):
         for j, col in enumerate(table.columns):
             if col.check:
                 loc: Loc = ("tables", i, "columns", j, "check")
                 for msg in expression_problems(col.check, Scope(tables, table.name, ())):
                     yield loc, msg
+
+
+def check_spec_sql(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
+    """Yield (location, message) for every piece of spec SQL outside the accepted subset."""
+    tables = {t.name: frozenset(t.column_names) for t in spec.tables}
+    yield from _check_columns(spec, tables)
     for i, rule in enumerate(spec.rules):
         if rule.table not in tables:
             continue
