@@ -277,33 +277,35 @@ def test_same_seed_and_answers_give_byte_identical_specs(
 
 
 @pytest.mark.parametrize(
-    ("bad", "sqlite_says"),
+    ("bad", "says"),
     [
         (
             ("SELECT flight_booking_count FROM", "SELECT flight_booking_total FROM"),
-            "no such column",
+            "unknown column 'flight_booking_total'",
         ),
         ((">= {threshold}", ">= >= {threshold}"), "syntax error"),
     ],
     ids=["unknown-column", "syntax-error"],
 )
 def test_trigger_compile_error_is_reported_then_fixed(
-    travel: DomainSpec, seed: Seed, bad: tuple[str, str], sqlite_says: str
+    travel: DomainSpec, seed: Seed, bad: tuple[str, str], says: str
 ) -> None:
+    # Spec SQL is parsed before anything reaches SQLite, so both mistakes are spec errors that
+    # name the field; the model gets them back and fixes the rule in round 2.
     provider = ScriptedProvider(compile_error_script(travel, bad))
     result = run_architect(seed, provider)
     stage = result.report.stage("rules")
     assert stage.passed and stage.rounds_used == 2
     first, second = stage.rounds
     assert second.errors == []
-    compile_errors = [e for e in first.errors if e.check == "trigger_compile"]
-    assert [e.item for e in compile_errors] == ["rule FLIGHT_QUOTA"]
-    assert sqlite_says in compile_errors[0].message
+    spec_errors = [e for e in first.errors if e.check == "spec_invalid"]
+    assert [e.item for e in spec_errors] == ["rules[4].condition"]
+    assert says in spec_errors[0].message
     # The structured report went back to the model with its previous answer.
     fix_request = provider.requests[-1]["messages"]
     assert fix_request[-2]["role"] == "assistant"
-    assert "trigger_compile" in fix_request[-1]["content"]
-    assert sqlite_says in fix_request[-1]["content"]
+    assert "spec_invalid" in fix_request[-1]["content"]
+    assert says in fix_request[-1]["content"]
     assert result.spec.model_copy(update={"name": "travel"}) == travel
 
 
@@ -428,8 +430,9 @@ def test_tables_verifier_runs_the_ddl_and_the_rows(travel: DomainSpec, seed: See
     data["tables"][0]["columns"][1]["check"] = "no_such_column > 0"
     data["seed"]["users"][0]["company_id"] = "comp_missing"
     errors, _ = verify_tables(TablesArtifact.model_validate(data), plan, seed)
-    assert [(e.check, e.item) for e in errors] == [("ddl_compile", "table flight_classes")]
-    assert "no such column: no_such_column" in errors[0].message
+    # Spec SQL is parsed before it reaches SQLite: the CHECK's unknown column is a spec error.
+    assert [(e.check, e.item) for e in errors] == [("spec_invalid", "tables[0].columns[1].check")]
+    assert "unknown column 'no_such_column'" in errors[0].message
     data["tables"][0]["columns"][1].pop("check")
     errors, _ = verify_tables(TablesArtifact.model_validate(data), plan, seed)
     assert [(e.check, e.item) for e in errors][:1] == [("seed_rows", "seed.users[0]")]
@@ -477,7 +480,7 @@ def test_smuggled_sql_is_refused(travel: DomainSpec, seed: Seed, tmp_path: Path)
     with pytest.raises(ArchitectError) as info:
         run_architect(seed, ScriptedProvider(script), rounds=1)
     errors = info.value.report.stage("rules").rounds[0].errors
-    assert {e.check for e in errors} == {"trigger_compile"}
+    assert {e.check for e in errors} == {"spec_invalid"}  # parsed, never pasted into SQLite
     assert not target.exists()
 
 

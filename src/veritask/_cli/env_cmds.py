@@ -184,7 +184,10 @@ def import_sql_cmd(ddl: str, name: str, out: str | None) -> None:
 def validate_cmd(spec: str) -> None:
     """Validate a spec file and check that it compiles in SQLite."""
     loaded = spec_arg(spec)
-    CompiledDomain.from_spec(loaded)
+    try:
+        CompiledDomain.from_spec(loaded)
+    except (ValueError, sqlite3.Error) as exc:
+        raise click.ClickException(f"{spec}: {exc}") from None
     click.echo(
         f"ok: {loaded.name} ({len(loaded.tables)} tables, {len(loaded.rules)} rules, {len(loaded.effects)} effects)"
     )

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from veritask.env._state import Layout, rebase, tracking_sql
 from veritask.policy import CompiledSQL, DomainSpec, compile_sql, quote_ident, table_order
+from veritask.policy._guard import BuildGuard, refusal, run_guarded
 
 Rows = Mapping[str, Sequence[Mapping[str, Any]]]
 
@@ -31,17 +36,82 @@ def insert_rows(conn: sqlite3.Connection, spec: DomainSpec, rows: Rows) -> None:
             conn.execute(sql, [row[c] for c in cols])
 
 
-_COMPILED: dict[int, tuple[DomainSpec, CompiledSQL, Layout, str]] = {}
+@dataclass(frozen=True)
+class _Compiled:
+    """What building an image needs from a spec, verified once under the guard."""
+
+    sql: CompiledSQL
+    layout: Layout
+    tracking: str
 
 
-def _compiled(spec: DomainSpec) -> tuple[CompiledSQL, Layout, str]:
-    """SQL, layout and tracking SQL of a spec, computed once per spec object."""
-    hit = _COMPILED.get(id(spec))
-    if hit is None or hit[0] is not spec:
-        layout = Layout.from_spec(spec)
-        hit = (spec, compile_sql(spec), layout, tracking_sql(layout))
-        _COMPILED[id(spec)] = hit
-    return hit[1], hit[2], hit[3]
+_CACHE_SIZE = 32
+_CACHE: OrderedDict[int, tuple[weakref.ref[DomainSpec], _Compiled]] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+
+
+def _forget(key: int, ref: weakref.ref[DomainSpec]) -> None:
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None and hit[0] is ref:
+            del _CACHE[key]
+
+
+def _compiled(spec: DomainSpec) -> _Compiled:
+    """SQL, layout and tracking SQL of a spec, computed and verified once per live spec object.
+
+    The cache holds at most ``_CACHE_SIZE`` specs and a weak reference to each: an entry is
+    dropped when its spec is garbage-collected, so a new object reusing a dead one's ``id``
+    never sees the dead one's SQL.
+    """
+    key = id(spec)
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None and hit[0]() is spec:
+            _CACHE.move_to_end(key)
+            return hit[1]
+    layout = Layout.from_spec(spec)
+    compiled = _Compiled(compile_sql(spec), layout, tracking_sql(layout))
+    _verify(spec, compiled)
+    ref = weakref.ref(spec, lambda r: _forget(key, r))
+    with _CACHE_LOCK:
+        _CACHE[key] = (ref, compiled)
+        _CACHE.move_to_end(key)
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return compiled
+
+
+def _verify(spec: DomainSpec, compiled: _Compiled) -> None:
+    """Create the schema in a scratch database and make SQLite compile every trigger.
+
+    ``EXPLAIN`` prepares an insert and an update on each table without running them, which
+    makes SQLite resolve every name in every trigger and ask the guard about every action.
+    """
+    guard = BuildGuard(spec)
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        run_guarded(conn, guard, "ddl", compiled.sql.full + "\n" + compiled.tracking)
+        conn.set_authorizer(guard)
+        with guard.during("probe"):
+            for table in spec.tables:
+                _probe(conn, guard, table.name, table.column_names)
+    finally:
+        conn.close()
+
+
+def _probe(conn: sqlite3.Connection, guard: BuildGuard, table: str, columns: list[str]) -> None:
+    cols = ", ".join(quote_ident(c) for c in columns)
+    sets = ", ".join(f"{quote_ident(c)} = {quote_ident(c)}" for c in columns)
+    marks = ", ".join("NULL" for _ in columns)
+    for event, sql in (
+        ("insert", f"INSERT INTO {quote_ident(table)} ({cols}) VALUES ({marks})"),
+        ("update", f"UPDATE {quote_ident(table)} SET {sets}"),
+    ):
+        try:
+            conn.execute(f"EXPLAIN {sql}").fetchall()
+        except sqlite3.Error as exc:
+            raise ValueError(f"{table} on {event}: {refusal(guard, exc)}") from None
 
 
 def build_image(spec: DomainSpec, rows: Rows | None = None) -> bytes:
@@ -50,21 +120,29 @@ def build_image(spec: DomainSpec, rows: Rows | None = None) -> bytes:
     Rows are loaded before the triggers exist, so a seeder can place the state anywhere the schema
     allows (a TICKETED flight, a quota at N-1) without replaying the history that led there.
     Foreign keys and CHECK constraints are enforced while loading. The image is rebased: it is
-    the root that states reached from it are diffed against.
+    the root that states reached from it are diffed against. Everything runs under a
+    ``BuildGuard`` (no ATTACH, no PRAGMA beyond the build's own, no writes outside the spec's
+    tables); a refusal raises ValueError naming what was refused.
     """
-    compiled, layout, tracking = _compiled(spec)
+    compiled = _compiled(spec)
+    guard = BuildGuard(spec)
     conn = sqlite3.connect(":memory:", isolation_level=None)
     try:
         conn.execute("PRAGMA foreign_keys = ON")
-        conn.executescript(compiled.tables)
-        conn.execute("BEGIN")
-        insert_rows(conn, spec, spec.seed if rows is None else rows)
-        conn.execute("COMMIT")
-        violations = conn.execute("PRAGMA foreign_key_check").fetchall()
+        run_guarded(conn, guard, "ddl", compiled.sql.tables)
+        conn.set_authorizer(guard)
+        with guard.during("load"):
+            conn.execute("BEGIN")
+            insert_rows(conn, spec, spec.seed if rows is None else rows)
+            conn.execute("COMMIT")
+            violations = conn.execute("PRAGMA foreign_key_check").fetchall()
         if violations:
             raise ValueError(f"rows violate foreign keys: {violations[:5]}")
-        conn.executescript(compiled.triggers + "\n" + tracking)
-        rebase(conn, layout)
+        run_guarded(conn, guard, "ddl", compiled.sql.triggers + "\n" + compiled.tracking)
+        conn.set_authorizer(guard)
+        with guard.during("admin"):
+            rebase(conn, compiled.layout)
+        conn.set_authorizer(None)
         return conn.serialize()
     finally:
         conn.close()

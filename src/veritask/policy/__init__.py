@@ -1,7 +1,8 @@
 """Domain specs and their compilation into SQL, tool schemas and wiki policy text."""
 
 from veritask.policy._importer import import_sql
-from veritask.policy._load import SpecError, SpecIssue, load_spec, parse_spec, spec_from_data
+from veritask.policy._issues import SpecError, SpecIssue
+from veritask.policy._load import load_spec, parse_spec, spec_from_data
 from veritask.policy._spec import (
     Call,
     Column,

@@ -22,6 +22,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
+from veritask.policy._guard import BuildGuard, run_guarded
 from veritask.policy._import_triggers import (
     Trigger,
     firing_order,
@@ -375,8 +376,8 @@ def _read_script(ddl: str, source: str) -> _Imported:
 def _check_compiles(spec: DomainSpec, source: str) -> None:
     conn = sqlite3.connect(":memory:")
     try:
-        conn.executescript(compile_sql(spec).full)
-    except sqlite3.Error as exc:
+        run_guarded(conn, BuildGuard(spec), "ddl", compile_sql(spec).full)
+    except ValueError as exc:
         fail(source, None, "<compiled>", f"the imported spec does not compile in SQLite: {exc}")
     finally:
         conn.close()

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
+from veritask.policy._issues import SpecError as SpecError
+from veritask.policy._issues import SpecIssue as SpecIssue
 from veritask.policy._spec import Column, DomainSpec, Table
+from veritask.policy._sqlcheck import check_spec_sql
 
 Loc = tuple[str | int, ...]
 
@@ -29,39 +31,72 @@ _Loader.add_implicit_resolver(
 )
 
 
-@dataclass(frozen=True)
-class SpecIssue:
-    """One problem in a spec: where it is and what is wrong."""
+MAX_SPEC_BYTES = 4_000_000
+"""The largest spec file accepted (the biggest built-in is well under 100 kB)."""
 
-    path: str
-    line: int | None
-    field: str
-    message: str
-
-    def __str__(self) -> str:
-        where = f"{self.path}:{self.line}" if self.line is not None else self.path
-        return f"{where}: {self.field}: {self.message}"
+MAX_YAML_NODES = 500_000
+"""The most YAML nodes a spec may expand to once aliases are resolved (billion laughs)."""
 
 
-class SpecError(ValueError):
-    """A spec failed to parse or validate; ``issues`` lists every problem found."""
+class _YamlLimit(Exception):
+    """A YAML document exceeds a limit; carries the line and the message."""
 
-    def __init__(self, issues: list[SpecIssue]) -> None:
-        self.issues = issues
-        super().__init__("invalid domain spec:\n" + "\n".join(f"  {i}" for i in issues))
+    def __init__(self, line: int | None, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+        self.message = message
 
 
-def _index_lines(node: yaml.Node, loc: Loc, out: dict[Loc, int]) -> None:
+def _expanded_size(node: yaml.Node, memo: dict[int, int], active: set[int]) -> int:
+    """Nodes ``node`` stands for once every alias is expanded, without expanding anything."""
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    if key in active:
+        raise _YamlLimit(node.start_mark.line + 1, "a YAML alias refers to itself")
+    active.add(key)
+    children: list[yaml.Node] = []
+    if isinstance(node, yaml.MappingNode):
+        children = [part for pair in node.value for part in pair]
+    elif isinstance(node, yaml.SequenceNode):
+        children = list(node.value)
+    total = 1 + sum(_expanded_size(child, memo, active) for child in children)
+    active.discard(key)
+    if total > MAX_YAML_NODES:
+        raise _YamlLimit(
+            node.start_mark.line + 1,
+            f"YAML aliases expand to more than {MAX_YAML_NODES} nodes (billion laughs?)",
+        )
+    memo[key] = total
+    return total
+
+
+def _index_lines(
+    node: yaml.Node,
+    loc: Loc,
+    out: dict[Loc, int],
+    dups: dict[int, tuple[Loc, int, str]] | None = None,
+) -> None:
+    """Record the line of every field; note keys repeated in one mapping (first line kept)."""
     out[loc] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
+        first: dict[str, int] = {}
         for key, value in node.value:
             name = key.value
-            out[(*loc, name)] = key.start_mark.line + 1
-            _index_lines(value, (*loc, name), out)
-            out[(*loc, name)] = key.start_mark.line + 1
+            line = key.start_mark.line + 1
+            repeated = isinstance(name, str) and name in first
+            if repeated and dups is not None and key.tag != "tag:yaml.org,2002:merge":
+                msg = f"duplicate key {name!r} (lines {first[name]} and {line})"
+                dups[id(key)] = ((*loc, name), line, msg)
+                continue
+            if isinstance(name, str):
+                first[name] = line
+            out[(*loc, name)] = line
+            _index_lines(value, (*loc, name), out, dups)
+            out[(*loc, name)] = line
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _index_lines(item, (*loc, i), out)
+            _index_lines(item, (*loc, i), out, dups)
 
 
 def _line_for(lines: dict[Loc, int], loc: Loc) -> int | None:
@@ -81,21 +116,66 @@ def _field_name(loc: Loc) -> str:
 def load_spec(path: str | Path) -> DomainSpec:
     """Load and validate a spec file; raise SpecError naming file, line and field."""
     p = Path(path)
-    return parse_spec(p.read_text(encoding="utf-8"), source=str(p))
+    try:
+        size = p.stat().st_size
+        if size > MAX_SPEC_BYTES:
+            raise _YamlLimit(
+                None, f"the file has {size} bytes; specs are limited to {MAX_SPEC_BYTES}"
+            )
+        text = p.read_bytes().decode("utf-8")
+    except _YamlLimit as exc:
+        raise SpecError([SpecIssue(str(p), exc.line, "<file>", exc.message)]) from None
+    except UnicodeDecodeError as exc:
+        line = p.read_bytes()[: exc.start].count(b"\n") + 1
+        raise SpecError(
+            [SpecIssue(str(p), line, "<file>", f"not UTF-8 text: {exc.reason}")]
+        ) from None
+    return parse_spec(text, source=str(p))
+
+
+def _compose(text: str) -> tuple[Any, dict[Loc, int], dict[int, tuple[Loc, int, str]]]:
+    """Compose and check the node graph (size, aliases, duplicate keys), then construct data."""
+    if len(text) > MAX_SPEC_BYTES:
+        raise _YamlLimit(
+            None, f"the text has {len(text)} characters; specs are limited to {MAX_SPEC_BYTES}"
+        )
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        lines: dict[Loc, int] = {}
+        dups: dict[int, tuple[Loc, int, str]] = {}
+        if node is None:
+            return None, lines, dups
+        _expanded_size(node, {}, set())
+        _index_lines(node, (), lines, dups)
+        return loader.construct_document(node), lines, dups
+    except RecursionError:
+        raise _YamlLimit(None, "the YAML is nested too deeply") from None
+    finally:
+        loader.dispose()
 
 
 def parse_spec(text: str, source: str = "<spec>") -> DomainSpec:
-    """Parse and validate spec YAML text; raise SpecError naming line and field."""
+    """Parse and validate spec YAML text; raise SpecError naming line and field.
+
+    Refused before validation: text over ``MAX_SPEC_BYTES``, aliases expanding to more than
+    ``MAX_YAML_NODES`` nodes, a key repeated in one mapping (both lines are named).
+    """
     try:
-        node = yaml.compose(text, Loader=_Loader)
-        data = yaml.load(text, Loader=_Loader)
+        data, lines, dups = _compose(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
-        raise SpecError([SpecIssue(source, line, "<yaml>", str(exc))]) from exc
-    lines: dict[Loc, int] = {}
-    if node is not None:
-        _index_lines(node, (), lines)
+        raise SpecError([SpecIssue(source, line, "<yaml>", str(exc))]) from None
+    except _YamlLimit as exc:
+        raise SpecError([SpecIssue(source, exc.line, "<yaml>", exc.message)]) from None
+    if dups:
+        raise SpecError(
+            [
+                SpecIssue(source, line, _field_name(loc), msg)
+                for loc, line, msg in sorted(dups.values(), key=lambda d: d[1])
+            ]
+        )
     if not isinstance(data, dict):
         raise SpecError([SpecIssue(source, 1, "<root>", "a spec is a YAML mapping")])
     return spec_from_data(data, source=source, lines=lines)
@@ -127,7 +207,6 @@ def spec_from_data(
     return spec
 
 
-_NEW_OLD = re.compile(r"\b(NEW|OLD)\.([A-Za-z_][A-Za-z0-9_]*)")
 _RESERVED_QUERY_ARGS = {"limit", "offset", "order_by", "descending"}
 
 
@@ -157,17 +236,6 @@ def _check_enum_default(col: Column, cloc: Loc) -> Iterator[tuple[Loc, str]]:
         yield (*cloc, "default"), f"default {col.default!r} is not one of {col.enum}"
 
 
-def _check_sql_columns(
-    spec: DomainSpec, table: str, sql: str, loc: Loc, events: list[str]
-) -> Iterator[tuple[Loc, str]]:
-    cols = set(spec.table(table).column_names)
-    for ref, col in _NEW_OLD.findall(sql):
-        if col not in cols and col != "rowid":
-            yield loc, f"{ref}.{col}: {table} has no column {col!r}"
-        if ref == "OLD" and "insert" in events:
-            yield loc, f"OLD.{col} is not available on insert"
-
-
 def check_references(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
     """Yield (location, message) for every cross-reference the schema cannot check."""
     table_names = [t.name for t in spec.tables]
@@ -194,6 +262,7 @@ def check_references(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
     yield from _check_effects(spec)
     yield from _check_transactions(spec)
     yield from _check_seed(spec)
+    yield from check_spec_sql(spec)
 
 
 def _check_rules(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
@@ -212,18 +281,13 @@ def _check_rules(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
             rule.threshold is None or rule.threshold.value is None
         ):
             yield (*loc, "condition"), "uses {threshold} but threshold.value is not set"
-        for part in ("when", "condition", "detail"):
-            sql = getattr(rule, part)
-            if sql:
-                yield from _check_sql_columns(spec, rule.table, sql, (*loc, part), list(rule.on))
-        if rule.repair is not None:
-            if rule.repair.column not in spec.table(rule.table).column_names:
-                yield (
-                    (*loc, "repair", "column"),
-                    f"{rule.table} has no column {rule.repair.column!r}",
-                )
-            yield from _check_sql_columns(
-                spec, rule.table, rule.repair.value, (*loc, "repair", "value"), list(rule.on)
+        if (
+            rule.repair is not None
+            and rule.repair.column not in spec.table(rule.table).column_names
+        ):
+            yield (
+                (*loc, "repair", "column"),
+                f"{rule.table} has no column {rule.repair.column!r}",
             )
 
 
@@ -236,10 +300,6 @@ def _check_effects(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
             continue
         if effect.transaction and effect.transaction not in tx_ids:
             yield (*loc, "transaction"), f"unknown transaction {effect.transaction!r}"
-        for part in ("when", "sql"):
-            sql = getattr(effect, part)
-            if sql:
-                yield from _check_sql_columns(spec, effect.table, sql, (*loc, part), [effect.on])
 
 
 def _check_transactions(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
-from veritask.policy._load import SpecError, SpecIssue
+from veritask.policy._issues import SpecError, SpecIssue
 from veritask.policy._spec import Scalar
 
 _TOKEN = re.compile(
