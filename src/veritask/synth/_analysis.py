@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from veritask.policy import Column, DomainSpec, Rule, Table, Transaction
+from veritask.policy import Column, DomainSpec, Rule, Table, ToolSpec, Transaction, build_tools
 from veritask.policy._sql import rule_condition
+from veritask.policy._tools import ToolKind
 
 _NEW_COL = re.compile(r"\bNEW\.([A-Za-z_][A-Za-z0-9_]*)")
 _NEW_CMP = re.compile(r"\bNEW\.([A-Za-z_][A-Za-z0-9_]*)\s*(?:<=|>=|<|>|=|!=)\s*(-?\d+)")
@@ -53,11 +55,13 @@ class DomainModel:
     sources: dict[tuple[str, str], set[tuple[str, str]]] = field(default_factory=dict)
     """Columns of other tables whose values bound a written column (see number_sources)."""
     write_transactions: list[Transaction] = field(default_factory=list)
+    tools: dict[str, ToolSpec] = field(default_factory=dict)
+    """The spec's tools by name: what a tool name means (kind, table, key), never parsed."""
 
     @classmethod
     def from_spec(cls, spec: DomainSpec) -> DomainModel:
         """Analyse a spec."""
-        model = cls(spec=spec, actor=spec.actor or _guess_actor(spec))
+        model = cls(spec=spec, actor=spec.actor or _guess_actor(spec), tools=build_tools(spec))
         for table in spec.tables:
             model.owner_path[table.name] = _path_to(spec, table.name, model.actor)
             model.label[table.name] = _label_column(table)
@@ -67,8 +71,29 @@ class DomainModel:
                 model.public_keys.add(table.name)
         model.numbers = _boundary_numbers(spec)
         model.sources = number_sources(spec)
-        model.write_transactions = list(spec.transactions) or _default_transactions(spec)
+        model.write_transactions = list(spec.transactions) or _default_transactions(
+            spec, model.tools
+        )
         return model
+
+    def tool(self, name: str) -> ToolSpec:
+        """The tool called ``name``; KeyError when the spec has none."""
+        return self.tools[name]
+
+    def tool_for(self, kind: ToolKind, table: str) -> ToolSpec | None:
+        """The ``kind`` tool of ``table`` (None when the table has no such tool)."""
+        return find_tool(self.tools, kind, table)
+
+    def query_tool(self, table: str) -> ToolSpec:
+        """The read tool of ``table`` (every table has one); KeyError for an unknown table."""
+        found = self.tool_for("query", table)
+        if found is None:
+            raise KeyError(table)
+        return found
+
+    def writes(self, name: str) -> bool:
+        """True when the tool called ``name`` changes the state (insert or update)."""
+        return self.tools[name].writes
 
     def named(self, table: str) -> bool:
         """True when rows of ``table`` have a proper name column (name, title, ...)."""
@@ -80,7 +105,7 @@ class DomainModel:
 
     def agent_decides(self, tx: Transaction) -> set[str]:
         """Parameters the agent must derive: declared ones plus columns repaired by calculation rules."""
-        table = tx.tool.partition("_")[2]
+        table = self.tool(tx.tool).table
         out = set(tx.agent_decides)
         for rule in self.spec.rules:
             if (
@@ -93,16 +118,16 @@ class DomainModel:
 
     def rules_for(self, tool: str) -> list[Rule]:
         """Rules guarding the tool's table and event."""
-        kind, _, table = tool.partition("_")
-        return [r for r in self.spec.rules if r.table == table and kind in r.on]
+        spec = self.tool(tool)
+        return [r for r in self.spec.rules if r.table == spec.table and spec.kind in r.on]
 
     def transaction_for(self, rule: Rule) -> Transaction | None:
         """The SOP whose tool the rule guards: the rule's own SOP when its tool writes the rule's
         table with the rule's event, else the first SOP that does."""
 
         def guards(tx: Transaction) -> bool:
-            kind, _, table = tx.tool.partition("_")
-            return table == rule.table and kind in rule.on
+            tool = self.tool(tx.tool)
+            return tool.table == rule.table and tool.kind in rule.on
 
         own = [tx for tx in self.write_transactions if tx.id == rule.transaction and guards(tx)]
         return next(iter(own), None) or next(
@@ -206,21 +231,34 @@ def number_sources(spec: DomainSpec) -> dict[tuple[str, str], set[tuple[str, str
     return out
 
 
-def _default_transactions(spec: DomainSpec) -> list[Transaction]:
+def _default_transactions(spec: DomainSpec, tools: dict[str, ToolSpec]) -> list[Transaction]:
+    """One plain "create" SOP per insert tool (tools come in the spec's table order)."""
     out = []
-    for table in spec.tables:
-        if table.writable:
-            params = [c.name for c in table.columns if c.writable_on_insert]
-            out.append(
-                Transaction(
-                    id=f"create_{table.name}",
-                    name=f"Create {humanize(table.name)}",
-                    goal="",
-                    tool=f"insert_{table.name}",
-                    parameters=params,
-                )
+    for tool in tools.values():
+        if tool.kind != "insert":
+            continue
+        table = spec.table(tool.table)
+        params = [c.name for c in table.columns if c.writable_on_insert]
+        out.append(
+            Transaction(
+                id=f"create_{table.name}",
+                name=f"Create {humanize(table.name)}",
+                goal="",
+                tool=tool.name,
+                parameters=params,
             )
+        )
     return out
+
+
+def find_tool(tools: Mapping[str, ToolSpec], kind: ToolKind, table: str) -> ToolSpec | None:
+    """The ``kind`` tool of ``table`` among ``tools`` (None when there is none)."""
+    return next((t for t in tools.values() if t.kind == kind and t.table == table), None)
+
+
+def target_key(tool: ToolSpec) -> str | None:
+    """The argument naming the record an update changes; None for inserts and queries."""
+    return tool.key if tool.kind == "update" else None
 
 
 def row_key(table: Table, row: dict[str, Any]) -> Any:

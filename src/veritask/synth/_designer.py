@@ -98,7 +98,7 @@ class SymbolicSetDesigner:
         actors = [
             row_key(self.model.spec.table(self.model.actor), r) for r in view.rows(self.model.actor)
         ]
-        edge = self._boundary(env, view, sampler, rng, actors) if fill else {}
+        edge = self._boundary(env, view, sampler, rng) if fill else {}
         env.rebase()
         origin = env.snapshot().data
         env.close()
@@ -163,7 +163,6 @@ class SymbolicSetDesigner:
         view: StateView,
         sampler: Sampler,
         rng: random.Random,
-        actors: list[Any],
     ) -> dict[str, list[Any]]:
         """Drive each quota's counter to N-1 (and one to N) on a few parents, through the tools."""
         explorer = SymbolicExplorer(self.model, env, view, sampler, rng)
@@ -220,7 +219,7 @@ class SymbolicSetDesigner:
 
     def _link(self, tx: Transaction, parent_table: str) -> str | None:
         """The column of the transaction's table that points at the parent (or the owner path)."""
-        table = self.model.spec.table(tx.tool.partition("_")[2])
+        table = self.model.spec.table(self.model.tool(tx.tool).table)
         pk = self.model.spec.table(parent_table).primary_key[0].name
         return next((c.name for c in table.columns if c.references == f"{parent_table}.{pk}"), None)
 

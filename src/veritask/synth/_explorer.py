@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from veritask.env import Environment, ToolResult
-from veritask.policy import Call, Rule, Transaction
-from veritask.synth._analysis import DomainModel, implicated_columns, row_key
+from veritask.policy import Call, Column, Rule, ToolSpec, Transaction
+from veritask.synth._analysis import DomainModel, implicated_columns, row_key, target_key
 from veritask.synth._sampler import Sampler, StateView
 from veritask.task import WitnessCall
 
@@ -108,7 +108,7 @@ class SymbolicExplorer:
     def _call(self, tool: str, args: dict[str, Any]) -> ToolResult:
         result = self.env.call(tool, args)
         self.witness.append(_witness(tool, args, result))
-        if result.ok and not tool.startswith("query_"):
+        if result.ok and self.model.writes(tool):
             self.view.invalidate()
         return result
 
@@ -120,7 +120,7 @@ class SymbolicExplorer:
         return result
 
     def _read(self, table: str, filters: dict[str, Any]) -> None:
-        self._call(f"query_{table}", filters)
+        self._call(self.model.query_tool(table).name, filters)
 
     # -- reads that ground the goal --------------------------------------------------------
 
@@ -132,28 +132,31 @@ class SymbolicExplorer:
     def _ground(self, tx: Transaction, args: dict[str, Any], actor: Any) -> None:
         if not self.grounding:
             return
-        kind, _, name = tx.tool.partition("_")
-        table = self.model.spec.table(name)
-        if kind == "update":
-            key = table.primary_key[0].name
-            self._read(name, {key: args[key]})
+        tool = self.model.tool(tx.tool)
+        key = target_key(tool)
+        if key is not None:
+            self._read(tool.table, {key: args[key]})
             return
-        for col in table.columns:
-            if col.name not in args or not col.references:
-                continue
-            parent = col.references.split(".")[0]
-            if parent == self.model.actor:
-                continue
-            path = self.model.owner_path.get(parent, [])
-            if len(path) == 1 and path[0][1] == self.model.actor:
-                self._read(parent, {path[0][0]: actor})
-            else:
-                label = self.model.label.get(parent)
-                row = self.view.get(parent, args[col.name])
-                if label and row is not None:
-                    self._read(parent, {label: row[label]})
-                else:
-                    self._read(parent, {col.references.split(".")[1]: args[col.name]})
+        for col in self.model.spec.table(tool.table).columns:
+            if col.name in args and col.references:
+                self._ground_link(col, args[col.name], actor)
+
+    def _ground_link(self, col: Column, value: Any, actor: Any) -> None:
+        """Look up the record a foreign-key argument points at, as the user would name it."""
+        assert col.references is not None
+        parent, parent_key = col.references.split(".")
+        if parent == self.model.actor:
+            return
+        path = self.model.owner_path.get(parent, [])
+        if len(path) == 1 and path[0][1] == self.model.actor:
+            self._read(parent, {path[0][0]: actor})
+            return
+        label = self.model.label.get(parent)
+        row = self.view.get(parent, value)
+        if label and row is not None:
+            self._read(parent, {label: row[label]})
+        else:
+            self._read(parent, {parent_key: value})
 
     # -- one goal --------------------------------------------------------------------------
 
@@ -165,6 +168,25 @@ class SymbolicExplorer:
         A random request is walked toward the rule: while an earlier rule rejects it, that rule is
         repaired; once it would pass, the columns the aimed rule looks at are perturbed."""
         snap = self.env.image()
+        found = self._aim_by_example(tx, rule, actor, snap)
+        if found is not None:
+            return found
+        cols = [c for c in implicated_columns(rule) if c in tx.parameters]
+        for _ in range(AIM_PROBES):
+            target = self.rng.choice(targets)
+            args = self.sampler.sample(tx, actor, target)
+            if args is None:
+                continue
+            aimed = self._walk(tx, rule, args, cols, actor, target, snap)
+            if aimed is not None:
+                return aimed, target, []
+        return None
+
+    def _aim_by_example(
+        self, tx: Transaction, rule: Rule, actor: Any, snap: bytes
+    ) -> tuple[dict[str, Any], dict[str, Any] | None, list[Call]] | None:
+        """The first of the spec's own violating examples that still collides with ``rule``
+        here, with its lead-up calls (tried and undone)."""
         for prefix, example in self._example_calls(tx, rule, actor):
             if all(self.env.call(c.tool, c.args).ok for c in prefix):
                 self.view.invalidate()
@@ -177,37 +199,43 @@ class SymbolicExplorer:
             else:
                 self.env.restore(snap)
                 self.view.invalidate()
-        cols = [c for c in implicated_columns(rule) if c in tx.parameters]
-        for _ in range(AIM_PROBES):
-            target = self.rng.choice(targets)
-            args = self.sampler.sample(tx, actor, target)
-            if args is None:
+        return None
+
+    def _walk(
+        self,
+        tx: Transaction,
+        rule: Rule,
+        args: dict[str, Any],
+        cols: list[str],
+        actor: Any,
+        target: dict[str, Any] | None,
+        snap: bytes,
+    ) -> dict[str, Any] | None:
+        """Walk one request toward ``rule``: perturb the columns it looks at, repair whatever
+        earlier rule rejects it; the request once ``rule`` rejects it, else None."""
+        for step in range(AIM_STEPS):
+            if step == 0 or self.rng.random() < 0.5:
+                for c in cols:
+                    if self.rng.random() < 0.5:
+                        self._mutate(tx, args, c, actor, target)
+            err = self._probe(tx.tool, args, snap).error
+            if err is None:
                 continue
-            for step in range(AIM_STEPS):
-                if step == 0 or self.rng.random() < 0.5:
-                    for c in cols:
-                        if self.rng.random() < 0.5:
-                            self._mutate(tx, args, c, actor, target)
-                result = self._probe(tx.tool, args, snap)
-                err = result.error
-                if err is not None and err.violated_rule == rule.id:
-                    return args, target, []
-                if err is not None and err.violated_rule:
-                    fixed = self._repair(
-                        tx, self.model.spec.rule(err.violated_rule), args, actor, target
-                    )
-                    if fixed is None:
-                        break
-                    args = fixed
-                elif err is not None:
-                    break
+            if err.violated_rule == rule.id:
+                return args
+            if not err.violated_rule:
+                return None
+            fixed = self._repair(tx, self.model.spec.rule(err.violated_rule), args, actor, target)
+            if fixed is None:
+                return None
+            args = fixed
         return None
 
     def _lead_up(self, prefix: list[Call], actor: Any) -> bool:
         """Run an example's accepted lead-up calls for real, each as a goal of its own."""
         for call in prefix:
             tx = next((t for t in self.model.write_transactions if t.tool == call.tool), None)
-            if tx is None or call.tool.startswith("query_"):
+            if tx is None or not self.model.writes(call.tool):
                 if not self._call(call.tool, dict(call.args)).ok:
                     return False
                 continue
@@ -229,12 +257,13 @@ class SymbolicExplorer:
 
     def actor_of(self, tool: str, args: dict[str, Any]) -> Any:
         """The user a call acts for: the owner of its target record or of the records it links."""
-        kind, _, name = tool.partition("_")
-        table = self.model.spec.table(name)
-        if kind == "update":
-            row = self.view.get(name, args.get(table.primary_key[0].name))
+        spec = self.model.tool(tool)
+        name = spec.table
+        key = target_key(spec)
+        if key is not None:
+            row = self.view.get(name, args.get(key))
             return self.view.owner(name, row) if row is not None else None
-        for col in table.columns:
+        for col in self.model.spec.table(name).columns:
             if col.references and col.name in args:
                 parent = col.references.split(".")[0]
                 if parent == self.model.actor and any(
@@ -265,10 +294,11 @@ class SymbolicExplorer:
         return out
 
     def _target_of(self, tx: Transaction, args: dict[str, Any]) -> dict[str, Any] | None:
-        kind, _, name = tx.tool.partition("_")
-        if kind != "update":
+        tool = self.model.tool(tx.tool)
+        key = target_key(tool)
+        if key is None:
             return None
-        return self.view.get(name, args.get(self.model.spec.table(name).primary_key[0].name))
+        return self.view.get(tool.table, args.get(key))
 
     def _mutate(
         self,
@@ -279,10 +309,9 @@ class SymbolicExplorer:
         target: dict[str, Any] | None,
     ) -> None:
         """An imperfect request: a different choice, a missing detail, or a name not on file."""
-        table = self.model.spec.table(tx.tool.partition("_")[2])
-        column = table.column(col)
-        key = table.primary_key[0].name if tx.tool.startswith("update_") else None
-        if col == key:
+        tool = self.model.tool(tx.tool)
+        column = self.model.spec.table(tool.table).column(col)
+        if col == target_key(tool):
             return
         roll = self.rng.random()
         if not column.not_null and roll < 0.15:
@@ -304,7 +333,7 @@ class SymbolicExplorer:
     def _candidates(
         self, tx: Transaction, col: str, actor: Any, target: dict[str, Any] | None, current: Any
     ) -> list[Any]:
-        table = self.model.spec.table(tx.tool.partition("_")[2])
+        table = self.model.spec.table(self.model.tool(tx.tool).table)
         column = table.column(col)
         if column.references:
             on_path = any(c == col for c, _ in self.model.owner_path.get(table.name, []))
@@ -333,8 +362,7 @@ class SymbolicExplorer:
             if value is not None and value != args[rule.repair.column]:
                 return {**args, rule.repair.column: value}
         snap = self.env.image()
-        table = self.model.spec.table(tx.tool.partition("_")[2])
-        key = table.primary_key[0].name if tx.tool.startswith("update_") else None
+        key = target_key(self.model.tool(tx.tool))
         cols = [c for c in implicated_columns(rule, guard=False) if c in tx.parameters and c != key]
         self.rng.shuffle(cols)
         if key is not None and not cols:
@@ -366,8 +394,8 @@ class SymbolicExplorer:
         return fallback
 
     def _other_targets(self, tx: Transaction, actor: Any, current: Any) -> list[Any]:
-        table = self.model.spec.table(tx.tool.partition("_")[2])
-        key = table.primary_key[0].name
+        key = self.model.tool(tx.tool).key
+        assert key is not None  # only updates pick another record
         keys = [r[key] for r in self.sampler.target_rows(tx, actor) if r[key] != current]
         self.rng.shuffle(keys)
         return keys
@@ -376,14 +404,14 @@ class SymbolicExplorer:
         self, tx: Transaction, rule: Rule, args: dict[str, Any], actor: Any
     ) -> tuple[dict[str, Any], SubGoalTrace] | None:
         """After a quota rejection: open a new parent record and use it instead."""
-        table = self.model.spec.table(tx.tool.partition("_")[2])
+        table = self.model.spec.table(self.model.tool(tx.tool).table)
         for col in implicated_columns(rule):
             column = table.column(col) if col in table.column_names else None
             if column is None or not column.references or col not in args:
                 continue
             parent, key = column.references.split(".")
             parent_tx = next(
-                (t for t in self.model.write_transactions if t.tool == f"insert_{parent}"), None
+                (t for t in self.model.write_transactions if self._inserts(t, parent)), None
             )
             if parent_tx is None:
                 continue
@@ -392,43 +420,29 @@ class SymbolicExplorer:
                 return {**args, col: trace.result[key]}, trace
         return None
 
+    def _inserts(self, tx: Transaction, table: str) -> bool:
+        """True when ``tx`` creates a record of ``table``."""
+        tool = self.model.tool(tx.tool)
+        return tool.kind == "insert" and tool.table == table
+
     def achieve(
         self,
         tx: Transaction,
         actor: Any,
         aim: Rule | None,
-        allow_refusal: bool = False,
         fixed: dict[str, Any] | None = None,
     ) -> SubGoalTrace | None:
         """Reach one goal: choose, ground, attempt, repair. Returns None when it cannot be reached;
-        with ``allow_refusal`` a goal the policy forbids outright is recorded as a refusal.
-        ``fixed`` pins arguments (e.g. the parent record a seeder fills)."""
-        kind = tx.tool.partition("_")[0]
-        targets: list[dict[str, Any] | None] = (
-            list(self.sampler.target_rows(tx, actor)) if kind == "update" else [None]
-        )
-        if fixed and kind == "update":
-            table = self.model.spec.table(tx.tool.partition("_")[2])
-            targets = [
-                t
-                for t in targets
-                if t is not None
-                and all(t.get(k) == v for k, v in fixed.items() if k in table.column_names)
-            ]
+        a goal the policy forbids outright is then left in ``refused``. ``fixed`` pins arguments
+        (e.g. the parent record a seeder fills)."""
+        tool = self.model.tool(tx.tool)
+        targets = self._targets(tx, tool, actor, fixed)
         if not targets:
             return None
-        first = self._aim(tx, actor, aim, targets) if aim is not None else None
+        first = self._first_request(tx, tool, actor, aim, targets, fixed)
         if first is None:
-            target = self.rng.choice(targets)
-            args = self.sampler.sample(tx, actor, target)
-            if args is None:
-                return None
-            if fixed and kind == "insert":
-                args.update(fixed)
-        else:
-            args, target, prefix = first
-            if not self._lead_up(prefix, actor):
-                return None
+            return None
+        args, target = first
         start = len(self.witness)
         self._ground(tx, args, actor)
         trace = SubGoalTrace(
@@ -438,6 +452,60 @@ class SymbolicExplorer:
             target=dict(target) if target else None,
             decided=self.model.agent_decides(tx),
         )
+        return self._pursue(trace, tool, args, target, actor, start)
+
+    def _targets(
+        self, tx: Transaction, tool: ToolSpec, actor: Any, fixed: dict[str, Any] | None
+    ) -> list[dict[str, Any] | None]:
+        """The records an update may change (those matching ``fixed``); ``[None]`` otherwise."""
+        if tool.kind != "update":
+            return [None]
+        targets: list[dict[str, Any] | None] = list(self.sampler.target_rows(tx, actor))
+        if fixed:
+            names = self.model.spec.table(tool.table).column_names
+            targets = [
+                t
+                for t in targets
+                if t is not None and all(t.get(k) == v for k, v in fixed.items() if k in names)
+            ]
+        return targets
+
+    def _first_request(
+        self,
+        tx: Transaction,
+        tool: ToolSpec,
+        actor: Any,
+        aim: Rule | None,
+        targets: list[dict[str, Any] | None],
+        fixed: dict[str, Any] | None,
+    ) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+        """The user's first request and its target record: aimed at ``aim`` when a collision
+        was found (its lead-up calls are then made for real), else a plain sample."""
+        first = self._aim(tx, actor, aim, targets) if aim is not None else None
+        if first is not None:
+            args, target, prefix = first
+            return (args, target) if self._lead_up(prefix, actor) else None
+        target = self.rng.choice(targets)
+        sampled = self.sampler.sample(tx, actor, target)
+        if sampled is None:
+            return None
+        if fixed and tool.kind == "insert":
+            sampled.update(fixed)
+        return sampled, target
+
+    def _pursue(
+        self,
+        trace: SubGoalTrace,
+        tool: ToolSpec,
+        args: dict[str, Any],
+        target: dict[str, Any] | None,
+        actor: Any,
+        start: int,
+    ) -> SubGoalTrace | None:
+        """Attempt the write, and after each policy rejection an alternative, until one is
+        accepted (the trace) or the alternatives run out (None; ``refused`` is set when nothing
+        was written since ``start``)."""
+        tx = trace.tx
         first_refusal = None
         tried: set[str] = set()
         for _ in range(MAX_ATTEMPTS):
@@ -457,40 +525,58 @@ class SymbolicExplorer:
             rule = self.model.spec.rule(err.violated_rule)
             if first_refusal is None:
                 first_refusal = (tx, dict(args), target, rule)
-            repaired = self._repair(tx, rule, args, actor, target)
-            if repaired is None and rule.category == "quota":
-                made = self._new_parent(tx, rule, args, actor)
-                if made is not None:
-                    repaired, trace.created_parent = made
-            if repaired is None:
+            step = self._alternative(trace, tool, rule, args, actor, target)
+            if step is None:
                 break
-            trace.hits.append(
-                Hit(rule.id, {k: (args.get(k), v) for k, v in repaired.items() if args.get(k) != v})
-            )
-            if kind == "update":
-                key = self.model.spec.table(tx.tool.partition("_")[2]).primary_key[0].name
-                if repaired[key] != args[key]:
-                    target = self.view.get(tx.tool.partition("_")[2], repaired[key])
-                    self._ground(tx, repaired, actor)
-            args = repaired
+            args, target = step
         # Out of alternatives: if nothing was written, the user has to give this goal up.
-        if first_refusal is not None and all(
-            c.tool.startswith("query_") or not c.ok for c in self.witness[start:]
-        ):
+        if first_refusal is not None and not self._wrote_since(start):
             self.refused = first_refusal
         return None
+
+    def _alternative(
+        self,
+        trace: SubGoalTrace,
+        tool: ToolSpec,
+        rule: Rule,
+        args: dict[str, Any],
+        actor: Any,
+        target: dict[str, Any] | None,
+    ) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+        """The next request after ``rule`` rejected ``args`` (a repair, or a new parent record
+        after a quota), recorded as a hit; with the target record it now points at."""
+        tx = trace.tx
+        repaired = self._repair(tx, rule, args, actor, target)
+        if repaired is None and rule.category == "quota":
+            made = self._new_parent(tx, rule, args, actor)
+            if made is not None:
+                repaired, trace.created_parent = made
+        if repaired is None:
+            return None
+        trace.hits.append(
+            Hit(rule.id, {k: (args.get(k), v) for k, v in repaired.items() if args.get(k) != v})
+        )
+        key = target_key(tool)
+        if key is not None and repaired[key] != args[key]:
+            target = self.view.get(tool.table, repaired[key])
+            self._ground(tx, repaired, actor)
+        return repaired, target
+
+    def _wrote_since(self, start: int) -> bool:
+        """True when a witness call from ``start`` on was an accepted write."""
+        return any(c.ok and self.model.writes(c.tool) for c in self.witness[start:])
 
     # -- whole episodes --------------------------------------------------------------------
 
     def follow_up(self, prev: SubGoalTrace) -> Transaction | None:
         """A natural next goal: act on the record just written, or a child of it."""
-        written = prev.tx.tool.partition("_")[2]
+        written = self.model.tool(prev.tx.tool).table
         options = []
         for tx in self.model.write_transactions:
-            kind, _, table = tx.tool.partition("_")
-            t = self.model.spec.table(table)
+            tool = self.model.tool(tx.tool)
+            t = self.model.spec.table(tool.table)
             child = any(c.references and c.references.split(".")[0] == written for c in t.columns)
-            if (kind == "insert" and child) or (kind == "update" and table == written):
+            if (tool.kind == "insert" and child) or (tool.kind == "update" and t.name == written):
                 options.append(tx)
         return self.rng.choice(options) if options else None
 
@@ -508,7 +594,7 @@ class SymbolicExplorer:
         self.refused = None
         self.authenticate(actor)
         snap = self.env.image()
-        trace = self.achieve(first, actor, aim, allow_refusal=allow_refusal)
+        trace = self.achieve(first, actor, aim)
         declined = None
         if trace is None:
             if self.refused is None:

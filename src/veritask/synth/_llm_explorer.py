@@ -22,7 +22,7 @@ from typing import Any, Literal
 from veritask.env import Environment, ToolResult
 from veritask.model import CostLedger, GenerateConfig, ModelProvider
 from veritask.policy import Rule, Transaction
-from veritask.synth._analysis import DomainModel, humanize
+from veritask.synth._analysis import DomainModel, find_tool, humanize
 from veritask.synth._explorer import Episode, Hit, SubGoalTrace
 from veritask.synth._projector import SymbolicProjector, plain
 from veritask.synth._sampler import StateView
@@ -154,10 +154,10 @@ def transaction_for_call(model: DomainModel, tool: str, args: dict[str, Any]) ->
         return max(
             options, key=lambda tx: (len(set(args) & set(tx.parameters)), -len(tx.parameters))
         )
-    kind, _, table = tool.partition("_")
+    spec = model.tool(tool)
     return Transaction(
         id=tool,
-        name=f"{kind.capitalize()} {humanize(table)}",
+        name=f"{spec.kind.capitalize()} {humanize(spec.table)}",
         goal="",
         tool=tool,
         parameters=sorted(args),
@@ -199,7 +199,7 @@ def build_episode(model: DomainModel, actor: Any, calls: list[ExploredCall]) -> 
     first_write: int | None = None
     for i, item in enumerate(calls):
         call = item.call
-        if call.tool.startswith("query_"):
+        if not model.writes(call.tool):
             continue
         if not call.ok:
             if _rule_of(call):
@@ -333,7 +333,7 @@ class _Session:
         if isinstance(parsed, dict) and name in self.x.env.tools:
             # a call the environment evaluated: it is part of the witness
             self.calls.append(item)
-            if result.ok and not name.startswith("query_"):
+            if result.ok and self.x.env.tools[name].writes:
                 self.view.invalidate()
                 item.irreversible = self.x.is_final(name, result)
         payload = (
@@ -360,7 +360,8 @@ class _Session:
     def _diverged(self, item: ExploredCall) -> bool:
         """Repeated hard violations without new information end the episode."""
         call = item.call
-        if call.tool.startswith("query_"):
+        tool = self.x.env.tools.get(call.tool)
+        if tool is not None and not tool.writes:
             return False
         if call.ok:
             self.streak = 0
@@ -431,7 +432,7 @@ class LLMExplorer:
         only restates its current values is rejected by an irreversibility rule (a probe,
         undone and never part of the witness)."""
         spec = self.env.tools.get(tool)
-        update = self.env.tools.get(f"update_{spec.table}") if spec is not None else None
+        update = find_tool(self.env.tools, "update", spec.table) if spec is not None else None
         row = result.result
         if (
             update is None

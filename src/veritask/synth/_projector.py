@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from veritask.policy import Transaction
-from veritask.synth._analysis import DomainModel, column_words, humanize, row_key
+from veritask.synth._analysis import DomainModel, column_words, humanize, row_key, target_key
 from veritask.synth._explorer import Episode, SubGoalTrace
 from veritask.synth._sampler import StateView
 from veritask.task import SubGoal, TaskDescription, UserProfile
@@ -104,9 +104,10 @@ class SymbolicProjector:
     def _details(
         self, view: StateView, trace: SubGoalTrace, args: dict[str, Any], actor: Any
     ) -> list[str]:
-        table = trace.tx.tool.partition("_")[2]
+        tool = self.model.tool(trace.tx.tool)
+        table = tool.table
         t = self.model.spec.table(table)
-        key = t.primary_key[0].name if trace.tx.tool.startswith("update_") else None
+        key = target_key(tool)
         out = []
         for col, value in args.items():
             if col == key or col in trace.decided:
@@ -135,10 +136,10 @@ class SymbolicProjector:
         tx = trace.tx
         details = self._details(view, trace, args, actor)
         what = tx.name[0].lower() + tx.name[1:]
-        if tx.tool.startswith("update_"):
-            table = tx.tool.partition("_")[2]
-            key = args[self.model.spec.table(table).primary_key[0].name]
-            subject = self.describe(view, table, key, actor)
+        tool = self.model.tool(tx.tool)
+        key = target_key(tool)
+        if key is not None:
+            subject = self.describe(view, tool.table, args[key], actor)
             tail = f" ({', '.join(details)})" if details else ""
             return f"Ask the agent to {what} for {subject}{tail}."
         tail = f": {', '.join(details)}" if details else ""
@@ -149,7 +150,7 @@ class SymbolicProjector:
     ) -> tuple[list[str], list[str]]:
         triggers: list[str] = []
         beliefs: list[str] = []
-        table = trace.tx.tool.partition("_")[2]
+        table = self.model.tool(trace.tx.tool).table
         for hit in trace.hits:
             rule = self.model.spec.rule(hit.rule)
             visible = {c: v for c, v in hit.changed.items() if c not in trace.decided}
@@ -282,7 +283,7 @@ def _contains(text: str, key: str) -> bool:
 
 def classify(model: DomainModel, episode: Episode, adversarial: bool) -> tuple[list[str], str]:
     """Complexity tags and difficulty tier (L1-L3) from the witness and the goals."""
-    writes = sum(1 for c in episode.witness if c.ok and not c.tool.startswith("query_"))
+    writes = sum(1 for c in episode.witness if c.ok and model.writes(c.tool))
     violations = len(episode.rejected)
     rules = [model.spec.rule(r) for r in episode.rejected]
     hidden = any(not (set(h.changed) - t.decided) for t in episode.subgoals for h in t.hits)
@@ -302,7 +303,7 @@ def classify(model: DomainModel, episode: Episode, adversarial: bool) -> tuple[l
         tags.add("adversarial")
     if hidden:
         tags.add("hidden-constraint")
-    if any(t.tx.tool.startswith("update_") for t in episode.subgoals) or any(
+    if any(model.tool(t.tx.tool).kind == "update" for t in episode.subgoals) or any(
         r.category in ("quota", "prerequisite", "irreversibility") for r in rules
     ):
         tags.add("state-based")
@@ -316,7 +317,7 @@ def classify(model: DomainModel, episode: Episode, adversarial: bool) -> tuple[l
 
 
 def _has_choice(model: DomainModel, trace: SubGoalTrace) -> bool:
-    table = model.spec.table(trace.tx.tool.partition("_")[2])
+    table = model.spec.table(model.tool(trace.tx.tool).table)
     return any(
         (c := table.column(name)).references
         and c.references.split(".")[0] not in (model.actor,)

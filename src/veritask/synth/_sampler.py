@@ -11,7 +11,7 @@ from faker import Faker
 
 from veritask.env import Environment
 from veritask.policy import Column, Table, Transaction
-from veritask.synth._analysis import DomainModel, row_key
+from veritask.synth._analysis import DomainModel, row_key, target_key
 
 _PURPOSE_HINTS = (
     "purpose",
@@ -108,7 +108,7 @@ class Sampler:
 
     def target_rows(self, tx: Transaction, actor: Any) -> list[dict[str, Any]]:
         """Rows an update transaction could apply to for this actor."""
-        table = tx.tool.partition("_")[2]
+        table = self.model.tool(tx.tool).table
         return (
             self.view.owned_rows(table, actor) if self.model.owned(table) else self.view.rows(table)
         )
@@ -185,7 +185,7 @@ class Sampler:
         self, tx: Transaction, col: Column, actor: Any, target: dict[str, Any] | None, naive: bool
     ) -> Any:
         """One argument value (``naive``: the default an agent would try without reasoning)."""
-        table = self.model.spec.table(tx.tool.partition("_")[2])
+        table = self.model.spec.table(self.model.tool(tx.tool).table)
         on_path = any(c == col.name for c, _ in self.model.owner_path.get(table.name, []))
         if col.references:
             options = self.fk_candidates(col, actor, on_path)
@@ -224,14 +224,15 @@ class Sampler:
         self, tx: Transaction, actor: Any, target: dict[str, Any] | None = None
     ) -> dict[str, Any] | None:
         """Arguments for one call of ``tx`` (None when a required choice has no candidate)."""
-        kind, _, table_name = tx.tool.partition("_")
-        table = self.model.spec.table(table_name)
+        tool = self.model.tool(tx.tool)
+        kind = tool.kind
+        table = self.model.spec.table(tool.table)
         decided = self.model.agent_decides(tx)
         args: dict[str, Any] = {}
-        if kind == "update":
+        key = target_key(tool)
+        if key is not None:
             if target is None:
                 return None
-            key = table.primary_key[0].name
             args[key] = target[key]
         params = tx.parameters or [c.name for c in table.columns]
         for name in params:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from veritask.policy import DomainSpec, build_tools, quote_ident
 
@@ -27,19 +29,44 @@ def text_keys(spec: DomainSpec, origin: bytes) -> set[str]:
         conn.close()
 
 
-_IDENT_CACHE: dict[int, tuple[DomainSpec, frozenset[str]]] = {}
+_Shape = tuple[tuple[str, bool, bool, tuple[str, ...]], ...]
+
+
+@dataclass(frozen=True)
+class _Schema:
+    """A spec seen only through what its identifiers depend on: per table its name, whether it
+    is writable and has a primary key (which tools it gets) and its column names. Equality and
+    hash use that shape alone; the spec rides along to compute the identifiers once."""
+
+    shape: _Shape
+    spec: DomainSpec = field(compare=False, hash=False)
+
+    @classmethod
+    def of(cls, spec: DomainSpec) -> _Schema:
+        shape = tuple(
+            (t.name, t.writable, bool(t.primary_key), tuple(c.name for c in t.columns))
+            for t in spec.tables
+        )
+        return cls(shape, spec)
 
 
 def _identifiers(spec: DomainSpec) -> frozenset[str]:
-    cached = _IDENT_CACHE.get(id(spec))
-    if cached is not None and cached[0] is spec:
-        return cached[1]
-    found = _compute_identifiers(spec)
-    _IDENT_CACHE[id(spec)] = (spec, found)
-    return found
+    """Tool names and the schema identifiers that contain an underscore.
+
+    Cached in a small, bounded LRU keyed by the spec's schema shape rather than by object
+    identity. A key of ``id(spec)`` is only safe while the cache keeps every spec it has seen
+    alive (an address is reused once its object dies), so such a cache grows without bound;
+    the spec itself is not hashable (its tables are lists), and its content hash costs about
+    twice the computation it would save. The shape is cheap (a tuple of names) and is exactly
+    what the answer depends on: specs with the same shape share one entry, and the cache keeps
+    at most ``maxsize`` specs alive.
+    """
+    return _schema_identifiers(_Schema.of(spec))
 
 
-def _compute_identifiers(spec: DomainSpec) -> frozenset[str]:
+@functools.lru_cache(maxsize=16)
+def _schema_identifiers(schema: _Schema) -> frozenset[str]:
+    spec = schema.spec
     names = set(build_tools(spec))
     for table in spec.tables:
         if "_" in table.name:
