@@ -1,5 +1,6 @@
 """Domain specs and their compilation into SQL, tool schemas and wiki policy text."""
 
+from veritask.policy._actor import actor_table
 from veritask.policy._importer import import_sql
 from veritask.policy._load import SpecError, SpecIssue, load_spec, parse_spec, spec_from_data
 from veritask.policy._spec import (
@@ -39,6 +40,7 @@ __all__ = [
     "ToolSpec",
     "Transaction",
     "Wiki",
+    "actor_table",
     "build_tools",
     "compile_sql",
     "import_sql",
