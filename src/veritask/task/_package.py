@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 Difficulty = Literal["L1", "L2", "L3"]
 TAGS = (
@@ -95,6 +95,17 @@ class SubGoal(_Model):
     """The request in structured form (None in packages made before asks existed)."""
     fallbacks: list[Fallback] = Field(default_factory=list)
     """The reactive triggers in structured form, in the same order."""
+
+    @model_serializer(mode="wrap")
+    def _omit_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave out ``ask`` and ``fallbacks`` when unset, so packages without them serialize
+        (and hash) exactly as before they existed."""
+        data: dict[str, Any] = handler(self)
+        if self.ask is None:
+            data.pop("ask", None)
+        if not self.fallbacks:
+            data.pop("fallbacks", None)
+        return data
 
 
 class TaskDescription(_Model):
