@@ -1,13 +1,25 @@
 """Assistant agents and user simulators, symbolic and LLM-driven."""
 
-from veritask.agent._base import STOP, Agent, Turn, User, text_message, tool_call_message
+from veritask.agent._base import (
+    PAYLOAD,
+    STOP,
+    Agent,
+    Turn,
+    User,
+    text_message,
+    tool_call_message,
+    wire_messages,
+)
+from veritask.agent._faithful import FaithfulAgent
 from veritask.agent._llm import LLMAgent, LLMUser
 from veritask.agent._symbolic import NoopAgent, OracleAgent, RandomAgent, random_arguments
 from veritask.agent._users import ScriptedUser, flip_roles, user_system_prompt
 
 __all__ = [
+    "PAYLOAD",
     "STOP",
     "Agent",
+    "FaithfulAgent",
     "LLMAgent",
     "LLMUser",
     "NoopAgent",
@@ -21,4 +33,5 @@ __all__ = [
     "text_message",
     "tool_call_message",
     "user_system_prompt",
+    "wire_messages",
 ]

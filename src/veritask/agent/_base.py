@@ -9,6 +9,14 @@ from veritask.model import Usage
 
 STOP = "###STOP###"
 """What a user simulator says to end the conversation (LOGIGEN Appendix B.1)."""
+PAYLOAD = "veritask"
+"""Message key of the structured part of a turn (a request the user reveals, a rule the agent
+names when it refuses). Symbolic roles read it; it is removed before a message reaches a model."""
+
+
+def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages as a model sees them: without the structured part."""
+    return [{k: v for k, v in m.items() if k != PAYLOAD} if PAYLOAD in m else m for m in messages]
 
 
 @dataclass

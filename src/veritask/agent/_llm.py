@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from veritask.agent._base import STOP, Turn, text_message
+from veritask.agent._base import STOP, Turn, text_message, wire_messages
 from veritask.agent._users import flip_roles, user_system_prompt
 from veritask.model import GenerateConfig, ModelProvider
 from veritask.task import TaskPackage
@@ -25,7 +25,10 @@ class LLMAgent:
     async def respond(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Turn:
         """Ask the model for the next assistant message."""
         out = await self.provider.generate(
-            messages, tools=tools or None, config=self.config, sample_index=self.sample_index
+            wire_messages(messages),
+            tools=tools or None,
+            config=self.config,
+            sample_index=self.sample_index,
         )
         message = dict(out.message)
         message.setdefault("role", "assistant")

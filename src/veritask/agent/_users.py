@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from veritask.agent._base import STOP, Turn, text_message
-from veritask.task import SubGoal, TaskPackage
+from veritask.agent._base import PAYLOAD, STOP, Turn, text_message
+from veritask.task import Fallback, SubGoal, TaskPackage
 
 _TRIGGER = re.compile(
     r"IF the agent (?:explains that this is not possible|says) \((?P<why>[^)]*)\),? THEN (?P<then>.*)",
@@ -47,12 +47,50 @@ class ScriptedUser:
         """Introduce yourself and ask for the first sub-goal."""
         profile = self.package.user_profile
         hello = f'Hi, I\'m {profile.name} (user id "{profile.user_id}").'
-        return Turn(text_message(f"{hello} {self._advance()}", role="user"))
+        turn = self._advance()
+        turn.message["content"] = f"{hello} {turn.message['content']}"
+        turn.message.setdefault(PAYLOAD, {})["user_id"] = profile.user_id
+        return turn
 
-    def _advance(self) -> str:
+    def _advance(self) -> Turn:
+        """Ask for the next sub-goal (with its structured request, when the package has one)."""
         sub = self._subs[self._next]
         self._next += 1
-        return _as_request(sub)
+        message = text_message(_as_request(sub), role="user")
+        if sub.ask is not None:
+            message[PAYLOAD] = {"ask": sub.ask.model_dump(mode="json")}
+        return Turn(message)
+
+    def _fallback(self, said: dict[str, Any]) -> Turn | None:
+        """The structured reaction to a refusal the agent named by its rule."""
+        refused = (said.get(PAYLOAD) or {}).get("refused")
+        if not refused or not 0 < self._next <= len(self._subs):
+            return None
+        sub = self._subs[self._next - 1]
+        for i, fb in enumerate(sub.fallbacks):
+            key = f"fallback:{self._next}:{i}"
+            if fb.rule != refused or key in self._used:
+                continue
+            self._used.add(key)
+            if i < len(sub.reactive_triggers):
+                self._used.add(sub.reactive_triggers[i])
+            return Turn(self._reaction_message(sub, i, fb))
+        return None
+
+    def _reaction_message(self, sub: SubGoal, index: int, fb: Fallback) -> dict[str, Any]:
+        reaction = (
+            _reaction(sub.reactive_triggers[index]) if index < len(sub.reactive_triggers) else None
+        )
+        then = reaction[1] if reaction else "let's leave it there"
+        message = text_message(f"I see. In that case, {then[0].lower()}{then[1:]}.", role="user")
+        if fb.then is None:
+            message[PAYLOAD] = {"give_up": True}
+        else:
+            message[PAYLOAD] = {
+                "ask": fb.then.model_dump(mode="json"),
+                "first": [a.model_dump(mode="json") for a in fb.first],
+            }
+        return message
 
     def _react(self, said: str) -> str | None:
         if not 0 < self._next <= len(self._subs):
@@ -69,9 +107,13 @@ class ScriptedUser:
 
     async def respond(self, messages: list[dict[str, Any]]) -> Turn:
         """React to the assistant's last text, else move to the next sub-goal, else stop."""
-        said = next(
-            (m.get("content") or "" for m in reversed(messages) if m.get("role") == "assistant"), ""
+        last: dict[str, Any] = next(
+            (m for m in reversed(messages) if m.get("role") == "assistant"), {}
         )
+        structured = self._fallback(last)
+        if structured is not None:
+            return structured
+        said = last.get("content") or ""
         reaction = self._react(said.lower())
         if reaction is not None:
             return Turn(text_message(reaction, role="user"))
@@ -85,7 +127,7 @@ class ScriptedUser:
                 )
             )
         if self._next < len(self._subs):
-            return Turn(text_message(self._advance(), role="user"))
+            return self._advance()
         return Turn(text_message(STOP, role="user"))
 
 

@@ -2,6 +2,7 @@
 
 from veritask.env._build import build_image, insert_rows
 from veritask.env._environment import CompiledDomain, Environment
+from veritask.env._notebook import bind_new_old, evaluate_on_rows
 from veritask.env._result import ToolError, ToolResult
 from veritask.env._state import (
     Layout,
@@ -26,9 +27,11 @@ __all__ = [
     "ToolError",
     "ToolResult",
     "Tracked",
+    "bind_new_old",
     "build_image",
     "diff",
     "diff_full",
     "distance",
+    "evaluate_on_rows",
     "insert_rows",
 ]

@@ -1,5 +1,6 @@
 """Domain specs and their compilation into SQL, tool schemas and wiki policy text."""
 
+from veritask.policy._actor import actor_table
 from veritask.policy._importer import import_sql
 from veritask.policy._issues import SpecError, SpecIssue
 from veritask.policy._load import load_spec, parse_spec, spec_from_data
@@ -40,6 +41,7 @@ __all__ = [
     "ToolSpec",
     "Transaction",
     "Wiki",
+    "actor_table",
     "build_tools",
     "compile_sql",
     "import_sql",

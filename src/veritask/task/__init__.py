@@ -5,8 +5,12 @@ from veritask.task._certify import Certificate, certify, outcome_mismatch, repla
 from veritask.task._check import CheckReport, check_dataset
 from veritask.task._costs import PriceTable, cost_report, dataset_ledger, load_prices
 from veritask.task._dataset import DatasetDir, DatasetError, load_dataset
+from veritask.task._grounded import Ungrounded, grounding, package_asks
 from veritask.task._package import (
     TAGS,
+    Ask,
+    Fallback,
+    RowRef,
     SubGoal,
     TaskDescription,
     TaskPackage,
@@ -20,17 +24,21 @@ from veritask.task._trajectory import StopReason, ToolStep, Trajectory
 
 __all__ = [
     "TAGS",
+    "Ask",
     "Certificate",
     "CheckReport",
     "DatasetDir",
     "DatasetError",
+    "Fallback",
     "PriceTable",
+    "RowRef",
     "StopReason",
     "SubGoal",
     "TaskDescription",
     "TaskPackage",
     "ToolStep",
     "Trajectory",
+    "Ungrounded",
     "UserProfile",
     "WitnessCall",
     "atomic_write",
@@ -40,9 +48,11 @@ __all__ = [
     "dataset_ledger",
     "export_tau2",
     "find_spoilers",
+    "grounding",
     "load_dataset",
     "load_prices",
     "outcome_mismatch",
+    "package_asks",
     "replay",
     "replay_witness",
     "report_dataset",

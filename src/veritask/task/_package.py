@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 Difficulty = Literal["L1", "L2", "L3"]
 TAGS = (
@@ -44,12 +44,68 @@ class UserProfile(_Model):
     """Internal ids the user knows (their own id, public codes); the spoiler check allows them."""
 
 
+class RowRef(_Model):
+    """A record as the user names it: the table and the values (a label, a public code, an
+    amount) that pick out exactly one row. A foreign-key column may be matched by the parent
+    record as the user names it (``{"book_id": {"table": "books", "match": {"title": "Emma"}}}``)."""
+
+    table: str
+    match: dict[str, RowRef | str | int | float | bool | None] = Field(min_length=1)
+
+
+class Ask(_Model):
+    """The structured form of one request, in the user's own terms.
+
+    The request text is rendered from it, so acting on the ask is acting on the text: which
+    procedure, which of the user's records it changes (``target``, for updates), the values the
+    user states, and the records the user names for foreign keys. Whatever the ask leaves out is
+    the agent's to work out from the policy and from what tools return.
+    """
+
+    transaction: str
+    """Id of the procedure (``transactions[].id`` of the spec, or a derived one)."""
+    tool: str
+    """The write tool the procedure uses."""
+    target: RowRef | None = None
+    """The record an update changes."""
+    values: dict[str, Any] = Field(default_factory=dict)
+    """Column -> the value the user states."""
+    refs: dict[str, RowRef] = Field(default_factory=dict)
+    """Foreign-key column -> the record the user names."""
+
+
+class Fallback(_Model):
+    """What the user accepts when the policy refuses a request (a reactive trigger)."""
+
+    rule: str
+    """The rule whose refusal, once the agent explains it, the user reacts to."""
+    then: Ask | None = None
+    """The revised request; None when the user gives up this sub-goal."""
+    first: list[Ask] = Field(default_factory=list)
+    """Requests to do before the revised one (a new parent record, say)."""
+
+
 class SubGoal(_Model):
     """One ordered step of the user's plan, with reactions to what the agent may say."""
 
     title: str
     request: str
     reactive_triggers: list[str] = Field(default_factory=list)
+    ask: Ask | None = None
+    """The request in structured form (None in packages made before asks existed)."""
+    fallbacks: list[Fallback] = Field(default_factory=list)
+    """The reactive triggers in structured form, in the same order."""
+
+    @model_serializer(mode="wrap")
+    def _omit_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave out ``ask`` and ``fallbacks`` when unset, so packages without them serialize
+        (and hash) exactly as before they existed."""
+        data: dict[str, Any] = handler(self)
+        if self.ask is None:
+            data.pop("ask", None)
+        if not self.fallbacks:
+            data.pop("fallbacks", None)
+        return data
 
 
 class TaskDescription(_Model):

@@ -1,0 +1,305 @@
+"""The second certificate: a task is *grounded* when its own text determines its target.
+
+The replay certificate (:func:`veritask.task.certify`) proves that the witness reaches s_target.
+Grounding proves that an agent who only hears the user, reads the policy and sees tool results
+can reach it too. Every accepted write of the witness must answer one request of the task (a
+sub-goal's :class:`~veritask.task.Ask`, or the revised request of one of its fallbacks), and each
+of its arguments must be one of:
+
+- **stated**: a value of the ask, or the key of the record the ask names (``target``, ``refs``);
+  a named record must be unique (its match picks out exactly one row) and, unless the match
+  contains the key itself, must have been seen in an earlier tool result;
+- **the user's own id** (a foreign key to the actor the profile names);
+- **a column default**;
+- **determined by the policy**: every other value the column could take (the other enum values,
+  one more and one less for numbers) is rejected by a rule. This is decided by execution, on
+  the state the call meets, so a rule whose ``when`` guard does not apply determines nothing.
+
+Every value an ask states must also appear in the task text, so the structure cannot say more
+than the user does.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from veritask.env import Environment
+from veritask.policy import Column, ToolSpec, actor_table
+from veritask.task._package import Ask, RowRef, TaskPackage, WitnessCall
+
+
+@dataclass(frozen=True)
+class Ungrounded:
+    """One write (or one of its arguments) the task's text does not determine.
+
+    Attributes:
+        call: Index of the call in the witness (-1 for a stated value missing from the text).
+        tool: The write tool.
+        arg: The argument that is not grounded; None when the write itself was not asked for.
+        reason: Why.
+    """
+
+    call: int
+    tool: str
+    arg: str | None
+    reason: str
+
+    def describe(self) -> str:
+        """A one-line account of the problem."""
+        where = f"call {self.call} {self.tool}" if self.call >= 0 else self.tool
+        return f"{where}: {self.arg + ': ' if self.arg else ''}{self.reason}"
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equality as values read back from JSON (1 == 1.0, tuples == lists)."""
+    return bool(json.loads(json.dumps(a)) == json.loads(json.dumps(b)))
+
+
+def _in_text(value: Any, text: str) -> bool:
+    shown = str(value)
+    pattern = rf"(?<![A-Za-z0-9_]){re.escape(shown)}(?![A-Za-z0-9_])"
+    return re.search(pattern, text) is not None
+
+
+def package_asks(pkg: TaskPackage) -> list[Ask]:
+    """Every request the user may make: each sub-goal's ask and its fallbacks' asks, in order."""
+    out: list[Ask] = []
+    for sub in pkg.task.sub_goals:
+        if sub.ask is not None:
+            out.append(sub.ask)
+        for fb in sub.fallbacks:
+            out += fb.first
+            if fb.then is not None:
+                out.append(fb.then)
+    return out
+
+
+def unstated(pkg: TaskPackage) -> list[Ungrounded]:
+    """Values an ask states that the task text does not say."""
+    found: list[Ungrounded] = []
+    for ask in package_asks(pkg):
+        refs = [r for r in (ask.target, *ask.refs.values()) if r is not None]
+        stated = [*ask.values.items(), *(kv for r in refs for kv in _leaves(r))]
+        for col, value in stated:
+            if value is not None and not _in_text(value, pkg.task_description):
+                found.append(Ungrounded(-1, ask.tool, col, f"{value!r} is not in the task text"))
+    return found
+
+
+def _leaves(ref: RowRef) -> Iterator[tuple[str, Any]]:
+    """The scalar values a ref states, parents' included."""
+    for col, value in ref.match.items():
+        if isinstance(value, RowRef):
+            yield from _leaves(value)
+        else:
+            yield col, value
+
+
+@dataclass
+class _Seen:
+    """Rows the agent has seen in tool results, by (table, column, value)."""
+
+    rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def add(self, table: str, result: Any) -> None:
+        rows = result.get("rows") if isinstance(result, dict) and "rows" in result else [result]
+        for row in rows or ():
+            if isinstance(row, dict):
+                self.rows.setdefault(table, []).append(row)
+
+    def find(self, table: str, column: str, value: Any) -> Iterator[dict[str, Any]]:
+        for row in self.rows.get(table, ()):
+            if column in row and _same(row[column], value):
+                yield row
+
+
+class _Grounder:
+    """Replays a witness and grounds each accepted write against the package's asks."""
+
+    def __init__(self, pkg: TaskPackage, env: Environment) -> None:
+        self.pkg = pkg
+        self.env = env
+        self.asks = package_asks(pkg)
+        self.used: set[int] = set()
+        self.seen = _Seen()
+        self.actor_table = actor_table(env.spec)
+
+    def run(self, origin: bytes) -> list[Ungrounded]:
+        self.env.restore(origin)
+        found = unstated(self.pkg)
+        for i, call in enumerate(self.pkg.witness):
+            tool = self.env.tools.get(call.tool)
+            if tool is not None and tool.writes and call.ok:
+                found += self._write(i, tool, call)
+            result = self.env.call(call.tool, call.args)
+            if result.ok and tool is not None:
+                self.seen.add(tool.table, result.to_json()["result"])
+        return found
+
+    def _write(self, index: int, tool: ToolSpec, call: WitnessCall) -> list[Ungrounded]:
+        """Ground one accepted write on the state it meets (before it runs): it answers the
+        first request for its tool not yet answered that grounds every argument."""
+        options = [i for i, a in enumerate(self.asks) if a.tool == tool.name]
+        unused = [i for i in options if i not in self.used]
+        if not unused:
+            why = (
+                "no request of the task asks for this"
+                if not options
+                else ("every request for this tool is already answered by an earlier call")
+            )
+            return [Ungrounded(index, tool.name, None, why)]
+        tried = [(self._missing(index, tool, call, self.asks[i]), i) for i in unused]
+        missing, best = min(tried, key=lambda t: (len(t[0]), t[1]))
+        if not missing:
+            self.used.add(best)
+        return missing
+
+    def _missing(self, index: int, tool: ToolSpec, call: WitnessCall, ask: Ask) -> list[Ungrounded]:
+        table = self.env.spec.table(tool.table)
+        out = []
+        for arg, value in call.args.items():
+            column = table.column(arg) if arg in table.column_names else None
+            reason = self._reason(tool, call, ask, arg, value, column)
+            if reason is not None:
+                out.append(Ungrounded(index, tool.name, arg, reason))
+        return out
+
+    def _reason(
+        self,
+        tool: ToolSpec,
+        call: WitnessCall,
+        ask: Ask,
+        arg: str,
+        value: Any,
+        column: Column | None,
+    ) -> str | None:
+        """Why an argument is not grounded, or None when it is."""
+        if arg == tool.key:
+            return self._ref_problem(ask.target, tool.table, arg, value, "the record to change")
+        if arg in ask.values:
+            return None if _same(ask.values[arg], value) else "differs from the stated value"
+        if arg in ask.refs and column is not None and column.references:
+            ref_table, ref_col = column.references.split(".")
+            return self._ref_problem(ask.refs[arg], ref_table, ref_col, value, "the named record")
+        if column is not None and self._given(column, value):
+            return None
+        if column is not None and self._determined(call, arg, value, column):
+            return None
+        return (
+            "neither stated by the user, nor the user's id, nor a default, nor fixed by the policy"
+        )
+
+    def _given(self, column: Column, value: Any) -> bool:
+        """The column's default, or the user's own id."""
+        if column.default is not None and _same(column.default, value):
+            return True
+        own = column.references is not None and column.references.split(".")[0] == self.actor_table
+        return own and _same(value, self.pkg.user_profile.user_id)
+
+    def _ref_problem(
+        self, ref: RowRef | None, table: str, column: str, value: Any, what: str
+    ) -> str | None:
+        """Whether a named record is the one the call uses, unique, and known to the agent."""
+        if ref is None or ref.table != table:
+            return f"{what} is not named by the request"
+        match, problem = self._resolve(ref, what)
+        if problem is not None:
+            return problem
+        if column in match:
+            return None if _same(match[column], value) else f"{what} is another record"
+        row, problem = self._unique(RowRef(table=table, match=match), what)
+        if row is None or not _same(row.get(column), value):
+            return problem or f"{what} is another record"
+        if not any(_matches(r, match) for r in self.seen.find(table, column, value)):
+            return f"{what} was never shown to the agent before this call"
+        return None
+
+    def _resolve(self, ref: RowRef, what: str) -> tuple[dict[str, Any], str | None]:
+        """The ref's match with parent refs replaced by their keys, and whether it picks out
+        exactly one row (parents too, each shown to the agent before)."""
+        table = self.env.spec.table(ref.table)
+        match: dict[str, Any] = {}
+        for col, want in ref.match.items():
+            if not isinstance(want, RowRef):
+                match[col] = want
+                continue
+            fk = table.column(col).references if col in table.column_names else None
+            if fk is None:
+                return match, f"{what}: {ref.table}.{col} is not a foreign key"
+            parent_table, parent_col = fk.split(".")
+            row, problem = self._unique(want, what)
+            if row is None:
+                return match, problem
+            if not any(
+                _matches(r, row) for r in self.seen.find(parent_table, parent_col, row[parent_col])
+            ):
+                return match, f"{what}: its {parent_table} record was never shown to the agent"
+            match[col] = row[parent_col]
+        _, problem = self._unique(RowRef(table=ref.table, match=match), what)
+        return match, problem
+
+    def _unique(self, ref: RowRef, what: str) -> tuple[dict[str, Any] | None, str | None]:
+        """The one row a ref picks out, or why it picks out none or several."""
+        match, problem = self._resolve(ref, what) if _nested(ref) else (dict(ref.match), None)
+        if problem is not None:
+            return None, problem
+        result = self.env.call(f"query_{ref.table}", match)
+        payload = result.to_json()["result"] if result.ok else None
+        rows = payload.get("rows") if isinstance(payload, dict) else None
+        total = payload.get("total") if isinstance(payload, dict) else None
+        if total != 1 or not rows:
+            return None, f"{what} is ambiguous or unknown ({total} records match {match})"
+        return dict(rows[0]), None
+
+    def _determined(self, call: WitnessCall, arg: str, value: Any, column: Column) -> bool:
+        """Every other value the column could take is rejected by a rule, on this state."""
+        others = _alternatives(column, value)
+        if not others:
+            return False
+        before = self.env.snapshot()
+        for other in others:
+            result = self.env.call(call.tool, {**call.args, arg: other})
+            if result.ok:
+                self.env.restore(before)
+                return False
+            if result.error is None or result.error.violated_rule is None:
+                return False
+        return True
+
+
+def _nested(ref: RowRef) -> bool:
+    return any(isinstance(v, RowRef) for v in ref.match.values())
+
+
+def _matches(row: dict[str, Any], match: dict[str, Any]) -> bool:
+    return all(k in row and _same(row[k], v) for k, v in match.items())
+
+
+def _alternatives(column: Column, value: Any) -> list[Any]:
+    """The other values a probe tries: other enum values, else one more and one less."""
+    if column.enum is not None:
+        return [v for v in column.enum if not _same(v, value)]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return []
+    step = 1 if column.type == "INTEGER" else max(abs(value) * 0.01, 0.01)
+    return [value + step, value - step]
+
+
+def grounding(pkg: TaskPackage, env: Environment, origin: bytes) -> list[Ungrounded]:
+    """Every write of a package's witness that its text does not determine.
+
+    Args:
+        pkg: The package (its asks, text, profile and witness are read).
+        env: An environment of the package's domain; it is restored to ``origin`` and left in
+            the replayed state.
+        origin: The s_origin image.
+
+    Returns:
+        An empty list when the package is grounded; otherwise one entry per ungrounded write or
+        argument (and per stated value missing from the text).
+    """
+    return _Grounder(pkg, env).run(origin)

@@ -1,0 +1,145 @@
+"""The faithful agent solves hand-built grounded tasks from what the user reveals, the policy and
+tool results, never the witness; and it cannot solve what the text leaves open."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from veritask.agent import PAYLOAD, FaithfulAgent, ScriptedUser, wire_messages
+from veritask.env import CompiledDomain, Environment
+from veritask.rollout import EpisodeTask, run_episode
+from veritask.task import (
+    Ask,
+    Fallback,
+    RowRef,
+    SubGoal,
+    TaskDescription,
+    TaskPackage,
+    Trajectory,
+    UserProfile,
+    WitnessCall,
+)
+
+DUNE = RowRef(table="books", match={"title": "Dune"})
+EMMA = RowRef(table="books", match={"title": "Emma"})
+LEND_DUNE = Ask(
+    transaction="lend_book", tool="insert_loans", refs={"book_id": DUNE}, values={"due_step": 4}
+)
+
+
+def _package(
+    env: Environment, user: str, subs: list[SubGoal], calls: list[tuple[str, dict[str, Any]]]
+) -> tuple[TaskPackage, bytes, bytes]:
+    origin = env.snapshot().data
+    witness = []
+    for tool, args in calls:
+        got = env.call(tool, args).to_json()
+        witness.append(
+            WitnessCall(
+                tool=tool, args=args, ok=got["ok"], result=got["result"], error=got["error"]
+            )
+        )
+    target = env.snapshot().data
+    env.restore(origin)
+    task = TaskDescription(who_you_are="me", total_goal="goal", sub_goals=subs)
+    pkg = TaskPackage(
+        id="t",
+        domain="mock",
+        spec_hash="0" * 64,
+        policy="0" * 64,
+        task=task,
+        task_description=task.render(),
+        user_profile=UserProfile(user_id=user, name=user, archetype="rookie"),
+        origin="0" * 64,
+        target="0" * 64,
+        witness=witness,
+        difficulty="L1",
+        tags=[],
+        rules_exercised=[],
+        boundary_hits=0,
+        seed=0,
+        generator="test",
+    )
+    return pkg, origin, target
+
+
+def _run(compiled: CompiledDomain, pkg: TaskPackage, origin: bytes, target: bytes) -> Trajectory:
+    task = EpisodeTask(pkg, compiled, "policy", origin, target)
+    return asyncio.run(run_episode(task, FaithfulAgent(compiled.spec), ScriptedUser(pkg)))
+
+
+@pytest.fixture
+def mock(compiled: dict[str, CompiledDomain]) -> CompiledDomain:
+    return compiled["mock"]
+
+
+def test_a_stated_lend_reaches_the_target(mock: CompiledDomain) -> None:
+    env = Environment(mock)
+    sub = SubGoal(title="Lend", request="Borrow Dune, due step 4.", ask=LEND_DUNE)
+    lend = {"member_id": "m_ana", "book_id": "b_dune", "due_step": 4}
+    pkg, origin, target = _package(env, "m_ana", [sub], [("insert_loans", lend)])
+    traj = _run(mock, pkg, origin, target)
+    assert traj.final_distance == 0
+    assert [s.tool for s in traj.steps] == ["query_books", "insert_loans"]
+
+
+def test_a_fee_the_policy_fixes_is_computed_from_what_was_read(mock: CompiledDomain) -> None:
+    env = Environment(mock)
+    ask = Ask(
+        transaction="return_book",
+        tool="update_loans",
+        target=RowRef(table="loans", match={"book_id": EMMA, "due_step": 5}),
+        values={"status": "RETURNED", "return_step": 7},
+    )
+    sub = SubGoal(title="Return", request="Return Emma, due step 5, at step 7.", ask=ask)
+    calls = [("update_loans", {"id": 1, "status": "RETURNED", "return_step": 7, "late_fee": 4})]
+    pkg, origin, target = _package(env, "m_ben", [sub], calls)
+    traj = _run(mock, pkg, origin, target)
+    assert traj.final_distance == 0
+    fees = [s.args.get("late_fee") for s in traj.steps if s.tool == "update_loans" and s.args]
+    assert fees[-1] == 4  # (7 - 5) x daily fee 2, worked out from the rows the agent read
+
+
+def test_a_refusal_is_explained_and_the_users_fallback_is_done(mock: CompiledDomain) -> None:
+    env = Environment(mock)
+    emma = Ask(
+        transaction="lend_book", tool="insert_loans", refs={"book_id": EMMA}, values={"due_step": 4}
+    )
+    trigger = (
+        "IF the agent explains that this is not possible (the book is already on loan), "
+        "THEN accept Dune instead."
+    )
+    sub = SubGoal(
+        title="Lend",
+        request="Borrow Emma, due step 4.",
+        reactive_triggers=[trigger],
+        ask=emma,
+        fallbacks=[Fallback(rule="BOOK_AVAILABLE", then=LEND_DUNE)],
+    )
+    lend = {"member_id": "m_ana", "book_id": "b_dune", "due_step": 4}
+    pkg, origin, target = _package(env, "m_ana", [sub], [("insert_loans", lend)])
+    traj = _run(mock, pkg, origin, target)
+    assert traj.final_distance == 0
+    named = [m for m in traj.messages if (m.get(PAYLOAD) or {}).get("refused") == "BOOK_AVAILABLE"]
+    assert named, "the agent names the rule that refused the request"
+
+
+def test_what_the_text_leaves_open_is_not_guessed(mock: CompiledDomain) -> None:
+    """The witness lends for 9 steps but the user never says so: the agent cannot get there."""
+    env = Environment(mock)
+    vague = Ask(transaction="lend_book", tool="insert_loans", refs={"book_id": DUNE})
+    sub = SubGoal(title="Lend", request="Borrow Dune.", ask=vague)
+    lend = {"member_id": "m_ana", "book_id": "b_dune", "due_step": 9}
+    pkg, origin, target = _package(env, "m_ana", [sub], [("insert_loans", lend)])
+    assert _run(mock, pkg, origin, target).final_distance > 0
+
+
+def test_the_structured_part_never_reaches_a_model() -> None:
+    messages = [
+        {"role": "user", "content": "hi", PAYLOAD: {"ask": {}}},
+        {"role": "assistant", "content": "ok"},
+    ]
+    assert wire_messages(messages) == [{"role": "user", "content": "hi"}, messages[1]]

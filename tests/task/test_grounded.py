@@ -1,0 +1,247 @@
+"""The grounding certificate on hand-built packages of the mock domain: each way a task can
+fail to determine its target is named, and a task that states what it needs is grounded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from veritask.env import CompiledDomain, Environment
+from veritask.task import (
+    Ask,
+    Fallback,
+    RowRef,
+    SubGoal,
+    TaskDescription,
+    TaskPackage,
+    UserProfile,
+    WitnessCall,
+    grounding,
+)
+
+DUNE = RowRef(table="books", match={"title": "Dune"})
+EMMA = RowRef(table="books", match={"title": "Emma"})
+BENS_EMMA_LOAN = RowRef(table="loans", match={"book_id": EMMA, "due_step": 5})
+
+
+def _witness(env: Environment, calls: list[tuple[str, dict[str, Any]]]) -> list[WitnessCall]:
+    out = []
+    for tool, args in calls:
+        got = env.call(tool, args).to_json()
+        out.append(
+            WitnessCall(
+                tool=tool, args=args, ok=got["ok"], result=got["result"], error=got["error"]
+            )
+        )
+    return out
+
+
+def _package(
+    env: Environment,
+    user: str,
+    text: str,
+    asks: list[Ask],
+    calls: list[tuple[str, dict[str, Any]]],
+    fallbacks: list[Fallback] | None = None,
+) -> TaskPackage:
+    origin = env.snapshot().data
+    witness = _witness(env, calls)
+    env.restore(origin)
+    subs = [
+        SubGoal(title=a.transaction, request=text, ask=a, fallbacks=fallbacks or []) for a in asks
+    ]
+    task = TaskDescription(who_you_are="me", total_goal=text, sub_goals=subs)
+    return TaskPackage(
+        id="t",
+        domain="mock",
+        spec_hash="0" * 64,
+        policy="0" * 64,
+        task=task,
+        task_description=task.render(),
+        user_profile=UserProfile(user_id=user, name=user, archetype="rookie"),
+        origin="0" * 64,
+        target="0" * 64,
+        witness=witness,
+        difficulty="L1",
+        tags=[],
+        rules_exercised=[],
+        boundary_hits=0,
+        seed=0,
+        generator="test",
+    )
+
+
+@pytest.fixture
+def env(compiled: dict[str, CompiledDomain]) -> Environment:
+    return Environment(compiled["mock"])
+
+
+def _problems(env: Environment, pkg: TaskPackage) -> list[tuple[int, str | None]]:
+    return [(u.call, u.arg) for u in grounding(pkg, env, env.snapshot().data)]
+
+
+LEND_DUNE = Ask(
+    transaction="lend_book", tool="insert_loans", refs={"book_id": DUNE}, values={"due_step": 4}
+)
+LEND_ARGS = {"member_id": "m_ana", "book_id": "b_dune", "due_step": 4}
+
+
+def test_a_stated_lend_after_a_read_is_grounded(env: Environment) -> None:
+    pkg = _package(
+        env,
+        "m_ana",
+        "Borrow Dune, due step 4.",
+        [LEND_DUNE],
+        [("query_books", {"title": "Dune"}), ("insert_loans", LEND_ARGS)],
+    )
+    assert _problems(env, pkg) == []
+
+
+def test_a_named_record_the_agent_never_saw_is_not_grounded(env: Environment) -> None:
+    pkg = _package(
+        env, "m_ana", "Borrow Dune, due step 4.", [LEND_DUNE], [("insert_loans", LEND_ARGS)]
+    )
+    assert _problems(env, pkg) == [(0, "book_id")]
+
+
+def test_a_write_nobody_asked_for_is_named(env: Environment) -> None:
+    hobbit = {"member_id": "m_ana", "book_id": "b_hobbit", "due_step": 4}
+    pkg = _package(
+        env,
+        "m_ana",
+        "Borrow Dune, due step 4.",
+        [LEND_DUNE],
+        [("query_books", {}), ("insert_loans", hobbit), ("insert_loans", LEND_ARGS)],
+    )
+    problems = grounding(pkg, env, env.snapshot().data)
+    assert [(u.call, u.arg) for u in problems] == [(1, "book_id")]
+    assert "another record" in problems[0].reason
+
+
+def test_a_second_write_after_the_request_is_answered_is_named(env: Environment) -> None:
+    hobbit = {"member_id": "m_ana", "book_id": "b_hobbit", "due_step": 4}
+    pkg = _package(
+        env,
+        "m_ana",
+        "Borrow Dune, due step 4.",
+        [LEND_DUNE],
+        [("query_books", {}), ("insert_loans", LEND_ARGS), ("insert_loans", hobbit)],
+    )
+    problems = grounding(pkg, env, env.snapshot().data)
+    assert [(u.call, u.arg) for u in problems] == [(2, None)]
+    assert "already answered" in problems[0].reason
+
+
+def test_a_value_the_user_never_states_is_named(env: Environment) -> None:
+    vague = Ask(transaction="lend_book", tool="insert_loans", refs={"book_id": DUNE})
+    pkg = _package(
+        env,
+        "m_ana",
+        "Borrow Dune.",
+        [vague],
+        [("query_books", {"title": "Dune"}), ("insert_loans", LEND_ARGS)],
+    )
+    assert _problems(env, pkg) == [(1, "due_step")]
+
+
+def test_a_stated_value_missing_from_the_text_is_named(env: Environment) -> None:
+    pkg = _package(
+        env,
+        "m_ana",
+        "Borrow a book, please.",
+        [LEND_DUNE],
+        [("query_books", {"title": "Dune"}), ("insert_loans", LEND_ARGS)],
+    )
+    assert set(_problems(env, pkg)) == {(-1, "due_step"), (-1, "title")}
+
+
+def test_a_fee_the_policy_fixes_is_grounded_and_a_parent_named_record_resolves(
+    env: Environment,
+) -> None:
+    ret = Ask(
+        transaction="return_book",
+        tool="update_loans",
+        target=BENS_EMMA_LOAN,
+        values={"status": "RETURNED", "return_step": 7},
+    )
+    calls = [
+        ("query_books", {"title": "Emma"}),
+        ("query_loans", {"member_id": "m_ben"}),
+        ("update_loans", {"id": 1, "status": "RETURNED", "return_step": 7, "late_fee": 4}),
+    ]
+    text = "Return Emma (due step 5): status RETURNED, return step 7."
+    assert _problems(env, _package(env, "m_ben", text, [ret], calls)) == []
+
+
+def test_a_fee_the_user_could_not_know_is_not_fixed_when_the_rule_does_not_apply(
+    env: Environment,
+) -> None:
+    """late_fee is agent-decided on a return, but this update is not a return (the LATE_FEE
+    guard does not hold): nothing fixes the fee, so it must be stated."""
+    upd = Ask(transaction="return_book", tool="update_loans", target=BENS_EMMA_LOAN, values={})
+    calls = [
+        ("query_books", {"title": "Emma"}),
+        ("query_loans", {"member_id": "m_ben"}),
+        ("update_loans", {"id": 1, "late_fee": 3}),
+    ]
+    pkg = _package(env, "m_ben", "Change the fee on Emma (due step 5).", [upd], calls)
+    assert _problems(env, pkg) == [(2, "late_fee")]
+
+
+def test_an_ambiguous_name_is_not_grounded(env: Environment) -> None:
+    on_shelf = RowRef(table="books", match={"available": 1})
+    ask = Ask(
+        transaction="lend_book",
+        tool="insert_loans",
+        refs={"book_id": on_shelf},
+        values={"due_step": 4},
+    )
+    pkg = _package(
+        env,
+        "m_ana",
+        "Borrow a book that is available 1, due step 4.",
+        [ask],
+        [("query_books", {}), ("insert_loans", LEND_ARGS)],
+    )
+    problems = grounding(pkg, env, env.snapshot().data)
+    assert [(u.call, u.arg) for u in problems] == [(1, "book_id")]
+    assert "ambiguous" in problems[0].reason
+
+
+def test_a_fallback_request_grounds_the_accepted_retry(env: Environment) -> None:
+    emma_first = Ask(
+        transaction="lend_book", tool="insert_loans", refs={"book_id": EMMA}, values={"due_step": 4}
+    )
+    fallback = Fallback(rule="BOOK_AVAILABLE", then=LEND_DUNE)
+    calls = [
+        ("query_books", {}),
+        ("insert_loans", {"member_id": "m_ana", "book_id": "b_emma", "due_step": 4}),
+        ("insert_loans", LEND_ARGS),
+    ]
+    text = "Borrow Emma, due step 4; if it is out, Dune instead."
+    assert _problems(env, _package(env, "m_ana", text, [emma_first], calls, [fallback])) == []
+
+
+def test_the_environment_is_left_replayed_and_nothing_raises_on_a_stale_ask(
+    env: Environment,
+) -> None:
+    ghost = RowRef(table="books", match={"title": "No Such Book"})
+    ask = Ask(
+        transaction="lend_book",
+        tool="insert_loans",
+        refs={"book_id": ghost},
+        values={"due_step": 4},
+    )
+    pkg = _package(
+        env,
+        "m_ana",
+        "Borrow No Such Book, due step 4.",
+        [ask],
+        [("query_books", {}), ("insert_loans", LEND_ARGS)],
+    )
+    origin = env.snapshot().data
+    problems = grounding(pkg, env, origin)
+    assert [(u.call, u.arg) for u in problems] == [(1, "book_id")]
+    assert "0 records" in problems[0].reason
+    assert env.rows("loans")[-1]["book_id"] == "b_dune"
