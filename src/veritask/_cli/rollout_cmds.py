@@ -23,7 +23,7 @@ def _roles_options(fn: Any) -> Any:
             "--agent",
             default="oracle",
             show_default=True,
-            help="oracle | noop | random | openai:MODEL",
+            help="oracle | faithful | noop | random | openai:MODEL",
         ),
         click.option(
             "--user", default="scripted", show_default=True, help="scripted | openai:MODEL"

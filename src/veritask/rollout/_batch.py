@@ -14,7 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from veritask.agent import Agent, NoopAgent, OracleAgent, RandomAgent, ScriptedUser, User
+from veritask.agent import (
+    Agent,
+    FaithfulAgent,
+    NoopAgent,
+    OracleAgent,
+    RandomAgent,
+    ScriptedUser,
+    User,
+)
 from veritask.domains import load_domain
 from veritask.env import CompiledDomain
 from veritask.rollout._episode import EpisodeTask
@@ -97,6 +105,8 @@ class RoleFactory:
             return NoopAgent()
         if self.agent == "random":
             return RandomAgent(seed)
+        if self.agent == "faithful":
+            return FaithfulAgent(task.domain.spec)
         from veritask.agent._llm import LLMAgent
 
         return LLMAgent(self._provider(self.agent), self._config(), sample_index=trial)
