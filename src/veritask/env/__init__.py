@@ -2,6 +2,7 @@
 
 from veritask.env._build import build_image, insert_rows
 from veritask.env._environment import CompiledDomain, Environment
+from veritask.env._proximity import DEFAULT_EPS, proximity
 from veritask.env._result import ToolError, ToolResult
 from veritask.env._state import (
     Layout,
@@ -16,6 +17,7 @@ from veritask.env._state import (
 )
 
 __all__ = [
+    "DEFAULT_EPS",
     "CompiledDomain",
     "Environment",
     "Layout",
@@ -31,4 +33,5 @@ __all__ = [
     "diff_full",
     "distance",
     "insert_rows",
+    "proximity",
 ]
