@@ -52,9 +52,9 @@ from veritask.task import SessionStore
 
 __all__ = [
     "DEFAULT_EPISODE_STORE",
-    "VerlEpisodes",
     "VeritaskInteraction",
     "VeritaskTool",
+    "VerlEpisodes",
     "compute_score",
     "parse_tool_calls",
     "release_episode",

@@ -15,6 +15,7 @@ from veritask.task import ToolStep, Trajectory
 DEFAULT_LAMBDA_ERR = 0.1
 """Default penalty coefficient lambda_err (> 0) for a call that violated policy."""
 
+
 @dataclass(frozen=True)
 class StepReward:
     """The dense reward of one tool call.
