@@ -36,22 +36,19 @@ from typing import Any
 
 from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment
-from veritask.integrations.http_server import (
-    DomainSource,
-    EnvClient,
-    EnvHTTPServer,
-    state_digest,
-    state_rows,
-)
+from veritask.serve import DomainSource, state_digest, state_rows
+from veritask.serve.client import EnvClient
+from veritask.serve.server import EnvHTTPServer
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integrations"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "serve"))
 from test_http_server import random_calls  # the workload of the isolation test, not a copy
 
 Call = tuple[str, dict[str, Any]]
 
 _SERVER = """
 import sys
-from veritask.integrations.http_server import EnvHTTPServer, open_source
+from veritask.serve import open_source
+from veritask.serve.server import EnvHTTPServer
 server = EnvHTTPServer(open_source(sys.argv[1]), port=0, max_sessions=int(sys.argv[2]))
 print(server.url, flush=True)
 server.serve_forever()
@@ -175,6 +172,52 @@ def stop_server(handle: Any) -> None:
     handle.wait(timeout=10)
 
 
+def summarize(args: argparse.Namespace, rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """The median round's figures (and the in-process baseline's) as one record."""
+    by_wall = sorted(rounds, key=lambda r: r["wall_s"])
+    median = by_wall[len(by_wall) // 2]
+    base = sorted((r["baseline"] for r in rounds), key=lambda b: b["wall_s"])[len(rounds) // 2]
+    http_rps = median["requests"] / median["wall_s"]
+    base_rps = base["requests"] / base["wall_s"]
+    return {
+        "sessions": args.sessions,
+        "calls_per_session": args.calls,
+        "requests_per_round": median["requests"],
+        "rounds": args.rounds,
+        "server": args.server,
+        "http_rps": http_rps,
+        "http_p50_ms": 1e3 * percentile(median["latencies"], 0.50),
+        "http_p95_ms": 1e3 * percentile(median["latencies"], 0.95),
+        "http_p99_ms": 1e3 * percentile(median["latencies"], 0.99),
+        "inprocess_ops_per_s": base_rps,
+        "inprocess_p50_us": 1e6 * percentile(base["latencies"], 0.50),
+        "inprocess_p95_us": 1e6 * percentile(base["latencies"], 0.95),
+        "isolated": [r["isolated"] for r in rounds],
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}",
+    }
+
+
+def print_table(args: argparse.Namespace, summary: dict[str, Any]) -> bool:
+    """Print the summary as a markdown row; True when every session stayed isolated."""
+    ok = all(n == args.sessions for n in summary["isolated"])
+    print(f"machine: {summary['machine']}; server: {args.server}; median of {args.rounds} rounds")
+    print()
+    print(
+        "| sessions | calls/session | requests | HTTP req/s | HTTP p50 | HTTP p95 | HTTP p99 "
+        "| in-process ops/s | in-process p50 | isolated |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|")
+    s = summary
+    print(
+        f"| {args.sessions} | {args.calls} | {s['requests_per_round']:,} | {s['http_rps']:,.0f} "
+        f"| {s['http_p50_ms']:.1f} ms | {s['http_p95_ms']:.1f} ms | {s['http_p99_ms']:.1f} ms "
+        f"| {s['inprocess_ops_per_s']:,.0f} | {s['inprocess_p50_us']:.0f} us "
+        f"| {'yes' if ok else 'NO'} ({min(s['isolated'])}/{args.sessions}) |"
+    )
+    return ok
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=200)
@@ -202,45 +245,11 @@ def main() -> None:
     finally:
         stop_server(handle)
 
-    by_wall = sorted(rounds, key=lambda r: r["wall_s"])
-    median = by_wall[len(by_wall) // 2]
-    base = sorted((r["baseline"] for r in rounds), key=lambda b: b["wall_s"])[len(rounds) // 2]
-    http_rps = median["requests"] / median["wall_s"]
-    base_rps = base["requests"] / base["wall_s"]
-    summary = {
-        "sessions": args.sessions,
-        "calls_per_session": args.calls,
-        "requests_per_round": median["requests"],
-        "rounds": args.rounds,
-        "server": args.server,
-        "http_rps": http_rps,
-        "http_p50_ms": 1e3 * percentile(median["latencies"], 0.50),
-        "http_p95_ms": 1e3 * percentile(median["latencies"], 0.95),
-        "http_p99_ms": 1e3 * percentile(median["latencies"], 0.99),
-        "inprocess_ops_per_s": base_rps,
-        "inprocess_p50_us": 1e6 * percentile(base["latencies"], 0.50),
-        "inprocess_p95_us": 1e6 * percentile(base["latencies"], 0.95),
-        "isolated": [r["isolated"] for r in rounds],
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}",
-    }
+    summary = summarize(args, rounds)
     if args.json:
         print(json.dumps(summary, indent=2))
         return
-    ok = all(n == args.sessions for n in summary["isolated"])
-    print(f"machine: {summary['machine']}; server: {args.server}; median of {args.rounds} rounds")
-    print()
-    print(
-        "| sessions | calls/session | requests | HTTP req/s | HTTP p50 | HTTP p95 | HTTP p99 "
-        "| in-process ops/s | in-process p50 | isolated |"
-    )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|")
-    print(
-        f"| {args.sessions} | {args.calls} | {median['requests']:,} | {http_rps:,.0f} "
-        f"| {summary['http_p50_ms']:.1f} ms | {summary['http_p95_ms']:.1f} ms "
-        f"| {summary['http_p99_ms']:.1f} ms | {base_rps:,.0f} | {summary['inprocess_p50_us']:.0f} us "
-        f"| {'yes' if ok else 'NO'} ({min(summary['isolated'])}/{args.sessions}) |"
-    )
+    ok = print_table(args, summary)
     if not ok:
         raise SystemExit("state leaked between sessions")
 

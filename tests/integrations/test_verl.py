@@ -200,7 +200,7 @@ def test_episodes_through_tool_and_interaction(
         assert result["score"] == expected
         assert result["tool_calls"] == (len(package.witness) if act else 0)
         assert result["unparsed_tool_calls"] == 0
-    assert not vt._EPISODES  # every rollout was finalized
+    assert not vt.DEFAULT_EPISODE_STORE  # every rollout was finalized
 
 
 def test_two_rollouts_do_not_share_state(
@@ -228,7 +228,7 @@ def test_two_rollouts_do_not_share_state(
         return scores
 
     assert asyncio.run(run()) == (1.0, 0.0)
-    assert not vt._EPISODES
+    assert not vt.DEFAULT_EPISODE_STORE
 
 
 def test_tools_without_an_interaction(

@@ -6,14 +6,13 @@ import logging
 
 import click
 
-from veritask.integrations.http_server import (
+from veritask.serve import (
     DEFAULT_HOST,
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_SESSIONS,
     DEFAULT_PORT,
     open_source,
     require_http,
-    serve,
 )
 
 
@@ -66,6 +65,8 @@ def serve_cmd(
         require_http()
     except ImportError as exc:
         raise click.ClickException(str(exc)) from None
+    from veritask.serve.server import serve  # needs the http extra, checked just above
+
     try:
         source = open_source(domain_or_dir)
     except ValueError as exc:

@@ -45,7 +45,7 @@ def serve_mcp_cmd(domain: str, state: str | None, transport: str, host: str, por
     """
     spec = spec_arg(domain)
     try:
-        from veritask.integrations import mcp_server
+        from veritask.serve import mcp_server
     except ImportError as exc:
         raise click.ClickException(
             f"serve-mcp needs the MCP SDK ({exc}); install it with: pip install 'veritask[mcp]'"

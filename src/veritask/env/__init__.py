@@ -3,6 +3,7 @@
 from veritask.env._build import build_image, insert_rows
 from veritask.env._environment import CompiledDomain, Environment
 from veritask.env._notebook import bind_new_old, evaluate_on_rows
+from veritask.env._proximity import DEFAULT_EPS, proximity
 from veritask.env._result import ToolError, ToolResult
 from veritask.env._state import (
     Layout,
@@ -17,6 +18,7 @@ from veritask.env._state import (
 )
 
 __all__ = [
+    "DEFAULT_EPS",
     "CompiledDomain",
     "Environment",
     "Layout",
@@ -34,4 +36,5 @@ __all__ = [
     "distance",
     "evaluate_on_rows",
     "insert_rows",
+    "proximity",
 ]

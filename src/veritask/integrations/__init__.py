@@ -1,4 +1,4 @@
-"""Integrations: the episode API for trainers, TRL, verifiers, verl, MCP and an HTTP server."""
+"""Trainer integrations: the episode API, TRL, verifiers and verl (servers are in veritask.serve)."""
 
 from veritask.integrations._session import (
     EnvFactory,

@@ -8,6 +8,7 @@ trainer can ship it to worker processes and build environments there.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
@@ -15,12 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from veritask.agent import STOP, ScriptedUser, Turn
-from veritask.env import Environment, Snapshot, ToolResult, diff
-from veritask.model import Usage
-from veritask.reward import proximity
+from veritask.env import Environment, ToolResult
 from veritask.rollout import EpisodeTask, TaskSource, score
-from veritask.rollout._episode import execute_call
-from veritask.task import TaskPackage, ToolStep, Trajectory
+from veritask.task import EnvSession, TaskPackage, ToolStep, Trajectory
 
 
 @dataclass(frozen=True)
@@ -35,14 +33,11 @@ class EnvFactory:
         return VeritaskEnv(self.dataset, lambda_err=self.lambda_err)
 
 
-_SOURCES: dict[str, TaskSource] = {}
-
-
-def _source(dataset: str) -> TaskSource:
-    """Dataset directories are loaded once per process and shared (read-only)."""
-    if dataset not in _SOURCES:
-        _SOURCES[dataset] = TaskSource.load(dataset)
-    return _SOURCES[dataset]
+@functools.lru_cache(maxsize=16)
+def dataset_source(dataset: str) -> TaskSource:
+    """A dataset directory's tasks, loaded once per process and shared (read-only; the last
+    16 directories are kept)."""
+    return TaskSource.load(dataset)
 
 
 @dataclass
@@ -73,10 +68,10 @@ class VeritaskEnv:
 
     def __init__(self, dataset: str | Path, *, lambda_err: float = 0.1) -> None:
         self.dataset = str(dataset)
-        self.source = _source(self.dataset)
+        self.source = dataset_source(self.dataset)
         self.lambda_err = lambda_err
         self._task: EpisodeTask | None = None
-        self._env: Environment | None = None
+        self._session: EnvSession | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -98,20 +93,16 @@ class VeritaskEnv:
         """Start an episode on a task (by id, index, package, or ``seed`` modulo the dataset)."""
         package = self._package(task, seed)
         self._task = self.source.episode_task(package)
-        if self._env is not None:
-            self._env.close()
-        self._env = Environment(self._task.domain, self._task.origin)
-        self._target = Snapshot(self._task.target, self._task.domain.layout)
+        self.close()
+        self._session = EnvSession.for_task(
+            package, self._task.domain, self._task.origin, self._task.target
+        )
         self._user = ScriptedUser(package)
-        opening = _drive(self._user.open())
-        self._d0 = diff(
-            Snapshot(self._task.origin, self._task.domain.layout), self._target
-        ).distance
+        opening = drive_user(self._user.open())
         self.messages: list[dict[str, Any]] = [
             {"role": "system", "content": self._task.policy},
             opening.message,
         ]
-        self.steps: list[ToolStep] = []
         self.done = False
         return Observation(package.id, self._task.policy, opening.message["content"], self.tools)
 
@@ -122,11 +113,21 @@ class VeritaskEnv:
         return self.reset(task, seed)
 
     @property
+    def session(self) -> EnvSession:
+        """The session over the current task (after ``reset``)."""
+        if self._session is None:
+            raise RuntimeError("call reset() first")
+        return self._session
+
+    @property
     def env(self) -> Environment:
         """The live environment (after ``reset``)."""
-        if self._env is None:
-            raise RuntimeError("call reset() first")
-        return self._env
+        return self.session.env
+
+    @property
+    def steps(self) -> list[ToolStep]:
+        """The tool calls of the episode so far."""
+        return self.session.steps
 
     @property
     def task(self) -> EpisodeTask:
@@ -138,7 +139,7 @@ class VeritaskEnv:
     @property
     def tools(self) -> list[dict[str, Any]]:
         """OpenAI tool schemas of the current task's domain."""
-        return self.env.openai_tools()
+        return self.session.tools
 
     # -- acting ----------------------------------------------------------------------------
 
@@ -158,9 +159,7 @@ class VeritaskEnv:
         raw = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
         call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": raw}}
         at = len(self.messages) - 1 if turn is None else turn
-        step, message, result = execute_call(self.env, self._target, call, at)
-        self.steps.append(step)
-        return message, result
+        return self.session.step(call, at)
 
     def record_call(self, tool: str, arguments: Any, call_id: str) -> dict[str, Any]:
         """Run one call as an assistant turn of its own (for trainers that do not say how calls
@@ -193,7 +192,7 @@ class VeritaskEnv:
             name, raw = str(fn.get("name", "")), fn.get("arguments") or "{}"
             out.append(self._execute(name, raw, str(call.get("id", "")), turn)[0])
         if not calls:
-            reply = _drive(self._user.respond(self.messages))
+            reply = drive_user(self._user.respond(self.messages))
             if STOP in (reply.message.get("content") or ""):
                 self.done = True
             else:
@@ -209,29 +208,20 @@ class VeritaskEnv:
 
     def proximity(self) -> float:
         """LOGIGEN's state proximity P_t = 1 - min(DIFF(s_t, target), D0) / (D0 + eps)."""
-        return proximity(self.env.distance(self._target), self._d0)
+        value = self.session.proximity
+        if value is None:  # pragma: no cover - a session over a task always has a target
+            raise RuntimeError("the session has no target")
+        return value
 
     def trajectory(self) -> Trajectory:
         """The episode so far as a verified Trajectory (reward and breakdown filled in)."""
-        task = self.task
-        origin = Snapshot(task.origin, task.domain.layout)
-        final = self.env.snapshot()
-        traj = Trajectory(
-            task_id=task.package.id,
-            domain=task.package.domain,
+        traj = self.session.trajectory(
+            messages=self.messages,
             agent="trainer",
             user="scripted",
-            messages=self.messages,
-            tools=self.tools,
-            steps=self.steps,
             stop_reason="user_stop" if self.done else "agent_done",
-            initial_distance=diff(origin, self._target).distance,
-            final_distance=self.env.distance(self._target),
-            agent_diff=diff(origin, final).to_json(),
-            agent_usage=Usage(),
-            user_usage=Usage(),
         )
-        return score(traj, self.source, task.package)
+        return score(traj, self.source, self.task.package)
 
     def reward(self) -> dict[str, Any]:
         """``{"reward", "breakdown", "proximity", "violations"}`` for the episode so far."""
@@ -246,9 +236,9 @@ class VeritaskEnv:
 
     def close(self) -> None:
         """Release the database."""
-        if self._env is not None:
-            self._env.close()
-            self._env = None
+        if self._session is not None:
+            self._session.close()
+            self._session = None
 
 
 def opening_prompts(
@@ -256,7 +246,7 @@ def opening_prompts(
 ) -> list[tuple[TaskPackage, list[dict[str, Any]]]]:
     """Each task of a dataset (optionally of one domain) with its opening chat: the wiki policy
     as system message and the scripted user's first message. Trainer dataset builders use it."""
-    source = _source(str(dataset))
+    source = dataset_source(str(dataset))
     policies: dict[str, str] = {}
     out = []
     for pkg in source.packages:
@@ -264,7 +254,7 @@ def opening_prompts(
             continue
         if pkg.policy not in policies:
             policies[pkg.policy] = source.dataset.read_policy(pkg.policy)
-        opening = _drive(ScriptedUser(pkg).open()).message
+        opening = drive_user(ScriptedUser(pkg).open()).message
         prompt = [
             {"role": "system", "content": policies[pkg.policy]},
             {"role": "user", "content": opening["content"]},
@@ -273,8 +263,12 @@ def opening_prompts(
     return out
 
 
-def _drive(coro: Coroutine[Any, Any, Turn]) -> Turn:
-    """Run a coroutine that never suspends (the scripted user's), in or outside an event loop."""
+def drive_user(coro: Coroutine[Any, Any, Turn]) -> Turn:
+    """Run a coroutine that never suspends (the scripted user's), in or outside an event loop.
+
+    Raises:
+        RuntimeError: The coroutine suspended.
+    """
     try:
         coro.send(None)
     except StopIteration as done:

@@ -37,7 +37,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Optional
 
-from veritask.integrations._session import VeritaskEnv, _source, opening_prompts
+from veritask.integrations._session import VeritaskEnv, dataset_source, opening_prompts
 from veritask.policy._tools import Param, ToolSpec
 
 if TYPE_CHECKING:
@@ -207,7 +207,7 @@ def _check_name(name: str, what: str) -> None:
 
 
 def _domains(dataset: str) -> list[str]:
-    return sorted({p.domain for p in _source(dataset).packages})
+    return sorted({p.domain for p in dataset_source(dataset).packages})
 
 
 def make_environment_class(
@@ -246,7 +246,7 @@ def make_environment_class(
         domain = domains[0]
     elif domain not in domains:
         raise ValueError(f"{dataset} has no task of domain {domain!r} (has {domains})")
-    tools = _source(dataset).domain(domain).tools
+    tools = dataset_source(dataset).domain(domain).tools
     namespace: dict[str, Any] = {
         "dataset": dataset,
         "domain": domain,

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from veritask.integrations._session import VeritaskEnv, _source, opening_prompts
+from veritask.integrations._session import VeritaskEnv, dataset_source, opening_prompts
 
 if TYPE_CHECKING:
     import verifiers as vf
@@ -76,7 +76,7 @@ def _tool_def(tool: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _tool_defs(dataset: str, domain: str) -> list[dict[str, Any]]:
-    tools = _source(dataset).domain(domain).tools
+    tools = dataset_source(dataset).domain(domain).tools
     return [_tool_def(spec.openai_schema()) for spec in tools.values()]
 
 
@@ -86,7 +86,7 @@ def veritask_dataset(dataset_dir: str, *, domain: str | None = None) -> Dataset:
     ``tool_defs`` when the dataset mixes domains)."""
     from datasets import Dataset
 
-    source = _source(dataset_dir)
+    source = dataset_source(dataset_dir)
     domains = sorted({p.domain for p in source.packages})
     rows = []
     for pkg, prompt in opening_prompts(dataset_dir, domain):

@@ -22,8 +22,10 @@ in verl's sources (v0.7.1 wheel; repository ``volcengine/verl``):
 * ``verl/utils/reward_score/__init__.py``: ``compute_score(data_source, solution_str,
   ground_truth, extra_info=None, **kwargs) -> float | dict`` (a dict carries ``"score"``).
 
-Episodes live in a module-level registry (one :class:`~veritask.integrations.VeritaskEnv` per
-rollout id, bounded, oldest evicted), never on the per-call tool object. ``compute_score`` does
+Episodes live in a :class:`VerlEpisodes` store (one :class:`~veritask.integrations.VeritaskEnv`
+per rollout id, bounded, oldest evicted), never on the per-call tool object. verl builds the tools
+and the interaction separately from class names in YAML files, so by default they meet in one
+store per process (:data:`DEFAULT_EPISODE_STORE`); pass ``episodes=`` to use another. ``compute_score`` does
 not need that registry (it may run in another process): it replays the hermes-format
 ``<tool_call>`` blocks of the decoded response on a fresh episode and verifies it.
 
@@ -36,9 +38,8 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
@@ -46,11 +47,14 @@ from uuid import uuid4
 from pydantic import BaseModel, Field
 
 from veritask.agent import STOP, ScriptedUser
-from veritask.integrations._session import VeritaskEnv, _drive, _source
+from veritask.integrations._session import VeritaskEnv, dataset_source, drive_user
+from veritask.task import SessionStore
 
 __all__ = [
+    "DEFAULT_EPISODE_STORE",
     "VeritaskInteraction",
     "VeritaskTool",
+    "VerlEpisodes",
     "compute_score",
     "parse_tool_calls",
     "release_episode",
@@ -178,47 +182,78 @@ USING_VERL_INTERACTIONS = _BaseInteraction is not StandInBaseInteraction
 """Whether :class:`VeritaskInteraction` subclasses verl's ``BaseInteraction`` (verl < 0.8)."""
 
 
-# -- episode registry --------------------------------------------------------------------------
+# -- episode store -----------------------------------------------------------------------------
 
-
-class _Episode:
-    """One rollout's episode and its call counter."""
-
-    def __init__(self, dataset_dir: str, task_id: str, lambda_err: float) -> None:
-        self.env = VeritaskEnv(dataset_dir, lambda_err=lambda_err)
-        self.env.reset(task_id)
-        self.calls = 0
-
-
-_EPISODES: OrderedDict[str, _Episode] = OrderedDict()
-_PENDING: dict[str, dict[str, Any]] = {}
-_LOCK = threading.Lock()
-MAX_EPISODES = 4096
+EPISODE_CAPACITY = 4096
 """Open episodes kept at most; the oldest is closed beyond that (rollouts never finalized)."""
 
 
-def _open_episode(key: str, dataset_dir: str, task_id: str, lambda_err: float) -> _Episode:
-    episode = _Episode(dataset_dir, task_id, lambda_err)
-    with _LOCK:
-        old = _EPISODES.pop(key, None)
-        _EPISODES[key] = episode
-        evicted = [_EPISODES.popitem(last=False)[1] for _ in range(len(_EPISODES) - MAX_EPISODES)]
-    for ep in ([old] if old else []) + evicted:
-        ep.env.close()
-    return episode
+@dataclass
+class _CreateKwargs:
+    """What a tool instance was created with, for a first call that finds no open episode."""
+
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def close(self) -> None:
+        """Nothing to release."""
 
 
-def _episode(key: str) -> _Episode | None:
-    with _LOCK:
-        return _EPISODES.get(key)
+class VerlEpisodes:
+    """The open episodes of a process's rollouts, by rollout (request) id, and the
+    ``create_kwargs`` of live tool instances; both bounded, oldest evicted.
+
+    Args:
+        capacity: Episodes (and tool instances) kept at most.
+    """
+
+    def __init__(self, capacity: int = EPISODE_CAPACITY) -> None:
+        self.episodes: SessionStore[VeritaskEnv] = SessionStore(
+            capacity=capacity, when_full="evict"
+        )
+        self.instances: SessionStore[_CreateKwargs] = SessionStore(
+            capacity=capacity, when_full="evict"
+        )
+
+    def __len__(self) -> int:
+        return len(self.episodes)
+
+    def open(self, key: str, dataset_dir: str, task_id: str, lambda_err: float) -> VeritaskEnv:
+        """A new episode on ``task_id`` for rollout ``key`` (closing one already open)."""
+        env = VeritaskEnv(dataset_dir, lambda_err=lambda_err)
+        env.reset(task_id)
+        self.episodes.add(env, key)
+        return env
+
+    def get(self, key: str) -> VeritaskEnv | None:
+        """The open episode of rollout ``key``, if any."""
+        return self.episodes.get(key)
+
+    def release(self, key: str) -> None:
+        """Close and forget the episode of rollout ``key`` (no-op when unknown)."""
+        self.episodes.discard(key)
+
+    def remember(self, instance_id: str, create_kwargs: Mapping[str, Any]) -> None:
+        """Keep a tool instance's ``create_kwargs``."""
+        self.instances.add(_CreateKwargs(dict(create_kwargs)), instance_id)
+
+    def create_kwargs(self, instance_id: str) -> dict[str, Any]:
+        """A tool instance's ``create_kwargs`` (empty when unknown)."""
+        found = self.instances.get(instance_id)
+        return dict(found.kwargs) if found else {}
+
+    def forget(self, instance_id: str) -> None:
+        """Drop a tool instance's ``create_kwargs``."""
+        self.instances.discard(instance_id)
 
 
-def release_episode(key: str) -> None:
+DEFAULT_EPISODE_STORE = VerlEpisodes()
+"""The store the tools and the interaction share when none is passed (verl instantiates them
+separately from class names, so this is where they meet)."""
+
+
+def release_episode(key: str, episodes: VerlEpisodes | None = None) -> None:
     """Close and forget the episode of a rollout id (no-op when unknown)."""
-    with _LOCK:
-        episode = _EPISODES.pop(key, None)
-    if episode is not None:
-        episode.env.close()
+    (DEFAULT_EPISODE_STORE if episodes is None else episodes).release(key)
 
 
 def _record_call(env: VeritaskEnv, tool: str, arguments: Any, call_id: str) -> dict[str, Any]:
@@ -264,12 +299,12 @@ def verl_tool_schema(tool: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _domain_tools(dataset_dir: str, domain: str) -> dict[str, dict[str, Any]]:
-    tools = _source(dataset_dir).domain(domain).tools
+    tools = dataset_source(dataset_dir).domain(domain).tools
     return {name: spec.openai_schema() for name, spec in tools.items()}
 
 
 def _only_domain(dataset_dir: str) -> str:
-    domains = sorted({p.domain for p in _source(dataset_dir).packages})
+    domains = sorted({p.domain for p in dataset_source(dataset_dir).packages})
     if len(domains) != 1:
         raise ValueError(
             f"{dataset_dir} has domains {domains}; name the tool's domain in its config"
@@ -287,10 +322,14 @@ class VeritaskTool(_BaseTool):
     ``dataset_dir``, and ``tool`` (its name) when no ``tool_schema`` is given; optional
     ``domain`` and ``lambda_err``. The rollout's episode is found by ``agent_data.request_id``
     (opened by :class:`VeritaskInteraction`, or here from ``create_kwargs`` ``task_id`` and
-    ``dataset_dir`` when no interaction runs); the tool object holds no episode state.
+    ``dataset_dir`` when no interaction runs); the tool object holds no episode state, only the
+    store it looks episodes up in (``episodes``, default :data:`DEFAULT_EPISODE_STORE`).
     """
 
-    def __init__(self, config: dict[str, Any], tool_schema: Any = None) -> None:
+    def __init__(
+        self, config: dict[str, Any], tool_schema: Any = None, episodes: VerlEpisodes | None = None
+    ) -> None:
+        self.episodes = DEFAULT_EPISODE_STORE if episodes is None else episodes
         self.dataset_dir = str(config.get("dataset_dir", ""))
         self.lambda_err = float(config.get("lambda_err", 0.1))
         if tool_schema is None:
@@ -313,23 +352,21 @@ class VeritaskTool(_BaseTool):
         create_kwargs = kwargs.get("create_kwargs")
         if not isinstance(create_kwargs, Mapping):
             create_kwargs = {k: v for k, v in kwargs.items() if k in ("task_id", "dataset_dir")}
-        with _LOCK:
-            _PENDING[instance_id] = dict(create_kwargs)
+        self.episodes.remember(instance_id, create_kwargs)
         return instance_id, _ToolResponse()
 
-    def _find(self, instance_id: str, key: str) -> _Episode:
-        episode = _episode(key)
+    def _find(self, instance_id: str, key: str) -> VeritaskEnv:
+        episode = self.episodes.get(key)
         if episode is not None:
             return episode
-        with _LOCK:
-            pending = dict(_PENDING.get(instance_id, {}))
+        pending = self.episodes.create_kwargs(instance_id)
         task_id = pending.get("task_id")
         dataset_dir = str(pending.get("dataset_dir") or self.dataset_dir)
         if not task_id or not dataset_dir:
             raise LookupError(
                 f"no open veritask episode for {key!r} and no create_kwargs task_id/dataset_dir"
             )
-        return _open_episode(key, dataset_dir, str(task_id), self.lambda_err)
+        return self.episodes.open(key, dataset_dir, str(task_id), self.lambda_err)
 
     async def execute(
         self, instance_id: str, parameters: dict[str, Any], **kwargs: Any
@@ -341,29 +378,28 @@ class VeritaskTool(_BaseTool):
         except LookupError as exc:
             error = {"error": {"code": "NO_EPISODE", "message": str(exc)}}
             return _ToolResponse(text=json.dumps(error)), 0.0, {"ok": False}
-        before = episode.env.proximity()
-        episode.calls += 1
-        payload = _record_call(episode.env, self.name, parameters, f"call_{episode.calls}")
+        before = episode.proximity()
+        call_id = f"call_{len(episode.steps) + 1}"
+        payload = _record_call(episode, self.name, parameters, call_id)
         body = payload["result"] if payload["ok"] else {"error": payload["error"]}
         violated = (payload.get("error") or {}).get("violated_rule")
         metrics = {"ok": bool(payload["ok"]), "violated_rule": violated}
         return (
             _ToolResponse(text=json.dumps(body, default=str)),
-            episode.env.proximity() - before,
+            episode.proximity() - before,
             metrics,
         )
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
         """The verified reward of the rollout's episode (0.0 when none is open)."""
-        episode = _episode(self._key(instance_id, kwargs))
-        return float(episode.env.reward()["reward"]) if episode else 0.0
+        episode = self.episodes.get(self._key(instance_id, kwargs))
+        return float(episode.reward()["reward"]) if episode else 0.0
 
     async def release(self, instance_id: str, **kwargs: Any) -> None:
         """Forget the instance; its episode outlives it unless it was keyed by this instance
         (verl < 0.5 created one instance per rollout)."""
-        with _LOCK:
-            _PENDING.pop(instance_id, None)
-        release_episode(instance_id)
+        self.episodes.forget(instance_id)
+        self.episodes.release(instance_id)
 
 
 # -- the interaction (user simulator) ----------------------------------------------------------
@@ -377,11 +413,13 @@ class VeritaskInteraction(_BaseInteraction):
     ``{"name", "task_id", "dataset_dir"}``. Each assistant text turn gets the user's reply; the
     turn score is the verified reward of the episode so far, and the user's stop ends the
     rollout with the user's ``###STOP###`` (so the last turn score is the episode's verified
-    reward).
+    reward). Episodes are opened in ``episodes`` (default :data:`DEFAULT_EPISODE_STORE`), where the
+    tools find them.
     """
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: dict[str, Any], episodes: VerlEpisodes | None = None) -> None:
         super().__init__(config)
+        self.episodes = DEFAULT_EPISODE_STORE if episodes is None else episodes
         self.dataset_dir = str(config.get("dataset_dir", ""))
         self.lambda_err = float(config.get("lambda_err", 0.1))
 
@@ -397,21 +435,21 @@ class VeritaskInteraction(_BaseInteraction):
         dataset_dir = str(dataset_dir or self.dataset_dir)
         if not task_id or not dataset_dir:
             raise ValueError("VeritaskInteraction needs interaction_kwargs task_id and dataset_dir")
-        _open_episode(instance_id, dataset_dir, str(task_id), self.lambda_err)
+        self.episodes.open(instance_id, dataset_dir, str(task_id), self.lambda_err)
         return instance_id
 
     async def generate_response(
         self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
     ) -> tuple[bool, str, float, dict[str, Any]]:
         """The scripted user's answer to the last assistant message."""
-        episode = _episode(instance_id)
+        episode = self.episodes.get(instance_id)
         if episode is None:
             return True, "", 0.0, {"error": f"no open veritask episode for {instance_id!r}"}
         said = next(
             (m.get("content") or "" for m in reversed(messages) if m.get("role") == "assistant"), ""
         )
-        result = episode.env.step({"role": "assistant", "content": str(said)})
-        reward = episode.env.reward()
+        result = episode.step({"role": "assistant", "content": str(said)})
+        reward = episode.reward()
         metrics = {"proximity": reward["proximity"], "violations": reward["violations"]}
         if result.done:
             return True, STOP, float(reward["reward"]), metrics
@@ -420,13 +458,13 @@ class VeritaskInteraction(_BaseInteraction):
 
     async def calculate_score(self, instance_id: str | None = None, **kwargs: Any) -> float:
         """The verified reward of the episode (0.0 when none is open)."""
-        episode = _episode(instance_id) if instance_id else None
-        return float(episode.env.reward()["reward"]) if episode else 0.0
+        episode = self.episodes.get(instance_id) if instance_id else None
+        return float(episode.reward()["reward"]) if episode else 0.0
 
     async def finalize_interaction(self, instance_id: str | None = None, **kwargs: Any) -> None:
         """Close the episode."""
         if instance_id:
-            release_episode(instance_id)
+            self.episodes.release(instance_id)
 
 
 # -- reward function ---------------------------------------------------------------------------
@@ -515,13 +553,13 @@ def verl_rows(
     id), ``agent_name`` and ``extra_info`` (``task_id``, ``dataset_dir``, per-tool
     ``tools_kwargs.create_kwargs`` and ``interaction_kwargs``)."""
     dataset_dir = str(Path(dataset_dir).resolve())
-    source = _source(dataset_dir)
+    source = dataset_source(dataset_dir)
     policies: dict[str, str] = {}
     rows = []
     for index, pkg in enumerate(source.packages):
         if pkg.policy not in policies:
             policies[pkg.policy] = source.dataset.read_policy(pkg.policy)
-        opening = _drive(ScriptedUser(pkg).open()).message
+        opening = drive_user(ScriptedUser(pkg).open()).message
         ref: dict[str, Any] = {"task_id": pkg.id, "dataset_dir": dataset_dir}
         extra_info: dict[str, Any] = dict(ref, index=index)
         extra_info["tools_kwargs"] = {

@@ -5,9 +5,9 @@ r_t (section 4.2); GRPO and Turn-aware GRPO advantages (4.3); AReaL-SEA's dynami
 groups with no relative signal (section 5).
 """
 
+from veritask.env import DEFAULT_EPS, proximity
 from veritask.reward._breakdown import reward_breakdown
 from veritask.reward._dense import (
-    DEFAULT_EPS,
     DEFAULT_LAMBDA_ERR,
     StepReward,
     assistant_turn,
@@ -15,7 +15,6 @@ from veritask.reward._dense import (
     dense_rewards,
     final_reward,
     min_step_reward_per_turn,
-    proximity,
     rewards_by_turn,
     turn_rewards,
     violated_rule,

@@ -5,12 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from veritask.env import DEFAULT_EPS, proximity
 from veritask.reward._dense import (
-    DEFAULT_EPS,
     DEFAULT_LAMBDA_ERR,
     dense_rewards,
     final_reward,
-    proximity,
     rewards_by_turn,
 )
 from veritask.task import Trajectory

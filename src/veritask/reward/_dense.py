@@ -1,6 +1,7 @@
 """LOGIGEN's state rewards (section 4.2): R_final, state proximity P_t and dense rewards r_t.
 
-Everything here reads a recorded :class:`~veritask.rollout.Trajectory`; nothing re-runs.
+Everything here reads a recorded :class:`~veritask.task.Trajectory`; nothing re-runs. The
+proximity function itself lives in ``veritask.env`` (next to DIFF) and is re-exported here.
 """
 
 from __future__ import annotations
@@ -8,13 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from veritask.env import DEFAULT_EPS, proximity
 from veritask.task import ToolStep, Trajectory
 
 DEFAULT_LAMBDA_ERR = 0.1
 """Default penalty coefficient lambda_err (> 0) for a call that violated policy."""
-
-DEFAULT_EPS = 1e-6
-"""Default epsilon in the proximity denominator ``D0 + eps``."""
 
 
 @dataclass(frozen=True)
@@ -53,36 +52,6 @@ def final_reward(traj: Trajectory) -> float:
     if traj.reward is not None:
         return 1.0 if traj.reward == 1.0 else 0.0
     return 1.0 if traj.final_distance == 0 else 0.0
-
-
-def proximity(distance: int, d0: int, eps: float = DEFAULT_EPS) -> float:
-    """State proximity P_t = 1 - min(DIFF(s_t, s_target), D0) / (D0 + eps).
-
-    ``D0 = DIFF(s_origin, s_target)`` (``Trajectory.initial_distance``). P_t = 1 exactly at the
-    target; at (or beyond) the starting distance P_t = 1 - D0 / (D0 + eps), i.e. 0 up to eps.
-
-    Refusal tasks have D0 = 0 (the right outcome is to change nothing), where the formula
-    degenerates to 1 for every state. There P is defined as 1.0 when ``distance == 0`` and
-    0.0 otherwise: any change away from s_origin (= s_target) loses all proximity.
-
-    Args:
-        distance: DIFF(s_t, s_target), >= 0.
-        d0: DIFF(s_origin, s_target), >= 0.
-        eps: Smoothing term of the denominator, >= 0.
-
-    Returns:
-        P_t in [0, 1].
-
-    Raises:
-        ValueError: On a negative distance, D0 or eps.
-    """
-    if distance < 0 or d0 < 0:
-        raise ValueError(f"distances must be >= 0, got distance={distance}, d0={d0}")
-    if eps < 0:
-        raise ValueError(f"eps must be >= 0, got {eps}")
-    if d0 == 0:
-        return 1.0 if distance == 0 else 0.0
-    return 1.0 - min(distance, d0) / (d0 + eps)
 
 
 def violated_rule(step: ToolStep) -> str | None:

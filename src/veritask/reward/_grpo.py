@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from veritask.env import DEFAULT_EPS
 from veritask.reward._dense import (
-    DEFAULT_EPS,
     DEFAULT_LAMBDA_ERR,
     StepReward,
     assistant_turns,

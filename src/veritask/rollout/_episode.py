@@ -1,15 +1,17 @@
-"""The episode loop: the user talks, the agent calls tools, the environment answers (async)."""
+"""The episode loop: the user talks, the agent calls tools, the environment answers (async).
+
+The environment side is an :class:`~veritask.task.EnvSession` over the task.
+"""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from veritask.agent import STOP, Agent, User
-from veritask.env import CompiledDomain, Environment, Snapshot, ToolResult, diff
+from veritask.env import CompiledDomain
 from veritask.model import Usage
-from veritask.task import StopReason, TaskPackage, ToolStep, Trajectory
+from veritask.task import EnvSession, StopReason, TaskPackage, Trajectory
 
 
 @dataclass
@@ -34,65 +36,26 @@ class EpisodeTask:
     target: bytes
 
 
-def execute_call(
-    env: Environment, target: Snapshot, call: dict[str, Any], turn: int
-) -> tuple[ToolStep, dict[str, Any], ToolResult]:
-    """Run one OpenAI-style tool call against ``env``: the recorded step (with its distance to
-    ``target``), the tool message to send back, and the environment's result. Malformed arguments are passed through as
-    the raw string, so the environment answers with a structured ``INVALID_ARGUMENTS`` error."""
-    fn = call.get("function") or {}
-    name, raw = str(fn.get("name", "")), fn.get("arguments") or "{}"
-    raw_text = raw if isinstance(raw, str) else json.dumps(raw)
-    call_id = str(call.get("id", ""))
-    result = env.call(name, raw_text)
-    try:
-        parsed = json.loads(raw_text)
-    except json.JSONDecodeError:
-        parsed = None
-    spec = env.tools.get(name)
-    error = result.error.to_json() if result.error else None
-    step = ToolStep(
-        turn=turn,
-        call_id=call_id,
-        tool=name,
-        args=parsed if isinstance(parsed, dict) else None,
-        raw_arguments=raw_text,
-        ok=result.ok,
-        result=result.result,
-        error=error,
-        writes=bool(spec and spec.writes),
-        distance=env.distance(target),
-    )
-    payload = result.result if result.ok else {"error": error}
-    message = {"role": "tool", "tool_call_id": call_id, "content": json.dumps(payload, default=str)}
-    return step, message, result
-
-
 class _Runner:
     def __init__(self, task: EpisodeTask, agent: Agent, user: User, limits: EpisodeLimits) -> None:
-        self.task = task
         self.agent = agent
         self.user = user
         self.limits = limits
-        self.env = Environment(task.domain, task.origin)
-        self.target = Snapshot(task.target, task.domain.layout)
-        self.tools = self.env.openai_tools()
+        self.session = EnvSession.for_task(task.package, task.domain, task.origin, task.target)
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": task.policy}]
-        self.steps: list[ToolStep] = []
         self.agent_usage = Usage()
         self.user_usage = Usage()
         self.errors_in_a_row = 0
 
     def _tool_result(self, turn: int, call: dict[str, Any]) -> dict[str, Any]:
-        step, message, _ = execute_call(self.env, self.target, call, turn)
-        self.steps.append(step)
-        self.errors_in_a_row = 0 if step.ok else self.errors_in_a_row + 1
+        message, result = self.session.step(call, turn)
+        self.errors_in_a_row = 0 if result.ok else self.errors_in_a_row + 1
         return message
 
     async def agent_turn(self) -> StopReason | None:
         """Let the agent act until it speaks to the user; a stop reason when the episode must end."""
         for _ in range(self.limits.max_steps_per_turn):
-            turn = await self.agent.respond(self.messages, self.tools)
+            turn = await self.agent.respond(self.messages, self.session.tools)
             self.agent_usage.add(turn.usage)
             self.messages.append(turn.message)
             calls = turn.message.get("tool_calls") or []
@@ -136,30 +99,20 @@ async def run_episode(
     consecutive tool errors, or when a role raises (``agent_error``, with the message kept).
     """
     runner = _Runner(task, agent, user, limits or EpisodeLimits())
-    origin = Snapshot(task.origin, task.domain.layout)
     error = None
     try:
         stop = await runner.run()
     except Exception as exc:  # a provider or script failure ends the episode, recorded
         stop, error = "agent_error", f"{type(exc).__name__}: {exc}"
-    final = runner.env.snapshot()
-    trajectory = Trajectory(
-        task_id=task.package.id,
-        domain=task.package.domain,
-        trial=trial,
-        seed=seed,
-        agent=agent.name,
-        user=user.name,
-        messages=runner.messages,
-        tools=runner.tools,
-        steps=runner.steps,
-        stop_reason=stop,
-        initial_distance=diff(origin, runner.target).distance,
-        final_distance=runner.env.distance(runner.target),
-        agent_diff=diff(origin, final).to_json(),
-        agent_usage=runner.agent_usage,
-        user_usage=runner.user_usage,
-        error=error,
-    )
-    runner.env.close()
-    return trajectory
+    with runner.session as session:
+        return session.trajectory(
+            messages=runner.messages,
+            agent=agent.name,
+            user=user.name,
+            stop_reason=stop,
+            trial=trial,
+            seed=seed,
+            agent_usage=runner.agent_usage,
+            user_usage=runner.user_usage,
+            error=error,
+        )

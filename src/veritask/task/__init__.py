@@ -1,4 +1,4 @@
-"""Task packages and dataset directories."""
+"""Task packages, dataset directories, trajectories and sessions over a task."""
 
 from veritask._util import atomic_write, sha256
 from veritask.task._certify import Certificate, certify, outcome_mismatch, replay, replay_witness
@@ -18,7 +18,9 @@ from veritask.task._package import (
     WitnessCall,
 )
 from veritask.task._report import report_dataset
+from veritask.task._session import EnvSession
 from veritask.task._spoiler import find_spoilers, text_keys
+from veritask.task._store import Closable, SessionStore, SessionStoreFull, UnknownSession
 from veritask.task._tau2 import export_tau2
 from veritask.task._trajectory import StopReason, ToolStep, Trajectory
 
@@ -27,11 +29,15 @@ __all__ = [
     "Ask",
     "Certificate",
     "CheckReport",
+    "Closable",
     "DatasetDir",
     "DatasetError",
+    "EnvSession",
     "Fallback",
     "PriceTable",
     "RowRef",
+    "SessionStore",
+    "SessionStoreFull",
     "StopReason",
     "SubGoal",
     "TaskDescription",
@@ -39,6 +45,7 @@ __all__ = [
     "ToolStep",
     "Trajectory",
     "Ungrounded",
+    "UnknownSession",
     "UserProfile",
     "WitnessCall",
     "atomic_write",

@@ -1,6 +1,6 @@
 """Serve an environment's tools over the Model Context Protocol with the official ``mcp`` SDK.
 
-One server holds one :class:`~veritask.env.Environment`: every tool of the domain is published
+One server holds one :class:`~veritask.task.EnvSession` (one environment): every tool of the domain is published
 under its veritask name, with its logic-aware description (preconditions and side effects) and
 its JSON schema. A call runs ``Environment.call``; a rejected call (a policy violation, a bad
 argument, an unknown tool) comes back as a tool error (``isError``) whose text and structured
@@ -8,7 +8,8 @@ content are the structured error ``{code, message, violated_rule, hint}``, so an
 sees exactly what a veritask agent sees.
 
 Over stdio one client owns the environment for the life of the process. Over streamable HTTP
-every session talks to the same environment, so its state is shared between clients.
+every MCP session talks to the same environment, so its state is shared between clients (this
+is the protocol's contract here; per-client sessions are what :mod:`veritask.serve.app` offers).
 
 Works with the ``mcp`` SDK 1.x (decorator-registered handlers) and 2.x (constructor-registered
 handlers); the protocol objects are built from their wire form, which both accept.
@@ -29,6 +30,7 @@ from veritask import __version__
 from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment, ToolResult
 from veritask.policy import DomainSpec, render_wiki
+from veritask.task import EnvSession
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -44,10 +46,19 @@ _DECORATOR_API = hasattr(Server, "call_tool")
 
 
 class EnvironmentServer(NamedTuple):
-    """A low-level MCP server and the environment its tools act on."""
+    """A low-level MCP server and the session its tools act on."""
 
     server: Server[Any]
-    env: Environment
+    session: EnvSession
+
+    @property
+    def env(self) -> Environment:
+        """The environment the tools act on."""
+        return self.session.env
+
+    def close(self) -> None:
+        """Release the environment."""
+        self.session.close()
 
 
 def tool_definitions(env: Environment) -> list[types.Tool]:
@@ -99,11 +110,13 @@ def call_result(result: ToolResult) -> types.CallToolResult:
     )
 
 
-def _environment(
+def _session(
     domain: str | Path | DomainSpec | CompiledDomain, state: str | Path | None
-) -> Environment:
-    compiled = domain if isinstance(domain, DomainSpec | CompiledDomain) else load_domain(domain)
-    return Environment.from_file(compiled, state) if state is not None else Environment(compiled)
+) -> EnvSession:
+    spec = domain if isinstance(domain, DomainSpec | CompiledDomain) else load_domain(domain)
+    compiled = spec if isinstance(spec, CompiledDomain) else CompiledDomain.from_spec(spec)
+    origin = Path(state).read_bytes() if state is not None else compiled.seed
+    return EnvSession(compiled, origin, record=False)
 
 
 def build_server(
@@ -121,35 +134,35 @@ def build_server(
         name: The server name announced to clients (default ``veritask-<domain>``).
 
     Returns:
-        The server and the environment it serves; the environment keeps its state across
-        calls for as long as the server lives.
+        The server and the session it serves; the session keeps its state across calls for as
+        long as the server lives.
     """
-    env = _environment(domain, state)
-    spec = env.spec
+    session = _session(domain, state)
+    spec = session.domain.spec
     server_name = name or f"veritask-{spec.name}"
     instructions = render_wiki(spec)
 
     async def list_tools() -> list[types.Tool]:
-        return tool_definitions(env)
+        return tool_definitions(session.env)
 
     async def call_tool(tool: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
-        # Environment.call is synchronous and never awaits, so concurrent requests on the event
+        # EnvSession.call is synchronous and never awaits, so concurrent requests on the event
         # loop cannot interleave inside one call.
-        return call_result(env.call(tool, arguments or {}))
+        return call_result(session.call(tool, arguments or {}))
 
     if _DECORATOR_API:
         legacy: Any = Server(server_name, version=__version__, instructions=instructions)
         legacy.list_tools()(list_tools)
         legacy.call_tool(validate_input=False)(call_tool)
-        return EnvironmentServer(legacy, env)
+        return EnvironmentServer(legacy, session)
 
     async def on_list_tools(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=await list_tools())
 
     async def on_call_tool(
-        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+        _ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         return await call_tool(params.name, params.arguments)
 
@@ -161,7 +174,7 @@ def build_server(
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
     )
-    return EnvironmentServer(server, env)
+    return EnvironmentServer(server, session)
 
 
 async def serve_stdio(server: Server[Any]) -> None:
@@ -248,7 +261,7 @@ def run_stdio(
     try:
         anyio.run(serve_stdio, served.server)
     finally:
-        served.env.close()
+        served.close()
 
 
 def run_http(
@@ -269,7 +282,7 @@ def run_http(
     try:
         anyio.run(serve_http, served.server, host, port)
     finally:
-        served.env.close()
+        served.close()
 
 
 __all__ = [

@@ -17,7 +17,7 @@ from mcp.shared.memory import create_client_server_memory_streams
 from veritask._cli.serve_mcp import serve_mcp_cmd
 from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment
-from veritask.integrations.mcp_server import EnvironmentServer, build_server
+from veritask.serve.mcp_server import EnvironmentServer, build_server
 
 T = TypeVar("T")
 
@@ -197,7 +197,7 @@ def test_http_transport_end_to_end() -> None:
 
     import uvicorn
 
-    from veritask.integrations.mcp_server import HTTP_PATH, http_app
+    from veritask.serve.mcp_server import HTTP_PATH, http_app
 
     module: Any = importlib.import_module("mcp.client.streamable_http")
     # mcp 2.x: streamable_http_client yields (read, write); 1.x: streamablehttp_client adds a third.

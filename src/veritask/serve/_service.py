@@ -1,0 +1,268 @@
+"""The environment service: sessions and the reset / step / state logic, without HTTP.
+
+Each session is an :class:`~veritask.task.EnvSession` (its own in-memory SQLite database) kept in
+a :class:`~veritask.task.SessionStore` (capacity, idle expiry, one lock per session). Request
+bodies are validated by pydantic models; a refused request raises :class:`RequestError`, which a
+transport turns into ``{"error": {"code", "message"}}`` with its status.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, StrictInt, StringConstraints, ValidationError
+
+from veritask.env import Environment, proximity
+from veritask.serve._source import EnvSource, RequestError, TaskStart
+from veritask.task import EnvSession, SessionStore, SessionStoreFull, UnknownSession
+
+DEFAULT_IDLE_TIMEOUT = 600.0
+DEFAULT_MAX_SESSIONS = 1024
+
+_Text = Annotated[str, StringConstraints(strict=True, min_length=1)]
+
+
+class ResetRequest(BaseModel):
+    """Body of ``POST /reset`` (unknown keys are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    task_id: Annotated[str, StringConstraints(strict=True)] | None = None
+    seed: StrictInt | None = None
+    session_id: _Text | None = None
+
+
+class Action(BaseModel):
+    """One tool call: ``{"tool", "arguments"}`` (arguments as an object or JSON text)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: _Text
+    arguments: dict[str, Any] | Annotated[str, StringConstraints(strict=True)] | None = None
+
+
+class StepRequest(BaseModel):
+    """Body of ``POST /step``."""
+
+    session_id: _Text
+    action: Action
+
+
+_MESSAGES = {
+    ("seed",): "seed must be an integer",
+    ("task_id",): "task_id must be a string",
+    ("session_id",): "session_id (a string) is required",
+    ("action",): 'action must be {"tool", "arguments"}',
+    ("action", "tool"): "action.tool (a string) is required",
+    ("action", "arguments"): "action.arguments must be an object or a JSON string",
+}
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse_body(model: type[M], body: Mapping[str, Any]) -> M:
+    """Validate a request body; a failure is a 400 ``BAD_REQUEST`` naming the first problem.
+
+    Raises:
+        RequestError: The body does not fit ``model``.
+    """
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        errors = exc.errors()
+    locs = [tuple(str(p) for p in e["loc"]) for e in errors]
+    extra = sorted(
+        loc[-1] for loc, e in zip(locs, errors, strict=True) if e["type"] == "extra_forbidden"
+    )
+    if extra and locs[0][:1] != ("session_id",):
+        message = f"unknown action key(s) {extra}; use tool, arguments"
+    else:
+        message = _MESSAGES.get(locs[0][:2]) or _MESSAGES.get(locs[0][:1]) or "malformed body"
+    raise RequestError(400, "BAD_REQUEST", message)
+
+
+def json_default(value: object) -> Any:
+    """JSON for database values the encoder does not know (blobs as hex, the rest as text)."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    return str(value)
+
+
+def state_rows(env: Environment) -> dict[str, list[dict[str, Any]]]:
+    """Every row of every table of the domain, in rowid order (an inspection helper)."""
+    return {t.name: env.rows(t.name) for t in env.spec.tables}
+
+
+def state_digest(env: Environment) -> str:
+    """sha256 of the canonical JSON of :func:`state_rows` (keys sorted, no spaces).
+
+    It depends on the rows only, not on how SQLite laid the pages out, so two environments that
+    ran the same calls from the same state have the same digest.
+    """
+    text = json.dumps(state_rows(env), sort_keys=True, separators=(",", ":"), default=json_default)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _open(start: TaskStart) -> EnvSession:
+    return EnvSession(
+        start.domain,
+        start.origin,
+        start.target,
+        initial_distance=start.initial_distance,
+        record=False,
+    )
+
+
+@dataclass(eq=False)
+class _Served:
+    """A served session: what it started from and the session itself."""
+
+    start: TaskStart
+    session: EnvSession
+
+    def restart(self, start: TaskStart) -> None:
+        old, self.session, self.start = self.session, _open(start), start
+        old.close()
+
+    def close(self) -> None:
+        self.session.close()
+
+
+class EnvService:
+    """The server's logic without the transport: a session store and the endpoint handlers.
+
+    Thread-safe: requests on different sessions run concurrently and requests on one session
+    run one at a time (see :class:`~veritask.task.SessionStore`).
+
+    Args:
+        source: Where sessions start from.
+        idle_timeout: Seconds after which an unused session is closed; None never expires.
+        max_sessions: Open sessions allowed at once; ``/reset`` answers 503 beyond.
+        clock: Monotonic time source (tests pass a fake one).
+
+    Raises:
+        ValueError: A non-positive ``idle_timeout`` or ``max_sessions`` below 1.
+    """
+
+    def __init__(
+        self,
+        source: EnvSource,
+        *,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if idle_timeout is not None and idle_timeout <= 0:
+            raise ValueError("idle_timeout must be positive (or None for never)")
+        if max_sessions < 1:
+            raise ValueError("max_sessions must be at least 1")
+        self.source = source
+        self.idle_timeout = idle_timeout
+        self.max_sessions = max_sessions
+        self.store: SessionStore[_Served] = SessionStore(
+            capacity=max_sessions, idle_timeout=idle_timeout, clock=clock
+        )
+
+    def __len__(self) -> int:
+        return len(self.store)
+
+    @contextmanager
+    def _use(self, session_id: str) -> Iterator[_Served]:
+        try:
+            with self.store.use(session_id) as served:
+                yield served
+        except UnknownSession:
+            raise RequestError(404, "UNKNOWN_SESSION", f"no session {session_id!r}") from None
+
+    def expire(self) -> int:
+        """Close the sessions idle for longer than ``idle_timeout``; return how many."""
+        return self.store.expire()
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Close every session, waiting at most ``timeout`` seconds in all for calls in flight."""
+        self.store.close(timeout)
+
+    # -- endpoints -----------------------------------------------------------------------------
+
+    def reset(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """``POST /reset``: a new session (or ``session_id`` restarted) at its start state."""
+        request = parse_body(ResetRequest, body)
+        start = self.source.start(request.task_id, request.seed)
+        if request.session_id is not None:
+            with self._use(request.session_id) as served:
+                served.restart(start)
+                return self._reset_reply(request.session_id, served)
+        served = _Served(start, _open(start))
+        try:
+            session_id = self.store.add(served)
+        except SessionStoreFull as exc:
+            served.close()
+            raise RequestError(503, "TOO_MANY_SESSIONS", str(exc)) from None
+        with self._use(session_id) as served:
+            return self._reset_reply(session_id, served)
+
+    @staticmethod
+    def _reset_reply(session_id: str, served: _Served) -> dict[str, Any]:
+        start = served.start
+        return {
+            "session_id": session_id,
+            "observation": {"tools": start.tools, "task": start.task, "policy": start.policy},
+            "reward": None,
+            "done": False,
+            "info": {"task_id": start.task_id, "distance_to_target": served.session.distance},
+        }
+
+    def step(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """``POST /step``: one tool call in a session."""
+        request = parse_body(StepRequest, body)
+        action = request.action
+        with self._use(request.session_id) as served:
+            result = served.session.call(action.tool, action.arguments)
+            distance = served.session.distance
+            initial = served.start.initial_distance
+            steps = served.session.calls
+        return {
+            "observation": result.to_json(),
+            "reward": None if distance is None or initial is None else proximity(distance, initial),
+            "done": False,
+            "info": {"distance_to_target": distance, "steps": steps},
+        }
+
+    def state(self, session_id: str, *, rows: bool = False) -> dict[str, Any]:
+        """``GET /state``: the session's progress and a digest of its database."""
+        with self._use(session_id) as served:
+            session = served.session
+            reply: dict[str, Any] = {
+                "session_id": session_id,
+                "task_id": served.start.task_id,
+                "steps": session.calls,
+                "distance_to_target": session.distance,
+                "state_sha256": state_digest(session.env),
+            }
+            if rows:
+                reply["rows"] = state_rows(session.env)
+        return reply
+
+    def delete(self, session_id: str) -> dict[str, Any]:
+        """``DELETE /session/ID``: close a session."""
+        if not self.store.discard(session_id):
+            raise RequestError(404, "UNKNOWN_SESSION", f"no session {session_id!r}")
+        return {"session_id": session_id, "deleted": True}
+
+    def health(self) -> dict[str, Any]:
+        """``GET /health``."""
+        return {
+            "status": "ok",
+            "mode": self.source.mode,
+            "source": self.source.name,
+            "tasks": len(self.source.task_ids()),
+            "sessions": len(self),
+            "max_sessions": self.max_sessions,
+            "idle_timeout": self.idle_timeout,
+        }
