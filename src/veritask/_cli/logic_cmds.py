@@ -14,7 +14,12 @@ from rich.table import Table
 
 from veritask._cli import logic_gate_cmds
 from veritask._cli._common import echo_json
-from veritask._cli.logic_gate_cmds import families_dir_option, family_by_id
+from veritask._cli.logic_gate_cmds import (
+    families_dir_option,
+    family_by_id,
+    sandboxed,
+    unsafe_no_sandbox_option,
+)
 
 if TYPE_CHECKING:
     from veritask.logic import Family
@@ -95,6 +100,7 @@ def list_cmd(families_dirs: tuple[str, ...], as_json: bool) -> None:
 )
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="Output JSONL.")
 @families_dir_option
+@unsafe_no_sandbox_option
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def generate_cmd(
     family: str,
@@ -105,27 +111,33 @@ def generate_cmd(
     split: str,
     out: str,
     families_dirs: tuple[str, ...],
+    unsafe_no_sandbox: bool,
     as_json: bool,
 ) -> None:
     """Write N instances per family as JSONL.
 
     FAMILY is a family id or `all`. Duplicate questions are skipped; each line is one instance
     with its category. Give exactly one of --difficulty and --mix."""
-    from veritask.logic import DEFAULT_MIX_SPEC, Mix, MixError, ProduceError, produce, write_jsonl
+    from veritask.logic import (
+        DEFAULT_MIX_SPEC,
+        FamilyCodeError,
+        Mix,
+        MixError,
+        ProduceError,
+        produce,
+        write_jsonl,
+    )
 
     if (difficulty is None) == (mix is None):
         raise click.UsageError("give exactly one of --difficulty and --mix")
+    families = _families(family, families_dirs)
     try:
         parsed = None if mix is None else Mix.parse(DEFAULT_MIX_SPEC if mix == "default" else mix)
-        production = produce(
-            _families(family, families_dirs),
-            n,
-            difficulty=difficulty,
-            mix=parsed,
-            seed=seed,
-            split=split,
-        )
-    except (MixError, ProduceError) as exc:
+        with sandboxed(families, unsafe_no_sandbox):
+            production = produce(
+                families, n, difficulty=difficulty, mix=parsed, seed=seed, split=split
+            )
+    except (MixError, ProduceError, FamilyCodeError) as exc:
         raise click.ClickException(str(exc)) from None
     write_jsonl(out, production.records())
     summary = production.to_json()
@@ -191,9 +203,15 @@ def _print_report(data: dict[str, Any]) -> None:
     help="Cells with fewer instances are not judged.",
 )
 @families_dir_option
+@unsafe_no_sandbox_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def report_cmd(
-    path: str, max_share: float, min_cell: int, families_dirs: tuple[str, ...], as_json: bool
+    path: str,
+    max_share: float,
+    min_cell: int,
+    families_dirs: tuple[str, ...],
+    unsafe_no_sandbox: bool,
+    as_json: bool,
 ) -> None:
     """Check a generated JSONL file.
 
@@ -202,9 +220,9 @@ def report_cmd(
     from veritask.logic import all_families, report
 
     try:
-        data = report(
-            path, families=all_families(families_dirs), max_share=max_share, min_cell=min_cell
-        )
+        families = all_families(families_dirs)
+        with sandboxed(families.values(), unsafe_no_sandbox):
+            data = report(path, families=families, max_share=max_share, min_cell=min_cell)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
