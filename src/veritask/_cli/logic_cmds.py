@@ -266,6 +266,32 @@ def metrics_cmd(family: str, families_dirs: tuple[str, ...], as_json: bool) -> N
     _console.print(table)
 
 
+@logic.command("sandbox")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def sandbox_cmd(as_json: bool) -> None:
+    """Say whether this kernel can run family files in the OS sandbox.
+
+    Reports the Landlock ABI, seccomp and the active security modules. Exits with status 1
+    when the sandbox is unavailable (family files are then refused without
+    --unsafe-no-sandbox)."""
+    from veritask.logic import sandbox_support
+
+    support = sandbox_support()
+    if as_json:
+        echo_json(support.to_json())
+    else:
+        lsm = ",".join(support.lsm) if support.lsm is not None else "unknown (no securityfs)"
+        click.echo(
+            f"OS sandbox: {'available' if support.available else 'UNAVAILABLE'}\n"
+            f"  Landlock ABI {support.landlock_abi}, seccomp {'yes' if support.seccomp else 'no'},"
+            f" security modules: {lsm}"
+        )
+        for problem in support.problems:
+            click.echo(f"  - {problem}")
+    if not support.available:
+        raise SystemExit(1)
+
+
 logic_gate_cmds.register(logic)
 
 

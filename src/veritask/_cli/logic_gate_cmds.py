@@ -18,12 +18,7 @@ from veritask.logic._family import Family
 from veritask.logic._filefamily import FamilyFileError, FileFamily
 from veritask.logic._registry import all_families, get_family
 from veritask.logic._review import FamilyGateRecord, run_gates
-from veritask.logic._sandbox import (
-    SandboxUnavailable,
-    allow_unsafe_no_sandbox,
-    require_sandbox,
-    sandbox_support,
-)
+from veritask.logic._sandbox import SandboxUnavailable, allow_unsafe_no_sandbox, require_sandbox
 from veritask.model import ProviderError
 
 
@@ -73,14 +68,13 @@ def sandboxed(
     untrusted = always or any(isinstance(f, FileFamily) for f in families)
     with allow_unsafe_no_sandbox(unsafe_no_sandbox):
         try:
-            if untrusted:
-                require_sandbox(unsafe_no_sandbox)
-                if not sandbox_support().available:
-                    click.echo(
-                        "warning: running family files WITHOUT the OS sandbox"
-                        " (--unsafe-no-sandbox): " + "; ".join(sandbox_support().problems),
-                        err=True,
-                    )
+            support = require_sandbox(unsafe_no_sandbox) if untrusted else None
+            if support is not None and not support.available:
+                click.echo(
+                    "warning: running family files WITHOUT the OS sandbox (--unsafe-no-sandbox): "
+                    + "; ".join(support.problems),
+                    err=True,
+                )
             yield
         except SandboxUnavailable as exc:
             raise click.ClickException(str(exc)) from None

@@ -202,16 +202,18 @@ def allow_unsafe_no_sandbox(allowed: bool = True) -> Iterator[None]:
         _UNSAFE_ALLOWED.reset(token)
 
 
-def require_sandbox(unsafe_no_sandbox: bool = False) -> bool:
-    """Whether children are confined: True when the OS sandbox is available; False when it is
-    not but running without it was allowed (warned about once).
+def require_sandbox(unsafe_no_sandbox: bool = False) -> SandboxSupport:
+    """The support report, after checking that code we did not write may run: the OS sandbox
+    is available, or running without it was allowed (``unsafe_no_sandbox``, or
+    :func:`allow_unsafe_no_sandbox`), which is warned about once. Children are confined exactly
+    when the report says ``available``.
 
     Raises:
         SandboxUnavailable: The sandbox is unavailable and running without it was not allowed.
     """
     support = sandbox_support()
     if support.available:
-        return True
+        return support
     reasons = "; ".join(support.problems)
     if not (unsafe_no_sandbox or _UNSAFE_ALLOWED.get()):
         raise SandboxUnavailable(
@@ -219,7 +221,7 @@ def require_sandbox(unsafe_no_sandbox: bool = False) -> bool:
             + UNSAFE_HINT
         )
     _warn_unsandboxed(reasons)
-    return False
+    return support
 
 
 @functools.lru_cache(maxsize=1)
@@ -315,7 +317,7 @@ class _Child:
     """One running child: the process, its directory, and a line reader with deadlines."""
 
     def __init__(self, code: str, filename: str, limits: SandboxLimits) -> None:
-        self.confined = require_sandbox(limits.unsafe_no_sandbox)
+        self.confined = require_sandbox(limits.unsafe_no_sandbox).available
         self.home = tempfile.mkdtemp(prefix="vt-sandbox-")
         self.stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed by _reap)
         self.proc = subprocess.Popen(
