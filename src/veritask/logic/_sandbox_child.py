@@ -30,7 +30,7 @@ import struct
 import sys
 import sysconfig
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 MIN_LANDLOCK_ABI = 3
@@ -183,10 +183,12 @@ def confine(home: str, roots: Iterable[str], libraries: dict[str, str | None]) -
     ``libraries`` names the shared libraries (``c``, ``seccomp``) as the parent found them.
     """
     before = set(sys.modules)
-    seccomp = _import_pyseccomp(libraries)  # loads libseccomp while it can still be read
-    drop_capabilities()
-    apply_landlock(home, roots)
-    apply_seccomp(seccomp)
+    with _known_libraries(libraries):
+        import pyseccomp  # loads libseccomp while it can still be read
+
+        drop_capabilities()
+        apply_landlock(home, roots)
+    apply_seccomp(pyseccomp)
     for name in set(sys.modules) - before:  # ctypes, subprocess...: imports go through the hook
         del sys.modules[name]
 
@@ -250,9 +252,11 @@ def apply_seccomp(sc: Any) -> None:
     f.load()
 
 
-def _import_pyseccomp(libraries: dict[str, str | None]) -> Any:
-    """Import pyseccomp with the library names the parent found: its import looks them up with
-    ``ctypes.util.find_library``, which would run ``ldconfig`` (not on this child's empty PATH)."""
+@contextlib.contextmanager
+def _known_libraries(libraries: dict[str, str | None]) -> Iterator[None]:
+    """Within the block, ``ctypes.util.find_library`` answers with the names the parent found:
+    both confinement libraries look up libc (and pyseccomp libseccomp) with it, which would
+    otherwise run ``ldconfig`` in a subprocess from this child."""
     import ctypes.util
 
     original = ctypes.util.find_library
@@ -262,10 +266,9 @@ def _import_pyseccomp(libraries: dict[str, str | None]) -> Any:
 
     ctypes.util.find_library = known
     try:
-        import pyseccomp
+        yield
     finally:
         ctypes.util.find_library = original
-    return pyseccomp
 
 
 def _add_rules(sc: Any, f: Any, action: int, names: Iterable[str]) -> None:
