@@ -27,8 +27,7 @@ from contextlib import contextmanager
 from typing import Any
 from unittest import mock
 
-from veritask.logic import Family, FileFamily, family_from_source, make_instance
-from veritask.logic import _sandbox
+from veritask.logic import Family, FileFamily, _sandbox, family_from_source, make_instance
 
 _META = """
 FAMILY = {{"id": "{id}", "version": "1", "category": "symbolic", "title": "{id}",
@@ -37,7 +36,7 @@ FAMILY = {{"id": "{id}", "version": "1", "category": "symbolic", "title": "{id}"
 
 LIGHT = (
     _META.format(id="bench_sum")
-    + '''
+    + """
 def generate(difficulty, rng):
     numbers = [rng.randint(1, 10 * difficulty) for _ in range(2 + difficulty)]
     return {"numbers": numbers}, [", ".join(map(str, numbers))]
@@ -50,12 +49,12 @@ def solution_loop(inputs):
     for n in inputs["numbers"]:
         total += n
     return total
-'''
+"""
 )
 
 HEAVY = (
     _META.format(id="bench_orderings")
-    + '''
+    + """
 import itertools
 
 def generate(difficulty, rng):
@@ -79,7 +78,7 @@ def solution_recursive(inputs):
         return sum(place(done | {v}, left - {v}) for v in left
                    if all(a in done for a, b in before if b == v))
     return place(frozenset(), frozenset(range(inputs["n"])))
-'''
+"""
 )
 
 
@@ -122,14 +121,16 @@ def per_instance(family: Family, instances: int) -> float:
     return (time.perf_counter() - t0) / instances
 
 
-def start(source: str) -> float:
-    """Seconds to start a worker and load the file."""
-    family = family_from_source(source)
-    t0 = time.perf_counter()
-    assert family.load_result().ok
-    elapsed = time.perf_counter() - t0
-    family.close()
-    return elapsed
+def start(source: str, times: int = 5) -> float:
+    """Seconds to start a worker and load the file (median of ``times`` starts)."""
+    samples = []
+    for _ in range(times):
+        family = family_from_source(source)
+        t0 = time.perf_counter()
+        assert family.load_result().ok
+        samples.append(time.perf_counter() - t0)
+        family.close()
+    return statistics.median(samples)
 
 
 def one_round(source: str, instances: int) -> dict[str, float]:
