@@ -3,7 +3,7 @@
 One runner serves both uses: :func:`run_sandboxed` (define code, call one function, exit) and
 :class:`SandboxWorker` (a persistent child that loads the code once and then answers requests sent
 as JSON lines on its stdin, one JSON line per call on its stdout). The child
-(``_sandbox_child.py``) is a fresh Python process in isolated mode (``-s -P``), in a new session,
+(``_sandbox_child.py``) is a fresh Python process in isolated mode (``-s -P``), detached with ``setsid``,
 with an environment the parent builds from nothing (no inherited variables, so no secrets, and a
 fixed hash seed) and no file descriptors but its pipes. Before any untrusted code is compiled it:
 
