@@ -14,7 +14,12 @@ from rich.table import Table
 
 from veritask._cli import logic_gate_cmds
 from veritask._cli._common import echo_json
-from veritask._cli.logic_gate_cmds import families_dir_option, family_by_id
+from veritask._cli.logic_gate_cmds import (
+    families_dir_option,
+    family_by_id,
+    sandboxed,
+    unsafe_no_sandbox_option,
+)
 
 if TYPE_CHECKING:
     from veritask.logic import Family
@@ -95,6 +100,7 @@ def list_cmd(families_dirs: tuple[str, ...], as_json: bool) -> None:
 )
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="Output JSONL.")
 @families_dir_option
+@unsafe_no_sandbox_option
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def generate_cmd(
     family: str,
@@ -105,6 +111,7 @@ def generate_cmd(
     split: str,
     out: str,
     families_dirs: tuple[str, ...],
+    unsafe_no_sandbox: bool,
     as_json: bool,
 ) -> None:
     """Write N instances per family as JSONL.
@@ -113,6 +120,7 @@ def generate_cmd(
     with its category. Give exactly one of --difficulty and --mix."""
     from veritask.logic import (
         DEFAULT_MIX_SPEC,
+        FamilyCodeError,
         Mix,
         MixError,
         ProduceError,
@@ -123,11 +131,13 @@ def generate_cmd(
 
     if (difficulty is None) == (mix is None):
         raise click.UsageError("give exactly one of --difficulty and --mix")
+    families = _families(family, families_dirs)
     try:
         parsed = None if mix is None else Mix.parse(DEFAULT_MIX_SPEC if mix == "default" else mix)
         settings = ProduceSettings(n, difficulty=difficulty, mix=parsed, seed=seed, split=split)
-        summary = produce_file(out, _families(family, families_dirs), settings)
-    except (MixError, ProduceError, RunConflict) as exc:
+        with sandboxed(families, unsafe_no_sandbox):
+            summary = produce_file(out, families, settings)
+    except (MixError, ProduceError, FamilyCodeError, RunConflict) as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
         echo_json(
@@ -191,9 +201,15 @@ def _print_report(data: dict[str, Any]) -> None:
     help="Cells with fewer instances are not judged.",
 )
 @families_dir_option
+@unsafe_no_sandbox_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def report_cmd(
-    path: str, max_share: float, min_cell: int, families_dirs: tuple[str, ...], as_json: bool
+    path: str,
+    max_share: float,
+    min_cell: int,
+    families_dirs: tuple[str, ...],
+    unsafe_no_sandbox: bool,
+    as_json: bool,
 ) -> None:
     """Check a generated JSONL file.
 
@@ -202,9 +218,9 @@ def report_cmd(
     from veritask.logic import all_families, report
 
     try:
-        data = report(
-            path, families=all_families(families_dirs), max_share=max_share, min_cell=min_cell
-        )
+        families = all_families(families_dirs)
+        with sandboxed(families.values(), unsafe_no_sandbox):
+            data = report(path, families=families, max_share=max_share, min_cell=min_cell)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
@@ -246,6 +262,32 @@ def metrics_cmd(family: str, families_dirs: tuple[str, ...], as_json: bool) -> N
             ", ".join(row["patterns"]),
         )
     _console.print(table)
+
+
+@logic.command("sandbox")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def sandbox_cmd(as_json: bool) -> None:
+    """Say whether this kernel can run family files in the OS sandbox.
+
+    Reports the Landlock ABI, seccomp and the active security modules. Exits with status 1
+    when the sandbox is unavailable (family files are then refused without
+    --unsafe-no-sandbox)."""
+    from veritask.logic import sandbox_support
+
+    support = sandbox_support()
+    if as_json:
+        echo_json(support.to_json())
+    else:
+        lsm = ",".join(support.lsm) if support.lsm is not None else "unknown (no securityfs)"
+        click.echo(
+            f"OS sandbox: {'available' if support.available else 'UNAVAILABLE'}\n"
+            f"  Landlock ABI {support.landlock_abi}, seccomp {'yes' if support.seccomp else 'no'},"
+            f" security modules: {lsm}"
+        )
+        for problem in support.problems:
+            click.echo(f"  - {problem}")
+    if not support.available:
+        raise SystemExit(1)
 
 
 logic_gate_cmds.register(logic)

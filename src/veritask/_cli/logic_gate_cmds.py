@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +15,12 @@ import click
 from veritask._cli._common import cache_dir_option, echo_json, provider_arg
 from veritask.logic._evolve import evolve
 from veritask.logic._family import Family
-from veritask.logic._filefamily import FamilyFileError
+from veritask.logic._filefamily import FamilyFileError, FileFamily
 from veritask.logic._records import EvolutionResult
 from veritask.logic._registry import all_families, get_family
 from veritask.logic._reports import FamilyGateRecord
 from veritask.logic._run_gates import run_gates
+from veritask.logic._sandbox import SandboxUnavailable, allow_unsafe_no_sandbox, require_sandbox
 from veritask.logic._settings import EvolveSettings, GateSettings
 from veritask.model import ProviderError
 
@@ -41,6 +44,43 @@ def families_dir_option(func: Any) -> Any:
         type=click.Path(exists=True, file_okay=False),
         help="A directory of family files to search (repeatable; VERITASK_FAMILY_PATH too).",
     )(func)
+
+
+def unsafe_no_sandbox_option(func: Any) -> Any:
+    """``--unsafe-no-sandbox``: run family files even where the kernel lacks the OS sandbox."""
+    return click.option(
+        "--unsafe-no-sandbox",
+        "unsafe_no_sandbox",
+        is_flag=True,
+        help="Run family files even where the kernel lacks the OS sandbox (Landlock, seccomp);"
+        " only resource limits and an audit hook, which the code can disable, then stand"
+        " between it and this machine. No effect where the sandbox is available.",
+    )(func)
+
+
+@contextlib.contextmanager
+def sandboxed(
+    families: Iterable[Family], unsafe_no_sandbox: bool, *, always: bool = False
+) -> Iterator[None]:
+    """Run a command's work under the sandbox policy.
+
+    Before any family file runs: a clean error when the OS sandbox is unavailable and
+    ``--unsafe-no-sandbox`` was not given (``always`` when the command writes new family code
+    itself), or a warning on stderr when it was. Refusals raised later become CLI errors too.
+    """
+    untrusted = always or any(isinstance(f, FileFamily) for f in families)
+    with allow_unsafe_no_sandbox(unsafe_no_sandbox):
+        try:
+            support = require_sandbox(unsafe_no_sandbox) if untrusted else None
+            if support is not None and not support.available:
+                click.echo(
+                    "warning: running family files WITHOUT the OS sandbox (--unsafe-no-sandbox): "
+                    + "; ".join(support.problems),
+                    err=True,
+                )
+            yield
+        except SandboxUnavailable as exc:
+            raise click.ClickException(str(exc)) from None
 
 
 def blind_review_options(func: Any) -> Any:
@@ -105,6 +145,7 @@ def _print_record(record: FamilyGateRecord) -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the gate instances.")
 @families_dir_option
 @cache_dir_option
+@unsafe_no_sandbox_option
 @click.option("--record", type=click.Path(dir_okay=False), help="Also write the record here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the gate record as JSON.")
 def gate_cmd(
@@ -118,6 +159,7 @@ def gate_cmd(
     seed: int,
     families_dirs: tuple[str, ...],
     cache_dir: str | None,
+    unsafe_no_sandbox: bool,
     record: str | None,
     as_json: bool,
 ) -> None:
@@ -144,7 +186,8 @@ def gate_cmd(
         if record is not None and family_id == "all":
             path = str(Path(record) / f"{family.id}.json")
         try:
-            result = run_gates(family, provider, settings, record_path=path)
+            with sandboxed([family], unsafe_no_sandbox):
+                result = run_gates(family, provider, settings, record_path=path)
         except ProviderError as exc:
             raise click.ClickException(f"model call failed: {exc}") from None
         results.append(result)
@@ -219,6 +262,7 @@ def _print_evolution(result: EvolutionResult) -> None:
 @per_level_option
 @families_dir_option
 @cache_dir_option
+@unsafe_no_sandbox_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def evolve_cmd(
     seed_family: str,
@@ -233,6 +277,7 @@ def evolve_cmd(
     per_level: int,
     families_dirs: tuple[str, ...],
     cache_dir: str | None,
+    unsafe_no_sandbox: bool,
     as_json: bool,
 ) -> None:
     """Evolve SEED_FAMILY into a new family file in OUT (exit status 1 when none passes)."""
@@ -249,7 +294,8 @@ def evolve_cmd(
         families_dirs=families_dirs,
     )
     try:
-        result = evolve(family, provider, settings)
+        with sandboxed([family], unsafe_no_sandbox, always=True):
+            result = evolve(family, provider, settings)
     except ProviderError as exc:
         raise click.ClickException(f"model call failed: {exc}") from None
     except FamilyFileError as exc:

@@ -71,8 +71,12 @@ from veritask.logic._sandbox import (
     SandboxCall,
     SandboxLimits,
     SandboxResult,
+    SandboxSupport,
+    SandboxUnavailable,
     SandboxWorker,
+    allow_unsafe_no_sandbox,
     run_sandboxed,
+    sandbox_support,
 )
 from veritask.logic._settings import EvolveSettings, GateSettings
 from veritask.logic.rg import LogicDataset, LogicDatasetConfig, create_dataset
@@ -115,8 +119,11 @@ __all__ = [
     "SandboxCall",
     "SandboxLimits",
     "SandboxResult",
+    "SandboxSupport",
+    "SandboxUnavailable",
     "SandboxWorker",
     "all_families",
+    "allow_unsafe_no_sandbox",
     "answer_stats",
     "blind_review",
     "builtin_families",
@@ -149,6 +156,7 @@ __all__ = [
     "run_gates",
     "run_gates_async",
     "run_sandboxed",
+    "sandbox_support",
     "score_answer",
     "solve",
     "write_jsonl",

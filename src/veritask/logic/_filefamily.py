@@ -22,7 +22,7 @@ import ast
 import random
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -270,24 +270,34 @@ def family_from_source(
     *,
     limits: SandboxLimits | None = None,
     min_validators: int = 2,
+    unsafe_no_sandbox: bool = False,
 ) -> FileFamily:
     """A :class:`FileFamily` from family-file text; its worker starts on the first call.
+
+    Its functions run only in the OS sandbox: where the kernel lacks it, calls raise
+    :class:`~veritask.logic._sandbox.SandboxUnavailable` unless ``unsafe_no_sandbox`` (or
+    ``limits.unsafe_no_sandbox``) is True.
 
     Raises:
         FamilyFileError: The source is not a valid family file (with fewer than
             ``min_validators`` validators, among other reasons).
     """
     spec = parse_family_source(source, path, min_validators=min_validators)
-    worker = SandboxWorker(
-        source, limits or SandboxLimits(), filename=path or f"<family {spec.id}>"
-    )
+    limits = limits or SandboxLimits()
+    if unsafe_no_sandbox:
+        limits = replace(limits, unsafe_no_sandbox=True)
+    worker = SandboxWorker(source, limits, filename=path or f"<family {spec.id}>")
     return _build(spec, worker)
 
 
-def load_family_file(path: str | Path, *, limits: SandboxLimits | None = None) -> FileFamily:
+def load_family_file(
+    path: str | Path, *, limits: SandboxLimits | None = None, unsafe_no_sandbox: bool = False
+) -> FileFamily:
     """A :class:`FileFamily` from a file (see :func:`family_from_source`)."""
     spec = read_family_file(path)
-    return family_from_source(spec.source, spec.path, limits=limits)
+    return family_from_source(
+        spec.source, spec.path, limits=limits, unsafe_no_sandbox=unsafe_no_sandbox
+    )
 
 
 def _build(spec: FamilySpec, worker: SandboxWorker) -> FileFamily:

@@ -1,31 +1,42 @@
-"""Run family code we did not write (LLM-written or user-supplied) in a separate, limited process.
+"""Run family code we did not write (LLM-written or user-supplied) in a separate, confined process.
 
 One runner serves both uses: :func:`run_sandboxed` (define code, call one function, exit) and
 :class:`SandboxWorker` (a persistent child that loads the code once and then answers requests sent
-as JSON lines on its stdin, one JSON line per call on its stdout). The child is a fresh Python
-process in isolated mode (``-s -P``) with an environment the parent builds from nothing (no
-inherited variables, so no secrets, and a fixed hash seed, so set iteration order is the same
-in every run). Before any untrusted code runs it:
+as JSON lines on its stdin, one JSON line per call on its stdout). The child
+(``_sandbox_child.py``) is a fresh Python process in isolated mode (``-s -P``), detached with ``setsid``,
+with an environment the parent builds from nothing (no inherited variables, so no secrets, and a
+fixed hash seed) and no file descriptors but its pipes. Before any untrusted code is compiled it:
 
 - sets address-space, file-size and lifetime CPU-time limits (``resource.setrlimit``);
-- moves into its own temporary directory (made and removed by the parent);
-- moves its protocol streams off file descriptors 0 and 1, so ``print`` and ``input`` in family
-  code cannot corrupt or steal protocol lines;
-- installs a permanent audit hook (``sys.addaudithook``, PEP 578) that refuses: imports outside
-  an allow-list, opening files for writing outside the temporary directory, reading files
-  outside it and the Python installation, sockets, subprocesses, ``os.system``/exec/fork,
-  links, ``ctypes`` and ``input``.
+- moves into its own temporary directory (made and removed by the parent) and moves its protocol
+  streams off file descriptors 0 and 1, so ``print`` and ``input`` cannot corrupt the protocol;
+- confines itself (the OS sandbox, the security boundary): drops every capability, sets
+  ``no_new_privs``, applies Landlock (read-only: the interpreter's libraries, stdlib and
+  site-packages; read-write: its directory; nothing else, so no ``/proc`` either; signals and
+  abstract sockets scoped to itself) and a seccomp allow-list (no sockets, exec, fork, ptrace,
+  signals to other processes, device or FIFO nodes, xattr or mode changes, io_uring...);
+- installs an audit hook (PEP 578), a first layer that names what it refuses (imports outside an
+  allow-list, files outside its directory, subprocesses...). It is not a boundary: code in the
+  same interpreter can disable it, and then the OS layers still hold.
+
+Where the kernel lacks Landlock (ABI 3 or later) or seccomp, untrusted code is refused
+(:class:`SandboxUnavailable`) unless the caller opts out explicitly: ``unsafe_no_sandbox=True``
+in :class:`SandboxLimits` or :func:`run_sandboxed`, or :func:`allow_unsafe_no_sandbox` around
+the work (what the CLI's ``--unsafe-no-sandbox`` does). See
+``docs/design/0014-sandbox-threat-model.md``.
 
 Each call runs under a CPU-time timer (``ITIMER_PROF``): a call that exceeds it fails with kind
 ``cpu`` and the worker lives on. The parent adds a wall-clock deadline per call; a call that
 misses it, or a child that dies, is reported with its own kind and the worker is restarted on
-the next call. Audit hooks cannot be removed from inside the process, which is why they are
-preferred here over patching modules that untrusted code could restore.
+the next call.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import contextvars
+import functools
 import json
 import math
 import os
@@ -35,12 +46,13 @@ import struct
 import subprocess
 import sys
 import tempfile
-import textwrap
 import threading
 import time
+import warnings
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any, Literal
 
 Kind = Literal["ok", "timeout", "cpu", "memory", "forbidden", "error"]
@@ -58,6 +70,9 @@ DENIED_PRIVATE = frozenset(
     {
         "_posixsubprocess", "_ctypes", "_socket", "_ssl", "_multiprocessing", "_sqlite3",
         "_xxsubinterpreters", "_xxinterpchannels", "_winapi", "_overlapped", "_tkinter",
+        "_interpreters", "_interpchannels", "_interpqueues", "_testcapi", "_testinternalcapi",
+        "_testbuffer", "_testimportmultiple", "_testmultiphase", "_testsinglephase",
+        "_testclinic", "_xxtestfuzz", "_ctypes_test", "_posixshmem", "_xxlimited",
     }
 )  # fmt: skip
 """Private (underscore) modules refused even though other private modules are allowed."""
@@ -65,138 +80,158 @@ DENIED_PRIVATE = frozenset(
 MAX_LINE = 64 * 1024 * 1024
 """The longest protocol line (one call's result) the parent accepts."""
 
-_RUNNER = textwrap.dedent(
-    r"""
-    import base64, json, os, random, resource, signal, struct, sys, time
-    proto_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
-    proto_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 0)
-    os.dup2(null, 1)
-    sys.stdin = open(os.devnull, encoding="utf-8")
-    sys.stdout = sys.stderr = open(os.devnull, "w", encoding="utf-8")
-    spec = json.loads(proto_in.readline())
-    resource.setrlimit(resource.RLIMIT_CPU, (spec["lifetime_cpu"], spec["lifetime_cpu"] + 1))
-    resource.setrlimit(resource.RLIMIT_AS, (spec["memory"], spec["memory"]))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (spec["fsize"], spec["fsize"]))
-    home = os.path.realpath(spec["home"])
-    os.chdir(home)
-    allowed = set(spec["imports"])
-    denied = set(spec["denied"])
-    for name in sorted(allowed):  # their own imports (typing needs contextlib) load now
-        try:
-            __import__(name)
-        except ImportError:
-            pass
-    roots = tuple(os.path.realpath(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix} | set(sys.path) if p)
-    BANNED = ("socket.", "subprocess.", "os.system", "os.exec", "os.posix_spawn", "os.fork",
-              "os.spawn", "ctypes.", "os.kill", "os.remove", "os.rename", "os.rmdir", "shutil.",
-              "os.link", "os.symlink", "os.truncate", "os.chmod", "os.chown", "os.mkdir",
-              "os.utime", "os.putenv", "os.unsetenv", "builtins.input", "resource.setrlimit",
-              "resource.prlimit")
-    class Forbidden(Exception):
-        pass
-    class CpuExceeded(BaseException):
-        pass
-    def hook(event, args):
-        if event == "import":
-            top = str(args[0]).split(".")[0]
-            private = top.startswith("_") and top not in denied
-            if top not in allowed and top not in sys.builtin_module_names and not private:
-                raise Forbidden(f"import of {args[0]!r} is not allowed")
-        elif event == "open":
-            path, mode = args[0], args[1]
-            if isinstance(path, int):
-                return
-            real = os.path.realpath(os.fspath(path))
-            writing = isinstance(mode, str) and any(c in mode for c in "wax+")
-            if isinstance(args[2], int) and args[2] & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
-                writing = True
-            inside = real.startswith(home + os.sep) or real == home
-            if writing and not inside:
-                raise Forbidden(f"writing {path!r} outside the sandbox directory")
-            if not writing and not inside and not real.startswith(roots):
-                raise Forbidden(f"reading {path!r} outside the sandbox directory")
-        elif event.startswith(BANNED):
-            raise Forbidden(f"{event} is not allowed")
-    def on_cpu(signum, frame):
-        raise CpuExceeded()
-    def plain(value, where):
-        if value is None or isinstance(value, (bool, int, str)):
-            return value
-        if isinstance(value, float):
-            if value != value or value in (float("inf"), float("-inf")):
-                raise TypeError(f"{where} is {value!r}, which JSON cannot carry")
-            return value
-        if isinstance(value, (list, tuple)):
-            return [plain(v, f"{where}[{i}]") for i, v in enumerate(value)]
-        if isinstance(value, dict):
-            out = {}
-            for k, v in value.items():
-                if not isinstance(k, str):
-                    raise TypeError(f"{where} has a {type(k).__name__} key {k!r}; keys must be strings")
-                out[k] = plain(v, f"{where}[{k!r}]")
-            return out
-        raise TypeError(f"{where} is a {type(value).__name__}, not JSON data")
-    def guarded(action):
-        signal.setitimer(signal.ITIMER_PROF, spec["cpu"])
-        try:
-            return action()
-        except Forbidden as exc:
-            return {"kind": "forbidden", "error": str(exc)}
-        except CpuExceeded:
-            return {"kind": "cpu", "error": f"CPU-time limit of {spec['cpu']} s exceeded"}
-        except MemoryError:
-            return {"kind": "memory", "error": "memory limit exceeded"}
-        except RecursionError as exc:
-            return {"kind": "error", "error": f"RecursionError: {exc}"}
-        except BaseException as exc:
-            return {"kind": "error", "error": f"{type(exc).__name__}: {exc}"}
-        finally:
-            signal.setitimer(signal.ITIMER_PROF, 0)
-    def send(message):
-        proto_out.write(json.dumps(message, allow_nan=False) + "\n")
-        proto_out.flush()
-    scope = {"__name__": "family"}
-    def load():
-        exec(compile(spec["code"], spec["filename"], "exec"), scope)
-        return {"kind": "ok"}
-    def call(item):
-        function = scope.get(item["function"])
-        if not callable(function):
-            return {"kind": "error", "error": f"the code defines no function {item['function']!r}"}
-        args = list(item["args"])
-        rng = None
-        if item.get("rng_arg") is not None:
-            state = item["rng_state"]
-            words = struct.unpack(f"<{state['words']}I", base64.b64decode(state["mt"]))
-            rng = random.Random(0)
-            rng.setstate((state["version"], words, state["gauss"]))
-            args[item["rng_arg"]] = rng
-        value = plain(function(*args), "the result")
-        out = {"kind": "ok", "value": value}
-        if rng is not None:
-            version, words, gauss = rng.getstate()
-            mt = base64.b64encode(struct.pack(f"<{len(words)}I", *words)).decode()
-            out["rng_state"] = {"version": version, "words": len(words), "mt": mt, "gauss": gauss}
-        return out
-    signal.signal(signal.SIGPROF, on_cpu)
-    sys.addaudithook(hook)
-    loaded = guarded(load)
-    send(loaded)
-    if loaded["kind"] == "ok":
-        for line in proto_in:
-            request = json.loads(line)
-            for i, item in enumerate(request["calls"]):
-                out = guarded(lambda: call(item))
-                out.update(id=request["id"], i=i, cpu=time.process_time())
-                try:
-                    send(out)
-                except (TypeError, ValueError) as exc:
-                    send({"kind": "error", "error": f"unserializable result: {exc}",
-                          "id": request["id"], "i": i, "cpu": time.process_time()})
-    """
+MAX_STDERR = 64 * 1024
+"""How much of the end of a dead child's stderr is read to say why it died."""
+
+CHILD_SCRIPT = Path(__file__).with_name("_sandbox_child.py")
+"""The script the child runs (standard library and the confinement libraries only)."""
+
+MIN_LANDLOCK_ABI = 3
+"""The oldest Landlock ABI accepted: 3 is the first that governs truncation (``O_TRUNC``)."""
+
+UNSAFE_HINT = (
+    "pass --unsafe-no-sandbox (unsafe_no_sandbox=True in Python) to run it anyway with only "
+    "the resource limits and the audit hook, which code in the same interpreter can disable"
 )
+
+
+class SandboxUnavailable(RuntimeError):
+    """The OS sandbox cannot be applied here, so code we did not write is refused."""
+
+
+@dataclass(frozen=True)
+class SandboxSupport:
+    """What this kernel and machine offer the OS sandbox.
+
+    Attributes:
+        landlock_abi: The Landlock ABI version (0 when Landlock is absent or disabled).
+        seccomp: Whether seccomp filters can be loaded (kernel support and libseccomp).
+        lsm: The active Linux security modules (``/sys/kernel/security/lsm``), None when that
+            file cannot be read (securityfs not mounted).
+        problems: Why the sandbox cannot run, one reason each (empty when it can).
+    """
+
+    landlock_abi: int
+    seccomp: bool
+    lsm: tuple[str, ...] | None
+    problems: tuple[str, ...]
+
+    @property
+    def available(self) -> bool:
+        """True when the OS sandbox can confine a child."""
+        return not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        """The support report as JSON data."""
+        return {
+            "available": self.available,
+            "landlock_abi": self.landlock_abi,
+            "seccomp": self.seccomp,
+            "lsm": None if self.lsm is None else list(self.lsm),
+            "problems": list(self.problems),
+        }
+
+
+@functools.lru_cache(maxsize=1)
+def sandbox_support() -> SandboxSupport:
+    """Probe the kernel once per process: Landlock ABI (by the syscall), seccomp, the LSM list."""
+    problems: list[str] = []
+    if not sys.platform.startswith("linux"):
+        return SandboxSupport(0, False, None, ("the OS sandbox needs Linux",))
+    abi = _landlock_abi(problems)
+    if 0 < abi < MIN_LANDLOCK_ABI:
+        problems.append(f"Landlock ABI {abi} is older than the {MIN_LANDLOCK_ABI} needed")
+    seccomp = _seccomp_available(problems)
+    try:
+        lsm = tuple(Path("/sys/kernel/security/lsm").read_text().strip().split(","))
+    except OSError:
+        lsm = None
+    return SandboxSupport(abi, seccomp, lsm, tuple(problems))
+
+
+def _landlock_abi(problems: list[str]) -> int:
+    """The Landlock ABI version, or 0 with the reason added to ``problems``."""
+    try:
+        import landlockpy
+
+        abi = int(landlockpy.abi_version())
+    except Exception as exc:  # the binding missing or the syscall failing: no Landlock
+        problems.append(f"Landlock is unavailable ({type(exc).__name__}: {exc})")
+        return 0
+    if abi == 0:
+        problems.append(
+            "Landlock is not enabled in this kernel (needs CONFIG_SECURITY_LANDLOCK and "
+            "'landlock' in the lsm= boot list)"
+        )
+    return abi
+
+
+def _seccomp_available(problems: list[str]) -> bool:
+    """Whether seccomp filters work: kernel support and libseccomp through pyseccomp."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        status = ""
+    if "Seccomp_filters:" not in status and "Seccomp:" not in status:
+        problems.append("seccomp is not enabled in this kernel (needs CONFIG_SECCOMP_FILTER)")
+        return False
+    try:
+        import pyseccomp  # noqa: F401  (loads libseccomp)
+    except Exception as exc:  # RuntimeError when libseccomp is not installed
+        problems.append(f"seccomp is unavailable: {exc} (install libseccomp2)")
+        return False
+    return True
+
+
+_UNSAFE_ALLOWED: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "veritask_unsafe_no_sandbox", default=False
+)
+
+
+@contextlib.contextmanager
+def allow_unsafe_no_sandbox(allowed: bool = True) -> Iterator[None]:
+    """Within the block, workers on a machine without the OS sandbox run code anyway (with only
+    the resource limits and the audit hook) instead of raising :class:`SandboxUnavailable`.
+
+    On a machine with the sandbox this changes nothing: the sandbox is always used.
+    """
+    token = _UNSAFE_ALLOWED.set(allowed)
+    try:
+        yield
+    finally:
+        _UNSAFE_ALLOWED.reset(token)
+
+
+def require_sandbox(unsafe_no_sandbox: bool = False) -> SandboxSupport:
+    """The support report, after checking that code we did not write may run: the OS sandbox
+    is available, or running without it was allowed (``unsafe_no_sandbox``, or
+    :func:`allow_unsafe_no_sandbox`), which is warned about once. Children are confined exactly
+    when the report says ``available``.
+
+    Raises:
+        SandboxUnavailable: The sandbox is unavailable and running without it was not allowed.
+    """
+    support = sandbox_support()
+    if support.available:
+        return support
+    reasons = "; ".join(support.problems)
+    if not (unsafe_no_sandbox or _UNSAFE_ALLOWED.get()):
+        raise SandboxUnavailable(
+            f"refusing to run code we did not write: the OS sandbox is unavailable ({reasons}); "
+            + UNSAFE_HINT
+        )
+    _warn_unsandboxed(reasons)
+    return support
+
+
+@functools.lru_cache(maxsize=1)
+def _warn_unsandboxed(reasons: str) -> None:
+    """Warn once per process (per reason) that code runs without the OS sandbox."""
+    warnings.warn(
+        f"running code we did not write WITHOUT the OS sandbox ({reasons}), as asked",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 @dataclass(frozen=True)
@@ -260,6 +295,9 @@ class SandboxLimits:
         lifetime_cpu_seconds: CPU time over the child's life; the parent recycles a worker at
             half of it, so it only stops a child that disabled its per-call timer.
         file_mb: The largest file the child may write (inside its directory).
+        unsafe_no_sandbox: Where the kernel lacks the OS sandbox (Landlock, seccomp), run the
+            code anyway with only the limits and the audit hook instead of raising
+            :class:`SandboxUnavailable`. No effect where the sandbox is available.
     """
 
     imports: frozenset[str] = DEFAULT_IMPORTS
@@ -268,25 +306,29 @@ class SandboxLimits:
     wall_seconds: float = 10.0
     lifetime_cpu_seconds: int = 600
     file_mb: int = 64
+    unsafe_no_sandbox: bool = False
+
+
+CHILD_ENV = {"PYTHONHASHSEED": "0", "PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1"}
+"""The child's whole environment: nothing is inherited from the parent (no keys, no paths)."""
 
 
 class _Child:
     """One running child: the process, its directory, and a line reader with deadlines."""
 
     def __init__(self, code: str, filename: str, limits: SandboxLimits) -> None:
+        self.confined = require_sandbox(limits.unsafe_no_sandbox).available
         self.home = tempfile.mkdtemp(prefix="vt-sandbox-")
         self.stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed by _reap)
         self.proc = subprocess.Popen(
-            [sys.executable, "-s", "-P", "-c", _RUNNER],
+            [sys.executable, "-s", "-P", str(CHILD_SCRIPT)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.stderr,
-            env={
-                "PYTHONHASHSEED": "0",
-                "PYTHONIOENCODING": "utf-8",
-                "PYTHONDONTWRITEBYTECODE": "1",
-            },
+            env=CHILD_ENV,
             cwd=self.home,
+            close_fds=True,
+            start_new_session=True,
         )
         self.buffer = bytearray()
         self.cpu = 0.0
@@ -304,6 +346,8 @@ class _Child:
             "memory": limits.memory_mb * 1024 * 1024,
             "fsize": limits.file_mb * 1024 * 1024,
             "home": self.home,
+            "sandbox": self.confined,
+            "libraries": _libraries() if self.confined else {},
         }
         self.send(spec)
 
@@ -355,16 +399,44 @@ class _Child:
         if code < 0:
             if -code in (9, 24):  # SIGKILL / SIGXCPU after the CPU limit
                 return SandboxResult("cpu", error="CPU-time limit exceeded")
+            if -code == 31 and self.confined:  # SIGSYS: seccomp killed it
+                return SandboxResult(
+                    "forbidden",
+                    error="the OS sandbox (seccomp) stopped the code at a forbidden system call "
+                    "(exec, fork, socket, ptrace, a signal to another process, mknod, xattr...)",
+                )
             return SandboxResult("error", error=f"killed by signal {-code}")
         self.stderr.seek(0)
-        tail = self.stderr.read().decode(errors="replace").strip().splitlines()[-1:]
-        if tail and "MemoryError" in tail[0]:
-            return SandboxResult("memory", error="memory limit exceeded")
-        return SandboxResult("error", error=tail[0] if tail else f"exited with code {code}")
+        lines = self.stderr.read()[-MAX_STDERR:].decode(errors="replace").strip().splitlines()
+        return _exit_reason(lines, code, self.confined)
 
     def close(self) -> None:
         """Kill the child and remove its directory."""
         self.finalizer()
+
+
+def _exit_reason(lines: list[str], code: int, confined: bool) -> SandboxResult:
+    """Why a child exited, from the end of its stderr: memory, an operation the OS sandbox
+    refused (a fatal error after a PermissionError), or its last line."""
+    if lines and "MemoryError" in lines[-1]:
+        return SandboxResult("memory", error="memory limit exceeded")
+    refused = [line for line in lines if line.startswith("PermissionError")]
+    if confined and refused:
+        return SandboxResult(
+            "forbidden",
+            error=f"the sandboxed process died: {refused[-1]} (refused by the OS sandbox)",
+        )
+    fatal = [line for line in lines if line.startswith("Fatal Python error")]
+    last = fatal[-1] if fatal else lines[-1] if lines else f"exited with code {code}"
+    return SandboxResult("error", error=last)
+
+
+@functools.lru_cache(maxsize=1)
+def _libraries() -> dict[str, str | None]:
+    """The shared libraries the child's seccomp binding loads, found once by the parent."""
+    import ctypes.util
+
+    return {name: ctypes.util.find_library(name) for name in ("c", "seccomp")}
 
 
 def _reap(proc: subprocess.Popen[bytes], home: str, stderr: IO[bytes]) -> None:
@@ -448,6 +520,12 @@ class SandboxWorker:
         self._child = _Child(self.code, self.filename, self.limits)
         self.starts += 1
         reply = self._child.read(self.limits.wall_seconds)
+        if isinstance(reply, dict) and "sandbox_error" in reply:
+            self._drop()
+            raise SandboxUnavailable(
+                f"refusing to run code we did not write: the OS sandbox could not be applied "
+                f"({reply['sandbox_error']}); {UNSAFE_HINT}"
+            )
         result = _result(reply)
         if not result.ok:
             self._drop()
@@ -530,6 +608,7 @@ def run_sandboxed(
     cpu_seconds: int = 2,
     memory_mb: int = 512,
     wall_seconds: float = 10.0,
+    unsafe_no_sandbox: bool = False,
 ) -> SandboxResult:
     """Define ``code`` in a sandboxed child process and return ``function(*args)``.
 
@@ -538,6 +617,10 @@ def run_sandboxed(
     (wall clock), ``cpu`` (CPU-time limit), ``memory`` (address-space limit), ``forbidden`` (an
     import, file, network or process operation the audit hook refused) and ``error`` (any other
     exception, with its message).
+
+    Raises:
+        SandboxUnavailable: The OS sandbox is unavailable and ``unsafe_no_sandbox`` is False
+            (nor allowed by :func:`allow_unsafe_no_sandbox`).
     """
     limits = SandboxLimits(
         imports=imports,
@@ -545,6 +628,7 @@ def run_sandboxed(
         memory_mb=memory_mb,
         wall_seconds=wall_seconds,
         lifetime_cpu_seconds=cpu_seconds + 1,
+        unsafe_no_sandbox=unsafe_no_sandbox,
     )
     with SandboxWorker(code, limits) as worker:
         return worker.call(function, args)
