@@ -82,12 +82,29 @@ from veritask.logic._sandbox import (
     SandboxWorker,
     run_sandboxed,
 )
-from veritask.logic.rg import LogicDataset, LogicDatasetConfig, create_dataset
+from veritask.logic._text import be, count_noun, join_and, plural, split_and
+from veritask.logic._textonly import (
+    MAX_OVERLAP,
+    TextOnlyGate,
+    TextOnlyResult,
+    Undetermined,
+    adjacent_overlap,
+    check_text_only,
+    text_only_gate,
+    text_only_records,
+)
+from veritask.logic.rg import (
+    LogicDataset,
+    LogicDatasetConfig,
+    SeedOnlySplitWarning,
+    create_dataset,
+)
 
 __all__ = [
     "CATEGORIES",
     "DEFAULT_MIX_SPEC",
     "FAMILY_PATH_ENV",
+    "MAX_OVERLAP",
     "PATTERNS",
     "BlindReport",
     "Bucket",
@@ -120,12 +137,20 @@ __all__ = [
     "SandboxLimits",
     "SandboxResult",
     "SandboxWorker",
+    "SeedOnlySplitWarning",
+    "TextOnlyGate",
+    "TextOnlyResult",
+    "Undetermined",
+    "adjacent_overlap",
     "all_families",
     "answer_stats",
+    "be",
     "blind_review",
     "builtin_families",
     "canonical",
     "check_consensus",
+    "check_text_only",
+    "count_noun",
     "create_dataset",
     "evolve",
     "evolve_async",
@@ -136,6 +161,7 @@ __all__ = [
     "gate1_static",
     "get_family",
     "instance_seed",
+    "join_and",
     "load_family_file",
     "make_instance",
     "measure_family",
@@ -143,6 +169,7 @@ __all__ = [
     "normalize",
     "parse_family_source",
     "pass_at_k_by_family",
+    "plural",
     "produce",
     "question_split",
     "read_family_file",
@@ -154,5 +181,8 @@ __all__ = [
     "run_sandboxed",
     "score_answer",
     "solve",
+    "split_and",
+    "text_only_gate",
+    "text_only_records",
     "write_jsonl",
 ]
