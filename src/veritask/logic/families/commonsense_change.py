@@ -11,8 +11,8 @@ from veritask.logic._textonly import Undetermined, between
 
 
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """A 1-cent coin plus ``2 + d//3`` other coins; the amount grows with difficulty."""
-    others = rng.sample(range(2, 14 + 2 * difficulty), 3 + difficulty // 3)
+    """A 1-cent coin plus ``2 + d`` other coins; the amount grows with difficulty."""
+    others = rng.sample(range(2, 14 + 2 * difficulty), 2 + difficulty)
     coins = sorted([1, *others])
     amount = rng.randint(10 + 2 * difficulty, 60 + 30 * difficulty)
     text = ", ".join(str(c) for c in coins)
@@ -72,7 +72,7 @@ FAMILIES = (
         generate=generate,
         validators=(solve_dp, solve_bfs),
         answer_format="Answer with the integer only.",
-        size=lambda inputs: len(inputs["coins"]) + int(inputs["amount"]) // 10,
+        size=lambda inputs: len(inputs["coins"]),
         text_solver=text_coins,
     ),
 )

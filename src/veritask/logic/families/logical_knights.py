@@ -71,11 +71,9 @@ def _describe(stmt: list[Any], names: list[str]) -> str:
     return f"Exactly {n} of us {'is a knight' if n == 1 else 'are knights'}."
 
 
-def _random_statement(rng: random.Random, speaker: int, k: int, difficulty: int) -> list[Any]:
+def _random_statement(rng: random.Random, speaker: int, k: int, compound: bool) -> list[Any]:
     others = [j for j in range(k) if j != speaker]
-    r = rng.random()
-    simple = 0.6 - 0.05 * difficulty
-    if r < simple:
+    if not compound:
         return ["is", rng.choice(others), rng.randint(0, 1)]
     a, b = rng.sample(others, 2)
     kind = rng.choice(("and", "or", "same", "same", "count"))
@@ -84,16 +82,24 @@ def _random_statement(rng: random.Random, speaker: int, k: int, difficulty: int)
     return [kind, a, b]
 
 
+def _compound_count(difficulty: int, k: int) -> int:
+    """How many people make a compound statement: one more at each level of a group size."""
+    return min(k, 1 + (difficulty - 1) % 3 + (difficulty - 1) // 3)
+
+
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """k people (3-6, growing with difficulty), each making one statement; unique solution."""
+    """k people (3-6, growing with difficulty), each making one statement; unique solution.
+
+    Within one group size, each level gives one more person a compound statement."""
     k = 3 + (difficulty - 1) // 3
     while True:
         mask = rng.getrandbits(k)
+        compound = set(rng.sample(range(k), _compound_count(difficulty, k)))
         statements: list[list[Any]] = []
         for i in range(k):
             want = bool(mask >> i & 1)
             while True:
-                stmt = _random_statement(rng, i, k, difficulty)
+                stmt = _random_statement(rng, i, k, i in compound)
                 if _truth(stmt, mask) == want:
                     break
             statements.append(stmt)

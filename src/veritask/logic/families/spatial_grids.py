@@ -198,7 +198,7 @@ def generate_islands(difficulty: int, rng: random.Random) -> tuple[dict[str, Any
     """A grid of land (#) and water (.) from 5x5 to 9x13; the mean area grows at every level."""
     rows = 5 + (difficulty - 1) // 2
     cols = rows + 2 * ((difficulty - 1) % 2) + rng.randint(0, 2)
-    p = rng.uniform(0.15, 0.65)
+    p = rng.uniform(0.1, 0.75)
     grid = ["".join("#" if rng.random() < p else "." for _ in range(cols)) for _ in range(rows)]
     return {"grid": grid}, [str(rows), str(cols), "\n".join(grid)]
 
