@@ -190,7 +190,7 @@ def test_family_files_may_supply_a_text_solver() -> None:
         family.close()
 
 
-def test_wording_helpers() -> None:
+def test_wording_functions() -> None:
     assert join_and(["hail"]) == "hail"
     assert join_and(["hail", "spark", "smoke"]) == "hail, spark and smoke"
     assert split_and("hail, spark and smoke") == ["hail", "spark", "smoke"]

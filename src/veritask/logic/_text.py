@@ -1,8 +1,8 @@
 """Shared wording for family questions: lists, counts with their nouns, and verb agreement.
 
-Every built-in family renders lists and counted nouns through these helpers, so "1 pen is
+Every built-in family renders lists and counted nouns through these functions, so "1 pen is
 found damaged" and "hail and spark are triggered" come out right everywhere, and the text
-solvers parse what the helpers write with their inverses (``split_and``).
+solvers parse what they write with their inverses (``split_and``).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def be(count: int) -> str:
 
 
 def number(text: str) -> int:
-    """The integer at the start of ``text`` (a parse helper for text solvers)."""
+    """The integer at the start of ``text`` (used by the text solvers to parse)."""
     match = re.match(r"\s*(-?\d+)", text)
     if match is None:
         raise ValueError(f"no number at {text[:30]!r}")
