@@ -107,13 +107,17 @@ def test_report_json(tmp_path: Path) -> None:
         "duplicates",
         "degenerate",
         "validation",
+        "text_only",
     }
     assert data["instances"] == 3 * len(builtin_families())
+    text_only = data["text_only"]
+    assert text_only["checked"] == data["instances"] and text_only["no_solver"] == 0
+    assert text_only["undetermined"] == text_only["disagreements"] == text_only["errors"] == 0
     assert data["validation"]["checked"] == data["instances"]
     assert data["validation"]["mismatches"] == 0
     assert set(data["degenerate"]) == {"max_share", "min_cell", "small_cells", "cells", "suspect"}
     code, text = run("report", str(out), "--min-cell", "2", "--max-share", "0.5")
-    assert code == 0 and "re-generated" in text
+    assert code == 0 and "re-generated" in text and "text-only:" in text
     (tmp_path / "bad.jsonl").write_text("{}\n")
     code, text = run("report", str(tmp_path / "bad.jsonl"), "--json")
     assert code == 1 and "not an instance record" in text

@@ -200,7 +200,8 @@ def test_train_and_test_from_one_seed_share_no_question() -> None:
 
 def test_duplicates_are_skipped_and_counted() -> None:
     # a split name outside train/validation/test is not partitioned: only duplicates are skipped
-    production = produce([TINY], 4, difficulty=1, seed=1, split="scratch")
+    # (seed 2 repeats a question among its first four indices)
+    production = produce([TINY], 4, difficulty=1, seed=2, split="scratch")
     questions = [i.question for i in production]
     assert len(questions) == len(set(questions)) == 4
     skipped = production.skipped["tiny_increment"]

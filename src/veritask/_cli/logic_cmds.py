@@ -175,6 +175,16 @@ def _print_report(data: dict[str, Any]) -> None:
         f" {len(degenerate['suspect'])}; {degenerate['small_cells']} cells under"
         f" {degenerate['min_cell']} instances not judged"
     )
+    text_only = data.get("text_only")
+    if text_only is not None:
+        click.echo(
+            f"text-only: {text_only['checked']} questions solved from their text alone,"
+            f" {text_only['undetermined']} undetermined, {text_only['disagreements']}"
+            f" disagreements, {text_only['errors']} errors, {text_only['no_solver']} without"
+            " a text solver"
+        )
+        for problem in text_only["problems"]:
+            click.echo(f"  {problem}")
     for kind in ("cells", "suspect"):
         for cell in degenerate[kind]:
             click.echo(
@@ -213,14 +223,17 @@ def report_cmd(
 ) -> None:
     """Check a generated JSONL file.
 
-    Counts, duplicate questions, answer distributions with degenerate cells flagged, and a
-    re-generation of every line whose family is known."""
-    from veritask.logic import all_families, report
+    Counts, duplicate questions, answer distributions with degenerate cells flagged, a
+    re-generation of every line whose family is known, and the text-only check: each question
+    solved from its text alone by its family's text solver must give the line's answer."""
+    from veritask.logic import all_families, read_records, report
+    from veritask.logic._textonly import text_only_records
 
     try:
         families = all_families(families_dirs)
         with sandboxed(families.values(), unsafe_no_sandbox):
             data = report(path, families=families, max_share=max_share, min_cell=min_cell)
+            data["text_only"] = text_only_records(read_records(path), families)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:

@@ -79,12 +79,29 @@ from veritask.logic._sandbox import (
     sandbox_support,
 )
 from veritask.logic._settings import EvolveSettings, GateSettings
-from veritask.logic.rg import LogicDataset, LogicDatasetConfig, create_dataset
+from veritask.logic._text import be, count_noun, join_and, plural, split_and
+from veritask.logic._textonly import (
+    MAX_OVERLAP,
+    TextOnlyGate,
+    TextOnlyResult,
+    Undetermined,
+    adjacent_overlap,
+    check_text_only,
+    text_only_gate,
+    text_only_records,
+)
+from veritask.logic.rg import (
+    LogicDataset,
+    LogicDatasetConfig,
+    SeedOnlySplitWarning,
+    create_dataset,
+)
 
 __all__ = [
     "CATEGORIES",
     "DEFAULT_MIX_SPEC",
     "FAMILY_PATH_ENV",
+    "MAX_OVERLAP",
     "PATTERNS",
     "BlindReport",
     "Bucket",
@@ -122,13 +139,21 @@ __all__ = [
     "SandboxSupport",
     "SandboxUnavailable",
     "SandboxWorker",
+    "SeedOnlySplitWarning",
+    "TextOnlyGate",
+    "TextOnlyResult",
+    "Undetermined",
+    "adjacent_overlap",
     "all_families",
     "allow_unsafe_no_sandbox",
     "answer_stats",
+    "be",
     "blind_review",
     "builtin_families",
     "canonical",
     "check_consensus",
+    "check_text_only",
+    "count_noun",
     "create_dataset",
     "evolve",
     "evolve_async",
@@ -139,6 +164,7 @@ __all__ = [
     "gate1_static",
     "get_family",
     "instance_seed",
+    "join_and",
     "load_family_file",
     "make_instance",
     "measure_family",
@@ -146,6 +172,7 @@ __all__ = [
     "normalize",
     "parse_family_source",
     "pass_at_k_by_family",
+    "plural",
     "produce",
     "produce_file",
     "question_split",
@@ -159,5 +186,8 @@ __all__ = [
     "sandbox_support",
     "score_answer",
     "solve",
+    "split_and",
+    "text_only_gate",
+    "text_only_records",
     "write_jsonl",
 ]

@@ -33,6 +33,8 @@ Inputs = dict[str, Any]
 Generator = Callable[[int, random.Random], tuple[Inputs, list[str]]]
 Validator = Callable[[Inputs], Any]
 Checker = Callable[[Inputs, str], bool]
+TextSolver = Callable[[str], Any]
+"""``(question_text) -> answer``: solves from the rendered question alone (see ``_textonly``)."""
 
 _SLOT = re.compile(r"\[Input Slot (\d+)\]")
 
@@ -72,6 +74,9 @@ class Family:
             answers; when set, it decides correctness instead of string equality.
         answer_format: A short instruction appended to the question (how to write the answer).
         size: Optional measure of problem size, checked to grow with difficulty.
+        text_solver: Optional ``(question) -> answer`` that reads only the rendered question,
+            never the inputs; the text-only gate checks it agrees with the validator pool and
+            raises ``Undetermined`` when the text admits no answer or several.
     """
 
     id: str
@@ -86,6 +91,7 @@ class Family:
     size: Callable[[Inputs], int] | None = None
     """Problem size (items, constraints, steps): must grow with difficulty on average."""
     tags: tuple[str, ...] = field(default_factory=tuple)
+    text_solver: TextSolver | None = None
 
     @property
     def slots(self) -> int:
@@ -102,9 +108,15 @@ class Family:
         return f"{body}\n\n{self.answer_format}"
 
 
-def instance_seed(family: str, version: str, split: str, seed: int, index: int) -> int:
-    """A 63-bit seed from (family, version, split, seed, index): splits never share a stream."""
-    return derive_seed(family, version, split, seed, index)
+def instance_seed(
+    family: str, version: str, split: str, seed: int, index: int, difficulty: int | None = None
+) -> int:
+    """A 63-bit seed from (family, version, split, seed, index, difficulty): splits never share
+    a stream, and neither do two difficulties of the same index. Without ``difficulty`` the
+    seed is the one of a difficulty-free stream (kept for callers that pass none)."""
+    if difficulty is None:
+        return derive_seed(family, version, split, seed, index)
+    return derive_seed(family, version, split, seed, index, "d", difficulty)
 
 
 @dataclass(frozen=True)
@@ -154,7 +166,7 @@ def make_instance(
     """Generate, render and solve one instance (deterministic in its arguments)."""
     if not 1 <= difficulty <= 10:
         raise ValueError(f"difficulty must be 1-10, got {difficulty}")
-    rng = random.Random(instance_seed(family.id, family.version, split, seed, index))
+    rng = random.Random(instance_seed(family.id, family.version, split, seed, index, difficulty))
     inputs, slot_texts = family.generate(difficulty, rng)
     return Instance(
         family=family.id,

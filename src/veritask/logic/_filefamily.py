@@ -6,7 +6,10 @@ A family file holds:
   ``template`` and ``answer_format`` (optionally ``tags``, a list of strings);
 - ``generate(difficulty, rng) -> (inputs, slot_texts)``, every random choice from ``rng``;
 - two or more validators ``solution(inputs)`` / ``solution_<name>(inputs)``, in file order;
-- optionally ``check(inputs, answer_text) -> bool`` and ``size(inputs) -> int``.
+- optionally ``check(inputs, answer_text) -> bool`` and ``size(inputs) -> int``;
+- optionally ``solve_text(question) -> answer``: the text-only solver, which reads only the
+  rendered question (never the inputs) and returns None when the text does not determine the
+  answer (see ``veritask.logic._textonly``).
 
 Inputs and answers must be JSON data (dicts with string keys, lists, strings, numbers, booleans,
 None); tuples arrive as lists. The parent never imports the file: metadata comes from ``ast``
@@ -28,6 +31,7 @@ from typing import Any
 
 from veritask.logic._family import CATEGORIES, Category, Family, Inputs, Validator
 from veritask.logic._sandbox import SandboxCall, SandboxLimits, SandboxResult, SandboxWorker
+from veritask.logic._textonly import Undetermined
 
 REQUIRED_KEYS = ("id", "version", "category", "title", "template", "answer_format")
 """The keys ``FAMILY`` must have."""
@@ -36,7 +40,7 @@ OPTIONAL_KEYS = ("tags",)
 ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
 """What a family id looks like (it is also the file name)."""
 _SLOT = re.compile(r"\[Input Slot (\d+)\]")
-_ARITY = {"generate": 2, "check": 2, "size": 1}
+_ARITY = {"generate": 2, "check": 2, "size": 1, "solve_text": 1}
 
 
 class FamilyFileError(ValueError):
@@ -69,6 +73,7 @@ class FamilySpec:
         has_size: Whether the file defines ``size``.
         source: The file's text.
         path: Where it was read from (None for source given directly).
+        has_text_solver: Whether the file defines ``solve_text``.
     """
 
     meta: dict[str, Any]
@@ -77,6 +82,7 @@ class FamilySpec:
     has_size: bool
     source: str
     path: str | None = None
+    has_text_solver: bool = False
 
     @property
     def id(self) -> str:
@@ -121,6 +127,7 @@ def parse_family_source(
         has_size="size" in functions,
         source=source,
         path=path,
+        has_text_solver="solve_text" in functions,
     )
 
 
@@ -316,6 +323,7 @@ def _build(spec: FamilySpec, worker: SandboxWorker) -> FileFamily:
         checker=_checker_proxy(worker, family_id) if spec.has_check else None,
         size=_size_proxy(worker, family_id) if spec.has_size else None,
         tags=tuple(meta["tags"]),
+        text_solver=_text_solver_proxy(worker, family_id) if spec.has_text_solver else None,
         source=spec.source,
         path=spec.path,
         worker=worker,
@@ -390,3 +398,13 @@ def _size_proxy(worker: SandboxWorker, family_id: str) -> Callable[[Inputs], int
         return value
 
     return size
+
+
+def _text_solver_proxy(worker: SandboxWorker, family_id: str) -> Callable[[str], Any]:
+    def solve_text(question: str) -> Any:
+        value = _value(family_id, "solve_text", worker.call("solve_text", [question]))
+        if value is None:
+            raise Undetermined(f"{family_id}: solve_text found the question undetermined")
+        return value
+
+    return solve_text

@@ -6,6 +6,8 @@
 - Generation plus the validator pool fits a runtime budget.
 - Answers are not degenerate: no single value above 30% at any difficulty.
 - The validator pool agrees on every instance.
+- The text-only solver, reading only the question, agrees with the pool on every instance
+  (``veritask.logic._textonly``), and adjacent difficulties share at most 5% of questions.
 
 The LLM quality review (the other half of Gate 1) and Gate 2's blind review go through the model
 provider and come with the evolution loop.
@@ -19,7 +21,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from veritask.logic._family import ConsensusError, Family, make_instance
+from veritask.logic._family import ConsensusError, Family, Instance, make_instance
+from veritask.logic._textonly import text_only_gate_on
 
 MAX_SHARE = 0.30
 
@@ -60,6 +63,7 @@ def gate1_static(family: Family, per_level: int = 100, budget_us: float = 2000.0
         report.problems.append("needs at least two validators")
     start = time.perf_counter()
     made = 0
+    instances: list[Instance] = []
     for difficulty in range(1, 11):
         if not _deterministic(family, difficulty):
             report.problems.append(
@@ -76,6 +80,7 @@ def gate1_static(family: Family, per_level: int = 100, budget_us: float = 2000.0
                 report.problems.append(f"d={difficulty} #{index}: {exc}")
                 break
             made += 1
+            instances.append(inst)
             if not inst.answer:
                 report.problems.append(f"d={difficulty} #{index}: empty answer")
             answers[inst.answer] += 1
@@ -87,6 +92,9 @@ def gate1_static(family: Family, per_level: int = 100, budget_us: float = 2000.0
                 )
     elapsed_us = (time.perf_counter() - start) * 1e6 / max(made, 1)
     report.figures = {"instances": made, "mean_us_per_instance": round(elapsed_us, 1)}
+    text_only = text_only_gate_on(family, instances)
+    report.problems.extend(text_only.problems)
+    report.figures.update(text_only.figures())
     if elapsed_us > budget_us:
         report.problems.append(
             f"{elapsed_us:.0f} us per instance exceeds the {budget_us:.0f} us budget"

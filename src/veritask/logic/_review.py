@@ -188,7 +188,7 @@ def check_consensus(family: Family, *, per_level: int = 20, seed: int = 0) -> Co
     report = ConsensusReport(family.id, validators=names, seed=seed)
     keys = [(d, i) for d in range(1, 11) for i in range(per_level)]
     requests = [
-        (d, random.Random(instance_seed(family.id, family.version, report.split, seed, i)))
+        (d, random.Random(instance_seed(family.id, family.version, report.split, seed, i, d)))
         for d, i in keys
     ]
     try:

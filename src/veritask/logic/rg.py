@@ -11,10 +11,17 @@ Two deliberate differences:
   checker). reasoning-gym's default gives partial credit when the answer merely contains it.
 - Entries come from ``produce``, so a dataset never repeats a question, and train and test
   datasets from the same seed share none.
+
+Two datasets of one split that differ only in seed are not disjoint: a family with a small
+question space repeats questions across seeds (the reasoning-gym habit of a train seed and a
+test seed). ``create_dataset`` warns (``SeedOnlySplitWarning``) when it makes such a pair;
+take the held-out set from another split instead.
 """
 
 from __future__ import annotations
 
+import threading
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +42,36 @@ class LogicDatasetConfig:
     difficulty: int | None = None
     mix: str | None = None
     split: str = "train"
+
+
+class SeedOnlySplitWarning(UserWarning):
+    """Two datasets of the same family and split differ only in seed, so they may share
+    questions; use different splits for sets that must be disjoint."""
+
+
+_SEEDS: dict[tuple[str, str, str, int | None, str | None], set[int]] = {}
+_SEEDS_LOCK = threading.Lock()
+_SEEDS_LIMIT = 10_000
+
+
+def _warn_seed_only(family: Family, config: LogicDatasetConfig) -> None:
+    """Warn when a dataset of this family, split and difficulty settings was already made with
+    another seed in this process."""
+    key = (family.id, family.version, config.split, config.difficulty, config.mix)
+    with _SEEDS_LOCK:
+        seen = _SEEDS.setdefault(key, set())
+        others = sorted(seen - {config.seed})
+        if len(_SEEDS) < _SEEDS_LIMIT:
+            seen.add(config.seed)
+    if others:
+        warnings.warn(
+            f"{family.id}: a {config.split!r} dataset was already made with seed "
+            f"{others[0]}; datasets that differ only in seed may share questions. For a "
+            "held-out set use another split (split='test'), whose questions never occur in "
+            "'train'.",
+            SeedOnlySplitWarning,
+            stacklevel=3,
+        )
 
 
 def _entry(inst: Instance, category: str) -> dict[str, Any]:
@@ -161,7 +198,9 @@ def create_dataset(
         seed: Base seed.
         difficulty: Every entry at this difficulty; exclusive with ``mix``.
         mix: A difficulty mix or its text form; the default mix when neither is given.
-        split: The split (train and test from the same seed share no question).
+        split: The split (train and test share no question, whatever their seeds). A second
+            dataset of the same split that differs only in seed warns
+            (``SeedOnlySplitWarning``): it may share questions with the first.
 
     Raises:
         KeyError: An unknown family id.
@@ -170,6 +209,7 @@ def create_dataset(
     family = name if isinstance(name, Family) else get_family(name)
     spec = mix.spec if isinstance(mix, Mix) else mix
     config = LogicDatasetConfig(family.id, size, seed, difficulty, spec, split)
+    _warn_seed_only(family, config)
     return LogicDataset(family, config)
 
 

@@ -6,6 +6,8 @@ import random
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._text import number
+from veritask.logic._textonly import between, findall
 
 _OPS = ("+", "-", "*")
 
@@ -39,10 +41,19 @@ def solve_fold(inputs: dict[str, Any]) -> int:
     )
 
 
+def text_chain(question: str) -> int:
+    """Read the start and the operations; apply them in order."""
+    value = number(between(question, "Start with "))
+    for word, n in findall(r"(add|subtract|multiply by) (\d+)", question):
+        k = int(n)
+        value = value + k if word == "add" else value - k if word == "subtract" else value * k
+    return value
+
+
 FAMILIES = (
     Family(
         id="arithmetic_chain",
-        version="1",
+        version="2",
         category="symbolic",
         title="Arithmetic chain",
         template="Start with [Input Slot 1]. Apply these operations in order: [Input Slot 2]. What number do you end with?",
@@ -50,5 +61,6 @@ FAMILIES = (
         validators=(solve_loop, solve_fold),
         answer_format="Answer with the integer only.",
         size=lambda inputs: len(inputs["steps"]),
+        text_solver=text_chain,
     ),
 )

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import heapq
 import random
+import re
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._text import join_and, split_and
+from veritask.logic._textonly import Undetermined, between
 
 _TASKS = [
     "audit",
@@ -32,10 +35,6 @@ _TASKS = [
 ]
 
 
-def _join(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
     """``4 + d`` tasks; each depends on up to ``1 + d//3`` earlier tasks of a hidden order."""
     n = 4 + difficulty
@@ -46,7 +45,7 @@ def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[
         if k:
             prereqs.append([task, sorted(rng.sample(order[:i], k))])
     rng.shuffle(prereqs)
-    lines = [f"{task.capitalize()} requires {_join(before)}." for task, before in prereqs]
+    lines = [f"{task.capitalize()} requires {join_and(before)}." for task, before in prereqs]
     tasks = sorted(order)
     inputs = {"tasks": tasks, "prereqs": prereqs}
     return inputs, [", ".join(tasks), " ".join(lines) or "No task has prerequisites."]
@@ -89,10 +88,25 @@ def solve_scan(inputs: dict[str, Any]) -> list[str]:
     return done
 
 
+def text_build_order(question: str) -> list[str]:
+    """Read the tasks and their prerequisites; repeatedly do the first possible task."""
+    tasks = between(question, "these tasks: ", ". ").split(", ")
+    need: dict[str, set[str]] = {t: set() for t in tasks}
+    for task, before in re.findall(r"(\w+) requires ([\w, ]+?)\.", question):
+        need[task.lower()] |= set(split_and(before))
+    done: list[str] = []
+    while len(done) < len(tasks):
+        ready = sorted(t for t in tasks if t not in done and need[t] <= set(done))
+        if not ready:
+            raise Undetermined("the prerequisites form a cycle")
+        done.append(ready[0])
+    return done
+
+
 FAMILIES = (
     Family(
         id="build_order_alpha",
-        version="1",
+        version="2",
         category="causal",
         title="Build order with prerequisites",
         template=(
@@ -104,5 +118,6 @@ FAMILIES = (
         validators=(solve_heap, solve_scan),
         answer_format="List all tasks in the order done, separated by commas.",
         size=lambda inputs: len(inputs["tasks"]) + sum(len(b) for _, b in inputs["prereqs"]),
+        text_solver=text_build_order,
     ),
 )

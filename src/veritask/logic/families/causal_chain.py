@@ -6,6 +6,8 @@ import random
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._text import be, join_and, split_and
+from veritask.logic._textonly import between, findall
 
 _EVENTS = [
     "alarm",
@@ -33,10 +35,6 @@ _EVENTS = [
 ]
 
 
-def _join(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
     """``5 + d`` events and ``4 + d`` rules; joint-cause rules appear from difficulty 3."""
     n = 5 + difficulty
@@ -53,9 +51,9 @@ def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[
     lines = []
     for causes, effects in rules:
         verb = "causes" if len(causes) == 1 else "together cause"
-        lines.append(f"{_join(causes).capitalize()} {verb} {_join(effects)}.")
+        lines.append(f"{join_and(causes).capitalize()} {verb} {join_and(effects)}.")
     inputs = {"events": events, "rules": rules, "triggers": triggers}
-    return inputs, [" ".join(lines), _join(triggers)]
+    return inputs, [" ".join(lines), f"{join_and(triggers)} {be(len(triggers))}"]
 
 
 def solve_fixpoint(inputs: dict[str, Any]) -> list[str]:
@@ -92,20 +90,40 @@ def solve_worklist(inputs: dict[str, Any]) -> list[str]:
     return sorted(happened)
 
 
+def text_closure(question: str) -> list[str]:
+    """Read the rules and the triggered events; fire rules until nothing new happens."""
+    stated = between(question, "all of them): ", " Only ")
+    rules = [
+        (set(split_and(causes.lower())), set(split_and(effects)))
+        for causes, effects in findall(r"([\w, ]+?) (?:together cause|causes) ([\w, ]+?)\.", stated)
+    ]
+    triggered = findall(r"Only ([\w, ]+?) (?:is|are) triggered from outside", question)[0]
+    happened = set(split_and(triggered))
+    grew = True
+    while grew:
+        before = len(happened)
+        for causes, effects in rules:
+            if causes <= happened:
+                happened |= effects
+        grew = len(happened) > before
+    return sorted(happened)
+
+
 FAMILIES = (
     Family(
         id="causal_chain_events",
-        version="1",
+        version="2",
         category="causal",
         title="Causal chain closure",
         template=(
             "In a system, these cause-and-effect rules always hold (an event caused by several "
-            "events together needs all of them): [Input Slot 1] Only [Input Slot 2] is "
+            "events together needs all of them): [Input Slot 1] Only [Input Slot 2] "
             "triggered from outside. Which events happen, including the triggered ones?"
         ),
         generate=generate,
         validators=(solve_fixpoint, solve_worklist),
         answer_format="List the events in alphabetical order, separated by commas.",
         size=lambda inputs: sum(len(c) + len(e) for c, e in inputs["rules"]),
+        text_solver=text_closure,
     ),
 )

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._textonly import between, findall
 
 _RULES = {
     "odd": "an odd number of them are on",
@@ -79,10 +81,34 @@ def solve_parity(inputs: dict[str, Any]) -> Any:
     return lit if lit else "none"
 
 
+_TEXT_RULES = {
+    "it is on": lambda on, n: on == 1,
+    "an odd number of them are on": lambda on, n: on % 2 == 1,
+    "at least one of them is on": lambda on, n: on >= 1,
+    "all of them are on": lambda on, n: on == n,
+}
+
+
+def text_lamps(question: str) -> Any:
+    """Read which switches start on, each lamp's wiring and rule, and the presses; count
+    presses per switch, then test each lamp."""
+    start = between(question, "wired to them. ", " start")
+    on = {int(x) for x in re.findall(r"\d+", start)} if start.startswith("Switch") else set()
+    for press in between(question, "in this order: ", ". Which").split(", "):
+        on ^= {int(press)}
+    lit = []
+    lamps = r"Lamp (\d+) is wired to switch(?:es)? ([\d, ]+) and is lit when ([\w ]+)\."
+    for lamp, wires, rule in findall(lamps, question):
+        switches = {int(w) for w in wires.split(", ")}
+        if _TEXT_RULES[rule](len(switches & on), len(switches)):
+            lit.append(int(lamp))
+    return sorted(lit) or "none"
+
+
 FAMILIES = (
     Family(
         id="switch_lamps",
-        version="1",
+        version="2",
         category="causal",
         title="Switches and lamps",
         template=(
@@ -97,5 +123,6 @@ FAMILIES = (
             "none if no lamp is lit."
         ),
         size=lambda inputs: len(inputs["presses"]) + sum(len(w) for _, w in inputs["lamps"]),
+        text_solver=text_lamps,
     ),
 )

@@ -6,11 +6,13 @@ import random
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._text import number
+from veritask.logic._textonly import Undetermined, between
 
 
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """A 1-cent coin plus ``2 + d//3`` other coins; the amount grows with difficulty."""
-    others = rng.sample(range(2, 14 + 2 * difficulty), 3 + difficulty // 3)
+    """A 1-cent coin plus ``2 + d`` other coins; the amount grows with difficulty."""
+    others = rng.sample(range(2, 14 + 2 * difficulty), 2 + difficulty)
     coins = sorted([1, *others])
     amount = rng.randint(10 + 2 * difficulty, 60 + 30 * difficulty)
     text = ", ".join(str(c) for c in coins)
@@ -44,10 +46,22 @@ def solve_bfs(inputs: dict[str, Any]) -> int:
     raise ValueError("amount cannot be made")
 
 
+def text_coins(question: str) -> int:
+    """Read the coin values and the amount; fewest coins by dynamic programming."""
+    coins = [int(c) for c in between(question, "coins are worth ", " cents").split(", ")]
+    amount = number(between(question, "add up to exactly "))
+    best = [0] + [amount + 1] * amount
+    for value in range(1, amount + 1):
+        best[value] = 1 + min((best[value - c] for c in coins if c <= value), default=amount)
+    if best[amount] > amount:
+        raise Undetermined(f"{amount} cents cannot be made")
+    return best[amount]
+
+
 FAMILIES = (
     Family(
         id="fewest_coins",
-        version="1",
+        version="2",
         category="commonsense",
         title="Making change with fewest coins",
         template=(
@@ -58,6 +72,7 @@ FAMILIES = (
         generate=generate,
         validators=(solve_dp, solve_bfs),
         answer_format="Answer with the integer only.",
-        size=lambda inputs: len(inputs["coins"]) + int(inputs["amount"]) // 10,
+        size=lambda inputs: len(inputs["coins"]),
+        text_solver=text_coins,
     ),
 )

@@ -3,12 +3,29 @@
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._text import be, count_noun
+from veritask.logic._textonly import Undetermined, between, findall
 
 _ITEMS = ("apples", "batteries", "candles", "notebooks", "pens", "soaps", "towels", "mugs")
+_SINGULAR = {
+    "apples": "apple",
+    "batteries": "battery",
+    "candles": "candle",
+    "notebooks": "notebook",
+    "pens": "pen",
+    "soaps": "soap",
+    "towels": "towel",
+    "mugs": "mug",
+}
 _KINDS = ("delivery", "sale", "return", "damaged")
+
+
+def _count(n: int, item: str) -> str:
+    return count_noun(n, _SINGULAR[item], item)
 
 
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
@@ -42,21 +59,22 @@ def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[
             stock[item] += n
         else:
             stock[item] += n
-    opening = ", ".join(f"{n} {item}" for item, n in start.items())
-    lines = []
-    for kind, item, n, size in events:
-        if kind == "delivery":
-            qty = f"{n} box{'es' if n > 1 else ''} of {size} {item}" if size > 1 else f"{n} {item}"
-            lines.append(f"A delivery brings {qty}.")
-        elif kind == "sale":
-            lines.append(f"Customers buy {n} {item}.")
-        elif kind == "return":
-            lines.append(f"A customer returns {n} {item} bought earlier that day.")
-        else:
-            lines.append(f"{n} {item} are found damaged and thrown away.")
+    opening = ", ".join(_count(n, item) for item, n in start.items())
+    lines = [_event_text(kind, item, n, size) for kind, item, n, size in events]
     query = rng.choice(items)
     inputs = {"start": [[i, n] for i, n in start.items()], "events": events, "query": query}
     return inputs, [opening, " ".join(lines), query]
+
+
+def _event_text(kind: str, item: str, n: int, size: int) -> str:
+    if kind == "delivery":
+        qty = f"{count_noun(n, 'box')} of {size} {item}" if size > 1 else _count(n, item)
+        return f"A delivery brings {qty}."
+    if kind == "sale":
+        return f"Customers buy {_count(n, item)}."
+    if kind == "return":
+        return f"A customer returns {_count(n, item)} bought earlier that day."
+    return f"{_count(n, item)} {be(n)} found damaged and thrown away."
 
 
 def solve_simulate(inputs: dict[str, Any]) -> int:
@@ -80,10 +98,37 @@ def solve_ledger(inputs: dict[str, Any]) -> int:
     return int(opening + sum(sign[e[0]] * e[2] * e[3] for e in inputs["events"] if e[1] == query))
 
 
+_PLURAL = {**{v: k for k, v in _SINGULAR.items()}, **{k: k for k in _SINGULAR}}
+_TEXT_EVENTS = (
+    (r"A delivery brings (\d+) box(?:es)? of (\d+) (\w+)\.", 1),
+    (r"A delivery brings (\d+) (\w+)\.", 1),
+    (r"A customer returns (\d+) (\w+) bought", 1),
+    (r"Customers buy (\d+) (\w+)\.", -1),
+    (r"(\d+) (\w+) (?:is|are) found damaged", -1),
+)
+
+
+def text_stock(question: str) -> int:
+    """Read the opening stock and each transaction of the asked item; add them up."""
+    query = between(question, "How many ", " are in stock")
+    opening = {
+        _PLURAL[noun]: int(n)
+        for n, noun in findall(r"(\d+) (\w+)", between(question, "opens with ", " in stock."))
+    }
+    if query not in opening:
+        raise Undetermined(f"the opening stock of {query} is not given")
+    total = opening[query]
+    for pattern, sign in _TEXT_EVENTS:
+        for found in re.findall(pattern, question):
+            count = int(found[0]) * (int(found[1]) if len(found) == 3 else 1)
+            total += sign * count if _PLURAL[found[-1]] == query else 0
+    return total
+
+
 FAMILIES = (
     Family(
         id="shop_inventory",
-        version="1",
+        version="2",
         category="commonsense",
         title="Inventory after transactions",
         template=(
@@ -94,5 +139,6 @@ FAMILIES = (
         validators=(solve_simulate, solve_ledger),
         answer_format="Answer with the integer only.",
         size=lambda inputs: len(inputs["events"]) + len(inputs["start"]),
+        text_solver=text_stock,
     ),
 )

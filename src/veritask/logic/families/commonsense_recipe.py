@@ -7,6 +7,8 @@ from fractions import Fraction
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._text import number, split_and
+from veritask.logic._textonly import Undetermined, between, findall
 
 _INGREDIENTS = [
     "sugar",
@@ -40,8 +42,8 @@ def _parts_units(parts: list[list[Any]]) -> list[tuple[tuple[str, str, int], int
 
 
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """``2 + d//2`` ingredients in mixed units (more unit kinds with difficulty)."""
-    n_ing = 2 + difficulty // 2
+    """``2 + d`` ingredients in mixed units (more unit kinds with difficulty)."""
+    n_ing = 2 + difficulty
     units = [u for u in _UNITS if u[2] <= (48 if difficulty >= 7 else 6 if difficulty >= 4 else 3)]
     names = rng.sample(_INGREDIENTS, n_ing)
     servings = rng.randint(2, 6)
@@ -97,10 +99,30 @@ def solve_integer(inputs: dict[str, Any]) -> int:
     return int(quotient)
 
 
+_TEXT_UNITS = {"cup": 48, "fluid ounce": 6, "tablespoon": 3, "teaspoon": 1}
+
+
+def text_teaspoons(question: str) -> int:
+    """Read each ingredient's amounts, the servings and the asked ingredients; scale the
+    teaspoons of the asked ones exactly."""
+    servings = number(between(question, "A recipe for "))
+    target = number(between(question, "scaled to make "))
+    asked = split_and(between(question, "How many teaspoons of ", " (in total)"))
+    teaspoons: dict[str, int] = {}
+    for line in between(question, " servings uses ", ". The recipe").split("; "):
+        amounts, _, name = line.rpartition(" of ")
+        units = findall(r"(\d+) (cup|fluid ounce|tablespoon|teaspoon)s?\b", amounts)
+        teaspoons[name] = sum(int(n) * _TEXT_UNITS[unit] for n, unit in units)
+    total = Fraction(sum(teaspoons[name] for name in asked) * target, servings)
+    if total.denominator != 1:
+        raise Undetermined(f"{total} is not a whole number of teaspoons")
+    return int(total)
+
+
 FAMILIES = (
     Family(
         id="recipe_scaling",
-        version="1",
+        version="2",
         category="commonsense",
         title="Recipe scaling with unit conversion",
         template=(
@@ -112,5 +134,6 @@ FAMILIES = (
         validators=(solve_fraction, solve_integer),
         answer_format="Answer with the integer number of teaspoons only.",
         size=lambda inputs: sum(len(parts) for _, parts in inputs["recipe"]) + len(inputs["asked"]),
+        text_solver=text_teaspoons,
     ),
 )

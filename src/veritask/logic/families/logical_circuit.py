@@ -8,6 +8,7 @@ from functools import cache
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._textonly import Undetermined, findall
 
 _OPS = ("AND", "OR", "XOR", "NAND", "NOR", "NOT")
 
@@ -86,10 +87,33 @@ def solve_recursive(inputs: dict[str, Any]) -> list[str] | str:
     return [g for g in names if value(g)] or "none"
 
 
+_TEXT_OPS: dict[str, Callable[[list[int]], int]] = {
+    "AND": lambda v: v[0] & v[1],
+    "OR": lambda v: v[0] | v[1],
+    "XOR": lambda v: v[0] ^ v[1],
+    "NAND": lambda v: 1 - (v[0] & v[1]),
+    "NOR": lambda v: 1 - (v[0] | v[1]),
+    "NOT": lambda v: 1 - v[0],
+}
+
+
+def text_circuit(question: str) -> list[str] | str:
+    """Read the input values and the gate lines; evaluate the gates in the order given."""
+    env = {name: int(v) for name, v in findall(r"(x\d+) = ([01])", question)}
+    true_gates = []
+    for name, op, args in findall(r"(g\d+) = ([A-Z]+)\(([^)]*)\)", question):
+        if any(a not in env for a in args.split(", ")):
+            raise Undetermined(f"{name} reads a signal not defined before it")
+        env[name] = _TEXT_OPS[op]([env[a] for a in args.split(", ")])
+        if env[name]:
+            true_gates.append(name)
+    return true_gates or "none"
+
+
 FAMILIES = (
     Family(
         id="boolean_circuit_gates",
-        version="1",
+        version="2",
         category="logical",
         title="Boolean circuit gates",
         template=(
@@ -103,5 +127,6 @@ FAMILIES = (
             "commas (e.g. g1, g3), or 'none' if no gate outputs 1."
         ),
         size=lambda inputs: len(inputs["gates"]) + len(inputs["values"]),
+        text_solver=text_circuit,
     ),
 )

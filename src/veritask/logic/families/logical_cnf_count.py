@@ -6,6 +6,7 @@ import random
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._textonly import between, findall
 
 
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
@@ -69,10 +70,24 @@ def solve_dpll(inputs: dict[str, Any]) -> int:
     return count(start, len(used)) << (n - len(used))
 
 
+def text_models(question: str) -> int:
+    """Read the variables and the clauses; try every assignment."""
+    names = between(question, "Boolean variables ", ", each true").split(", ")
+    clauses = [
+        [(lit.startswith("NOT "), names.index(lit.removeprefix("NOT "))) for lit in c.split(" OR ")]
+        for c in findall(r"\(([^)]*)\)", between(question, "formula true?\n", "\n"))
+    ]
+    count = 0
+    for mask in range(1 << len(names)):
+        if all(any(bool(mask >> v & 1) != neg for neg, v in c) for c in clauses):
+            count += 1
+    return count
+
+
 FAMILIES = (
     Family(
         id="cnf_model_count",
-        version="1",
+        version="2",
         category="logical",
         title="CNF model count",
         template=(
@@ -84,5 +99,6 @@ FAMILIES = (
         validators=(solve_bitsliced, solve_dpll),
         answer_format="Answer with the integer only.",
         size=lambda inputs: int(inputs["n"]) + len(inputs["clauses"]),
+        text_solver=text_models,
     ),
 )

@@ -7,6 +7,7 @@ import string
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._textonly import between, findall
 
 
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
@@ -68,10 +69,26 @@ def solve_counters(inputs: dict[str, Any]) -> list[str] | str:
     return sorted(true - facts) or "none"
 
 
+def text_entailed(question: str) -> list[str] | str:
+    """Read the facts and the rules; fire rules until nothing new follows."""
+    facts = set(between(question, "known to be true: ", ".\n").split(", "))
+    rules = [
+        (set(premises.split(" and ")), conclusion)
+        for premises, conclusion in findall(r"If ([A-Z](?: and [A-Z])*) then ([A-Z])\.", question)
+    ]
+    known = set(facts)
+    grew = True
+    while grew:
+        new = {c for p, c in rules if p <= known} - known
+        known |= new
+        grew = bool(new)
+    return sorted(known - facts) or "none"
+
+
 FAMILIES = (
     Family(
         id="horn_entailment",
-        version="1",
+        version="2",
         category="logical",
         title="Rule entailment",
         template=(
@@ -86,5 +103,6 @@ FAMILIES = (
             "nothing else can be concluded."
         ),
         size=lambda inputs: len(inputs["rules"]) + sum(len(p) for p, _ in inputs["rules"]),
+        text_solver=text_entailed,
     ),
 )

@@ -6,6 +6,7 @@ import random
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._textonly import Undetermined, between, findall
 
 _NAMES = ("Alice", "Bob", "Cara", "Dan", "Eve", "Finn", "Gus")
 _POOL = (*_NAMES, "Hana", "Ivan", "Jude", "Kim", "Lena", "Milo", "Nina")
@@ -70,11 +71,9 @@ def _describe(stmt: list[Any], names: list[str]) -> str:
     return f"Exactly {n} of us {'is a knight' if n == 1 else 'are knights'}."
 
 
-def _random_statement(rng: random.Random, speaker: int, k: int, difficulty: int) -> list[Any]:
+def _random_statement(rng: random.Random, speaker: int, k: int, compound: bool) -> list[Any]:
     others = [j for j in range(k) if j != speaker]
-    r = rng.random()
-    simple = 0.6 - 0.05 * difficulty
-    if r < simple:
+    if not compound:
         return ["is", rng.choice(others), rng.randint(0, 1)]
     a, b = rng.sample(others, 2)
     kind = rng.choice(("and", "or", "same", "same", "count"))
@@ -83,16 +82,24 @@ def _random_statement(rng: random.Random, speaker: int, k: int, difficulty: int)
     return [kind, a, b]
 
 
+def _compound_count(difficulty: int, k: int) -> int:
+    """How many people make a compound statement: one more at each level of a group size."""
+    return min(k, 1 + (difficulty - 1) % 3 + (difficulty - 1) // 3)
+
+
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """k people (3-6, growing with difficulty), each making one statement; unique solution."""
+    """k people (3-6, growing with difficulty), each making one statement; unique solution.
+
+    Within one group size, each level gives one more person a compound statement."""
     k = 3 + (difficulty - 1) // 3
     while True:
         mask = rng.getrandbits(k)
+        compound = set(rng.sample(range(k), _compound_count(difficulty, k)))
         statements: list[list[Any]] = []
         for i in range(k):
             want = bool(mask >> i & 1)
             while True:
-                stmt = _random_statement(rng, i, k, difficulty)
+                stmt = _random_statement(rng, i, k, i in compound)
                 if _truth(stmt, mask) == want:
                     break
             statements.append(stmt)
@@ -163,10 +170,41 @@ def solve_backtrack(inputs: dict[str, Any]) -> list[str] | str:
     return knights or "none"
 
 
+def _claim(text: str, knight: dict[str, bool]) -> bool:
+    """The truth of one quoted statement under an assignment of kinds."""
+    words = text.rstrip(".").split()
+    if text.startswith("Exactly"):
+        return sum(knight.values()) == int(words[1])
+    if text.startswith("At least one of"):
+        return knight[words[4]] or knight[words[6]]
+    if text.endswith("are both knights."):
+        return knight[words[0]] and knight[words[2]]
+    if text.endswith("are of the same kind."):
+        return knight[words[0]] == knight[words[2]]
+    if len(words) == 4 and words[1:3] == ["is", "a"]:
+        return knight[words[0]] == (words[3] == "knight")
+    raise ValueError(f"unknown statement {text!r}")
+
+
+def text_knights(question: str) -> list[str] | str:
+    """Read the people and what each says; try every assignment of kinds. Exactly one must
+    be consistent (a knight's statement true, a knave's false)."""
+    people = between(question, "inhabitants: ", ". They say").split(", ")
+    said = findall(r'(\w+) says: "([^"]*)"', question)
+    found = []
+    for mask in range(1 << len(people)):
+        knight = {p: bool(mask >> i & 1) for i, p in enumerate(people)}
+        if all(_claim(text, knight) == knight[who] for who, text in said):
+            found.append(sorted(p for p in people if knight[p]))
+    if len(found) != 1:
+        raise Undetermined(f"{len(found)} assignments of kinds fit the statements")
+    return found[0] or "none"
+
+
 FAMILIES = (
     Family(
         id="knights_and_knaves",
-        version="1",
+        version="2",
         category="logical",
         title="Knights and knaves",
         template=(
@@ -181,5 +219,6 @@ FAMILIES = (
             "or 'none' if there are no knights."
         ),
         size=lambda inputs: int(inputs["k"]) * 2 + sum(s[0] != "is" for s in inputs["statements"]),
+        text_solver=text_knights,
     ),
 )

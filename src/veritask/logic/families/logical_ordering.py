@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._textonly import Undetermined, between
 
 _NAMES = ("Ann", "Ben", "Cid", "Dee", "Eli", "Fay")
 
@@ -63,6 +65,10 @@ def _describe(clue: list[Any]) -> str:
     return f"Exactly {g} {'person stands' if g == 1 else 'people stand'} between {clue[1]} and {clue[2]}."
 
 
+_KEEP = (0.0, 0.5, 0.0, 0.4, 0.55, 0.7, 0.0, 0.4, 0.55, 0.7)
+"""Per level: the share of the remaining orders a new clue must keep."""
+
+
 def _random_clue(rng: random.Random, names: list[str], difficulty: int) -> list[Any]:
     n = len(names)
     r = rng.random()
@@ -76,7 +82,10 @@ def _random_clue(rng: random.Random, names: list[str], difficulty: int) -> list[
 
 
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """3-5 people; clues true of a hidden order, each removing candidates, until one is left."""
+    """3-5 people; clues true of a hidden order, each removing candidates, until one is left.
+
+    The row length steps at levels 3 and 7; between the steps, each level asks every clue to
+    keep a larger share of the remaining candidates, so it takes more clues."""
     n = 3 + (difficulty + 1) // 4
     names = sorted(rng.sample(_NAMES, n))
     hidden = names[:]
@@ -86,15 +95,22 @@ def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[
     candidates = list(itertools.permutations(range(1, n + 1)))
     index = {name: i for i, name in enumerate(names)}
     clues: list[list[Any]] = []
+    share = _KEEP[difficulty - 1]
+    misses = 0
     while len(candidates) > 1:
         clue = _random_clue(rng, names, difficulty)
         if not _holds(clue, truth):
             continue
         test = _compile(clue, index)
         kept = [c for c in candidates if test(c)]
-        if len(kept) < len(candidates):
+        # a clue must leave a share of the candidates (after 20 misses any cut will do), so
+        # the higher levels of one row length need more, weaker clues
+        weak = len(kept) >= share * len(candidates) or misses >= 20
+        misses += 1
+        if len(kept) < len(candidates) and weak:
             candidates = kept
             clues.append(clue)
+            misses = 0
     rng.shuffle(clues)
     text = "\n".join(f"- {_describe(c)}" for c in clues)
     return {"names": names, "clues": clues}, [str(n), ", ".join(names), text]
@@ -164,10 +180,56 @@ def solve_domains(inputs: dict[str, Any]) -> list[str]:
     return sorted(names, key=lambda s: placed[s])
 
 
+_TEXT_CLUES: tuple[tuple[str, Callable[[int, int, int], bool]], ...] = (
+    (r"(\w+) is in position (\d+)\.", lambda a, p, _: a == p),
+    (r"(\w+) is not in position (\d+)\.", lambda a, p, _: a != p),
+    (r"(\w+) stands somewhere to the left of (\w+)\.", lambda a, b, _: a < b),
+    (r"(\w+) stands right next to (\w+)\.", lambda a, b, _: abs(a - b) == 1),
+    (r"(\w+) does not stand next to (\w+)\.", lambda a, b, _: abs(a - b) != 1),
+    (
+        r"Exactly (\d+) (?:person stands|people stand) between (\w+) and (\w+)\.",
+        lambda a, b, g: abs(a - b) == g + 1,
+    ),
+)
+
+
+def _text_clues(question: str) -> list[tuple[Callable[[int, int, int], bool], list[str]]]:
+    out = []
+    for line in between(question, "These clues hold:\n", "\nGive").split("\n"):
+        for pattern, test in _TEXT_CLUES:
+            match = re.fullmatch(pattern, line.removeprefix("- "))
+            if match:
+                out.append((test, list(match.groups())))
+                break
+        else:
+            raise ValueError(f"unknown clue {line!r}")
+    return out
+
+
+def text_row(question: str) -> list[str]:
+    """Read the people and the clues; try every order. Exactly one must fit."""
+    names = between(question, "people, ", ", stand in").split(", ")
+    clues = _text_clues(question)
+    fits = []
+    for order in itertools.permutations(names):
+        pos = {name: i + 1 for i, name in enumerate(order)}
+        if all(_fits(test, [pos.get(a) or int(a) for a in args]) for test, args in clues):
+            fits.append(list(order))
+    if len(fits) != 1:
+        raise Undetermined(f"{len(fits)} orders fit the clues")
+    return fits[0]
+
+
+def _fits(test: Callable[[int, int, int], bool], values: list[int]) -> bool:
+    if len(values) == 3:  # a gap clue: (gap, a, b)
+        return test(values[1], values[2], values[0])
+    return test(values[0], values[1], 0)
+
+
 FAMILIES = (
     Family(
         id="row_ordering",
-        version="1",
+        version="2",
         category="logical",
         title="Ordering in a row",
         template=(
@@ -179,5 +241,6 @@ FAMILIES = (
         validators=(solve_permutations, solve_domains),
         answer_format="Answer with the names from left to right, separated by commas.",
         size=lambda inputs: len(inputs["names"]) ** 3 + len(inputs["clues"]),
+        text_solver=text_row,
     ),
 )

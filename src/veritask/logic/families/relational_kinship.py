@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._textonly import Undetermined, between
 
 _MALE = [
     "Adam",
@@ -72,6 +74,8 @@ _FEMALE = [
     "Freya",
 ]
 
+_POSSESSIVE = {"m": "his", "f": "her"}
+
 
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
     """A full ancestor tree of ``2 + (d-1)//3`` generations plus ``d`` distracting siblings."""
@@ -106,13 +110,15 @@ def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[
     rng.shuffle(facts)
     length = rng.randint(max(1, gens - 2), gens - 1)
     path = [rng.choice(("father", "mother")) for _ in range(length)]
+    # every link names the parent's role (version 2: "C is a son of P" left father or mother
+    # to a guess from P's name)
     lines = []
     for parent, rel, child in facts:
         if rng.random() < 0.5:
             lines.append(f"{parent} is the {rel} of {child}.")
         else:
             kid = "son" if gender[child] == "m" else "daughter"
-            lines.append(f"{child} is a {kid} of {parent}.")
+            lines.append(f"{child} is the {kid} of {parent}, {_POSSESSIVE[gender[child]]} {rel}.")
     query = start + "".join(f"'s {rel}" for rel in path)
     return {"facts": facts, "start": start, "path": path}, [" ".join(lines), query]
 
@@ -137,10 +143,30 @@ def solve_scan(inputs: dict[str, Any]) -> str:
     return person
 
 
+def text_ancestor(question: str) -> str:
+    """Read every parent link with its role from the text; follow the asked chain. A missing
+    link, or two people stated in one role, leaves the question undetermined."""
+    parent: dict[tuple[str, str], set[str]] = {}
+    for p, rel, child in re.findall(r"(\w+) is the (father|mother) of (\w+)\.", question):
+        parent.setdefault((child, rel), set()).add(p)
+    for child, p, rel in re.findall(
+        r"(\w+) is the (?:son|daughter) of (\w+), \w+ (\w+)\.", question
+    ):
+        parent.setdefault((child, rel), set()).add(p)
+    start, *path = between(question, "Who is ", "?").split("'s ")
+    person = start
+    for rel in path:
+        found = parent.get((person, rel), set())
+        if len(found) != 1:
+            raise Undetermined(f"the text names {len(found)} {rel}(s) of {person}")
+        (person,) = found
+    return person
+
+
 FAMILIES = (
     Family(
         id="kinship_ancestor",
-        version="1",
+        version="2",
         category="relational",
         title="Family-tree ancestor query",
         template="Facts about a family: [Input Slot 1] Who is [Input Slot 2]?",
@@ -148,5 +174,6 @@ FAMILIES = (
         validators=(solve_dict, solve_scan),
         answer_format="Answer with the person's name only.",
         size=lambda inputs: len(inputs["facts"]) + len(inputs["path"]),
+        text_solver=text_ancestor,
     ),
 )

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import heapq
 import random
+import re
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._textonly import Undetermined
 
 _NAMES = [
     "Ada",
@@ -119,10 +121,43 @@ def solve_closure(inputs: dict[str, Any]) -> str:
     return who
 
 
+def _text_order(question: str) -> list[str]:
+    """The order (most first) the comparisons in the text force; Undetermined if not one."""
+    above: dict[str, set[str]] = {}
+    for more, less, _, _ in _ATTRS:
+        pairs = re.findall(rf"(\w+) is {more} than (\w+)\.", question)
+        pairs += [(a, b) for b, a in re.findall(rf"(\w+) is {less} than (\w+)\.", question)]
+        for a, b in pairs:
+            above.setdefault(b, set()).add(a)
+            above.setdefault(a, set())
+    order: list[str] = []
+    while len(order) < len(above):
+        ready = [p for p in above if p not in order and above[p] <= set(order)]
+        if len(ready) != 1:
+            raise Undetermined(f"{len(ready)} people could come next after {order}")
+        order.append(ready[0])
+    return order
+
+
+def text_kth(question: str) -> str:
+    """Read the comparisons (either direction) and the asked rank; the order from the text must
+    be the only one consistent with it."""
+    asked = re.search(r"Who is the (?:(\d+)\w\w )?(\w+)\?", question)
+    if asked is None:
+        raise ValueError("no rank asked")
+    k = int(asked.group(1) or 1)
+    order = _text_order(question)
+    if any(asked.group(2) == most for _, _, most, _ in _ATTRS):
+        return order[k - 1]
+    if any(asked.group(2) == least for _, _, _, least in _ATTRS):
+        return order[-k]
+    raise ValueError(f"unknown rank word {asked.group(2)!r}")
+
+
 FAMILIES = (
     Family(
         id="ranking_kth",
-        version="1",
+        version="2",
         category="relational",
         title="Ranking from pairwise comparisons",
         template="[Input Slot 1] Who is the [Input Slot 2]?",
@@ -130,5 +165,6 @@ FAMILIES = (
         validators=(solve_kahn, solve_closure),
         answer_format="Answer with the person's name only.",
         size=lambda inputs: len(inputs["comparisons"]),
+        text_solver=text_kth,
     ),
 )

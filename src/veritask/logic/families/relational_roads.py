@@ -7,6 +7,7 @@ import random
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._textonly import Undetermined, findall
 
 _TOWNS = [
     "Ashby",
@@ -86,10 +87,30 @@ def solve_bellman_ford(inputs: dict[str, Any]) -> int:
     return dist[inputs["dst"]]
 
 
+def text_distance(question: str) -> int:
+    """Read the roads and both towns; Dijkstra over the roads read."""
+    adj: dict[str, list[tuple[str, int]]] = {}
+    for w, a, b in findall(r"A road of length (\d+) joins (\w+) and (\w+)\.", question):
+        adj.setdefault(a, []).append((b, int(w)))
+        adj.setdefault(b, []).append((a, int(w)))
+    src, dst = findall(r"drive from (\w+) to (\w+)\?", question)[0]
+    heap, done = [(0, src)], set()
+    while heap:
+        d, town = heapq.heappop(heap)
+        if town == dst:
+            return d
+        if town in done:
+            continue
+        done.add(town)
+        heap.extend((d + w, nxt) for nxt, w in adj[town] if nxt not in done)
+        heapq.heapify(heap)
+    raise Undetermined(f"no road connects {src} and {dst}")
+
+
 FAMILIES = (
     Family(
         id="road_shortest_distance",
-        version="1",
+        version="2",
         category="relational",
         title="Shortest road distance",
         template=(
@@ -100,5 +121,6 @@ FAMILIES = (
         validators=(solve_dijkstra, solve_bellman_ford),
         answer_format="Answer with the integer only.",
         size=lambda inputs: len(inputs["towns"]) + len(inputs["roads"]),
+        text_solver=text_distance,
     ),
 )

@@ -7,13 +7,11 @@ from math import comb
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._text import be, count_noun, join_and, split_and
+from veritask.logic._textonly import between, findall
 
 _CLUBS = ("chess", "drama", "music", "robotics", "soccer", "debate")
 _WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
-
-
-def _join(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
@@ -25,14 +23,15 @@ def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[
     counts = [0] * (1 << k)  # counts[mask] = members of every club in mask; counts[0] = total
     for mask in range(1 << k):
         counts[mask] = sum(region[r] for r in range(1 << k) if r & mask == mask)
-    lines = [f"A school has {counts[0]} students."]
+    lines = [f"A school has {count_noun(counts[0], 'student')}."]
     for mask in range(1, 1 << k):
         members = [clubs[i] for i in range(k) if mask >> i & 1]
+        n = counts[mask]
         if len(members) == 1:
-            lines.append(f"{counts[mask]} are in the {members[0]} club.")
+            lines.append(f"{n} {be(n)} in the {members[0]} club.")
         else:
             both = "both" if len(members) == 2 else "all of"
-            lines.append(f"{counts[mask]} are in {both} {_join(members)}.")
+            lines.append(f"{n} {be(n)} in {both} {join_and(members)}.")
     kind = rng.choice(("none", "exactly", "only"))
     if kind == "none":
         query: list[Any] = ["none", 0]
@@ -84,16 +83,45 @@ def solve_formula(inputs: dict[str, Any]) -> int:
     return sum((-1) ** (size - 1) * counts[t] for t, size in sets if t & bit)
 
 
+def text_region(question: str) -> int:
+    """Read the total and every intersection count; recover each exact region by inclusion-
+    exclusion over the clubs read, then add up the asked ones."""
+    total = int(between(question, "A school has ", " student"))
+    counts: dict[frozenset[str], int] = {frozenset(): total}
+    for n, clubs in findall(
+        r"(\d+) (?:is|are) in (?:the |both |all of )?([\w, ]+?)(?: club)?\.", question
+    ):
+        counts[frozenset(split_and(clubs))] = int(n)
+    names: set[str] = set().union(*counts)
+    exact: dict[frozenset[str], int] = {}
+    for subset in counts:
+        exact[subset] = sum(
+            (-1) ** (len(sup) - len(subset)) * n for sup, n in counts.items() if subset <= sup
+        )
+    asked = between(question, "How many students are in ", "?")
+    if asked == "none of the clubs":
+        return exact[frozenset()]
+    if asked.startswith("exactly"):
+        j = ("one", "two", "three", "four").index(asked.split()[1]) + 1
+        return sum(n for s, n in exact.items() if len(s) == j)
+    only = between(asked, "the ", " club and no other")
+    if only not in names:
+        raise ValueError(f"unknown club {only!r}")
+    return exact[frozenset([only])]
+
+
 FAMILIES = (
     Family(
         id="venn_region_count",
-        version="1",
+        version="2",
         category="relational",
         title="Venn region count",
         template="[Input Slot 1] How many students are [Input Slot 2]?",
         generate=generate,
         validators=(solve_mobius, solve_formula),
         answer_format="Answer with the integer only.",
-        size=lambda inputs: len(inputs["counts"]),
+        # regions, plus the head count to work with (it grows at every level)
+        size=lambda inputs: len(inputs["counts"]) + int(inputs["counts"][0]) // 4,
+        text_solver=text_region,
     ),
 )

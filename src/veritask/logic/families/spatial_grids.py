@@ -6,14 +6,18 @@ import random
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._text import number
+from veritask.logic._textonly import between, findall
 
 # --- monotone path counting with obstacles -------------------------------------------------
 
 
 def generate_paths(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """An R x C grid (3-6 rows) with blocked cells; at least one path exists."""
-    rows = 3 + (difficulty + 1) // 3
-    cols = rows + rng.randint(0, 3)
+    """An R x C grid (3-7 rows) with blocked cells; at least one path exists. Every level has
+    its own grid shapes (odd levels 1-2 columns more than rows, even levels 3-4), so the area
+    grows at every level and no two levels share a question."""
+    rows = 3 + (difficulty - 1) // 2
+    cols = rows + 1 + 2 * ((difficulty - 1) % 2) + rng.randint(0, 1)
     density = 0.15 + 0.01 * difficulty
     cells = [(r, c) for r in range(rows) for c in range(cols)][1:-1]
     # version 2: up to 3 extra columns, one obstacle allowed at d=1 (answer 1 was 32% there)
@@ -191,10 +195,10 @@ def transform_coords(inputs: dict[str, Any]) -> list[str]:
 
 
 def generate_islands(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """A grid of land (#) and water (.) from 4x4 to 10x13."""
-    rows = 4 + (difficulty - 1) * 4 // 9 + rng.randint(0, 2)
-    cols = rows + rng.randint(0, 3)
-    p = rng.uniform(0.15, 0.65)
+    """A grid of land (#) and water (.) from 5x5 to 9x13; the mean area grows at every level."""
+    rows = 5 + (difficulty - 1) // 2
+    cols = rows + 2 * ((difficulty - 1) % 2) + rng.randint(0, 2)
+    p = rng.uniform(0.1, 0.75)
     grid = ["".join("#" if rng.random() < p else "." for _ in range(cols)) for _ in range(rows)]
     return {"grid": grid}, [str(rows), str(cols), "\n".join(grid)]
 
@@ -296,10 +300,76 @@ def turtle_complex(inputs: dict[str, Any]) -> int:
     return round(abs(pos.real) + abs(pos.imag))
 
 
+# --- text-only solvers ---------------------------------------------------------------------
+
+
+def _text_grid(question: str, start: str, end: str) -> list[str]:
+    return between(question, start, end).strip().split("\n")
+
+
+def text_paths(question: str) -> int:
+    """Read the grid; count right/down paths cell by cell from the top-left."""
+    grid = _text_grid(question, "an open one:\n", "\nMoving")
+    rows, cols = len(grid), len(grid[0])
+    ways = [[0] * (cols + 1) for _ in range(rows + 1)]
+    for r in range(rows):
+        for c in range(cols):
+            if grid[r][c] == "#":
+                continue
+            ways[r + 1][c + 1] = 1 if r == c == 0 else ways[r][c + 1] + ways[r + 1][c]
+    return ways[rows][cols]
+
+
+def text_robot(question: str) -> list[int]:
+    """Read the room, the start and the moves; walk, clamping at the walls."""
+    width = number(between(question, "room of "))
+    height = number(between(question, "wall) and "))
+    x, y = (int(v) for v in findall(r"= \((\d+), (\d+)\)", question)[0])
+    unit = {"north": (0, 1), "south": (0, -1), "east": (1, 0), "west": (-1, 0)}
+    for n, way in findall(r"(\d+) (north|south|east|west)", question):
+        dx, dy = unit[way]
+        x = min(width - 1, max(0, x + dx * int(n)))
+        y = min(height - 1, max(0, y + dy * int(n)))
+    return [x, y]
+
+
+def text_transform(question: str) -> list[str]:
+    """Read the grid, the transformations and the row; apply them to a list of rows."""
+    grid = [list(r) for r in _text_grid(question, "letters:\n", "\nApply")]
+    by_text = {text: op for op, text in _OPS_TEXT.items()}
+    ops = [by_text[t] for t in between(question, "in order: ", ". What is row").split("; then ")]
+    row = number(between(question, "What is row "))
+    return transform_lists({"grid": ["".join(r) for r in grid], "ops": ops, "row": row})
+
+
+def text_islands(question: str) -> int:
+    """Read the map; count islands by flood fill."""
+    return islands_flood({"grid": _text_grid(question, "as '.':\n", "\nLand cells")})
+
+
+def text_turtle(question: str) -> int:
+    """Read the walk; track position and heading."""
+    x, y, dx, dy = 0, 0, 0, 1
+    walk = between(question, "facing north. You ", ". How far")
+    for part in walk.split(", "):
+        if part.startswith("walk forward"):
+            steps = number(part[len("walk forward") :])
+            x, y = x + dx * steps, y + dy * steps
+        elif part == "turn left":
+            dx, dy = -dy, dx
+        elif part == "turn right":
+            dx, dy = dy, -dx
+        elif part == "turn around":
+            dx, dy = -dx, -dy
+        else:
+            raise ValueError(f"unknown step {part!r}")
+    return abs(x) + abs(y)
+
+
 FAMILIES = (
     Family(
         id="grid_path_count",
-        version="2",
+        version="3",
         category="spatial",
         title="Grid paths around obstacles",
         template=(
@@ -313,10 +383,11 @@ FAMILIES = (
         size=lambda inputs: (
             len(inputs["grid"]) * len(inputs["grid"][0]) + sum(r.count("#") for r in inputs["grid"])
         ),
+        text_solver=text_paths,
     ),
     Family(
         id="robot_walls",
-        version="1",
+        version="2",
         category="spatial",
         title="Robot in a walled room",
         template=(
@@ -329,10 +400,11 @@ FAMILIES = (
         validators=(robot_steps, robot_clamp),
         answer_format="Answer with the final x and y separated by a comma, e.g. 3, 4.",
         size=lambda inputs: len(inputs["moves"]),
+        text_solver=text_robot,
     ),
     Family(
         id="pattern_transform_row",
-        version="1",
+        version="2",
         category="spatial",
         title="Rotating and mirroring a pattern",
         template=(
@@ -346,10 +418,11 @@ FAMILIES = (
         size=lambda inputs: (
             len(inputs["ops"]) * 4 + len(inputs["grid"]) * len(inputs["grid"][0]) // 4
         ),
+        text_solver=text_transform,
     ),
     Family(
         id="island_count",
-        version="1",
+        version="2",
         category="spatial",
         title="Counting islands",
         template=(
@@ -361,10 +434,11 @@ FAMILIES = (
         validators=(islands_flood, islands_union_find),
         answer_format="Answer with the integer only.",
         size=lambda inputs: len(inputs["grid"]) * len(inputs["grid"][0]),
+        text_solver=text_islands,
     ),
     Family(
         id="turtle_manhattan",
-        version="1",
+        version="2",
         category="spatial",
         title="Walk with turns: Manhattan distance",
         template=(
@@ -376,5 +450,6 @@ FAMILIES = (
         validators=(turtle_table, turtle_complex),
         answer_format="Answer with the integer only.",
         size=lambda inputs: len(inputs["steps"]),
+        text_solver=text_turtle,
     ),
 )

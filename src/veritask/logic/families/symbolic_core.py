@@ -8,6 +8,8 @@ import re
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._text import number
+from veritask.logic._textonly import between, findall
 
 Inputs = dict[str, Any]
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -125,8 +127,9 @@ _WORDS = [
 
 
 def gen_vigenere(difficulty: int, rng: random.Random) -> tuple[Inputs, list[str]]:
-    """Plain words enciphered with a key of length 1 (Caesar) up to 5."""
-    words = [rng.choice(_WORDS) for _ in range(2 + difficulty // 3)]
+    """2 + d//2 plain words enciphered with a key of length 1 (Caesar) up to 5: the words
+    and the key length take turns to grow, so every level is larger than the one below."""
+    words = [rng.choice(_WORDS) for _ in range(2 + difficulty // 2)]
     key_len = 1 + (difficulty - 1) // 2
     key = "".join(rng.choice("bcdefghijklmnopqrstuvwxyz") for _ in range(key_len))
     plain = " ".join(words)
@@ -389,10 +392,96 @@ def solve_stack_cons(inputs: Inputs) -> int:
     return int(stack[0])
 
 
+# --------------------------------------------------------------------------- text-only solvers
+
+
+def text_rewrite(question: str) -> str:
+    """Read the start string, the rules in order and the step budget; rewrite."""
+    text = between(question, "Start with the string ", ".")
+    rules = findall(r"rule \d+: (\w+) -> (\w+)", question)
+    for _ in range(number(between(question, "Perform at most "))):
+        hit = next(((lhs, rhs) for lhs, rhs in rules if lhs in text), None)
+        if hit is None:
+            break
+        at = text.find(hit[0])
+        text = text[:at] + hit[1] + text[at + len(hit[0]) :]
+    return text
+
+
+def text_vigenere(question: str) -> str:
+    """Read the ciphertext and the key; shift each letter back by its key letter."""
+    cipher = between(question, "The text ", " was encrypted")
+    key = between(question, "using the key ", ":")
+    out, k = [], 0
+    for ch in cipher:
+        if ch == " ":
+            out.append(ch)
+            continue
+        out.append(_ALPHA[(_ALPHA.index(ch) - _ALPHA.index(key[k % len(key)])) % 26])
+        k += 1
+    return "".join(out)
+
+
+def text_base(question: str) -> str:
+    """Read the digits and both bases; convert through an integer."""
+    digits = between(question, "The number ", " is written")
+    value = int(digits, number(between(question, "in base ")))
+    target = number(between(question, "Write it in base "))
+    out = ""
+    while value:
+        value, r = divmod(value, target)
+        out = _DIGITS[r] + out
+    return out or "0"
+
+
+def _sort_key(rule: str, param: int) -> Any:
+    if rule.startswith("by the sum"):
+        return lambda x: (sum(map(int, str(x))), -x)
+    if rule.startswith("by remainder"):
+        return lambda x: (x % param, x)
+    if rule.startswith("by the number of 1s"):
+        return lambda x: (-bin(x).count("1"), x)
+    if rule.startswith("by their last"):
+        return lambda x: (x % 10, -x)
+    if rule.startswith("by distance"):
+        return lambda x: (abs(x - param), x)
+    raise ValueError(f"unknown rule {rule!r}")
+
+
+def text_sort(question: str) -> list[int]:
+    """Read the numbers and the rule (with its parameter); sort by the rule's key."""
+    match = re.match(r"Sort the numbers ([\d, ]+?) (by .*)\.\n", question)
+    if match is None:
+        raise ValueError("no numbers and rule")
+    numbers = [int(x) for x in match.group(1).split(", ")]
+    rule = match.group(2)
+    params = re.findall(r"(?:modulo|from) (\d+)", rule)
+    return sorted(numbers, key=_sort_key(rule, int(params[0]) if params else 0))
+
+
+def text_stack(question: str) -> int:
+    """Read the program lines; run them on a list."""
+    stack: list[int] = []
+    for line in between(question, "per line:\n", "\npush n puts").split("\n"):
+        op, _, arg = line.partition(" ")
+        if op == "push":
+            stack.append(int(arg))
+        elif op == "dup":
+            stack.append(stack[-1])
+        elif op == "pop":
+            stack.pop()
+        elif op == "swap":
+            stack[-2:] = stack[-1], stack[-2]
+        else:
+            b, a = stack.pop(), stack.pop()
+            stack.append({"add": a + b, "sub": a - b, "mul": a * b}[op])
+    return stack[-1]
+
+
 FAMILIES = (
     Family(
         id="string_rewrite",
-        version="1",
+        version="2",
         category="symbolic",
         title="String rewriting",
         template=(
@@ -406,10 +495,11 @@ FAMILIES = (
         validators=(solve_rewrite_replace, solve_rewrite_scan),
         answer_format="Answer with the final string only.",
         size=lambda inputs: int(inputs["steps"]) + len(inputs["rules"]) + len(inputs["start"]),
+        text_solver=text_rewrite,
     ),
     Family(
         id="vigenere_decode",
-        version="1",
+        version="2",
         category="symbolic",
         title="Vigenere decoding",
         template=(
@@ -422,10 +512,11 @@ FAMILIES = (
         validators=(solve_vigenere_ord, solve_vigenere_table),
         answer_format="Answer with the decrypted text only, in lowercase.",
         size=lambda inputs: len(inputs["key"]) + len(str(inputs["ciphertext"]).split()),
+        text_solver=text_vigenere,
     ),
     Family(
         id="base_conversion",
-        version="1",
+        version="2",
         category="symbolic",
         title="Base conversion",
         template=(
@@ -436,10 +527,11 @@ FAMILIES = (
         validators=(solve_base_divmod, solve_base_powers),
         answer_format="Answer with the digits only (lowercase letters for digits above 9).",
         size=lambda inputs: int(str(inputs["number"]), int(inputs["from"])).bit_length(),
+        text_solver=text_base,
     ),
     Family(
         id="custom_sort",
-        version="1",
+        version="2",
         category="symbolic",
         title="Sorting by a custom rule",
         template="Sort the numbers [Input Slot 1] [Input Slot 2].",
@@ -447,10 +539,11 @@ FAMILIES = (
         validators=(solve_sort_key, solve_sort_compare),
         answer_format="Answer with the sorted numbers separated by commas.",
         size=lambda inputs: len(inputs["numbers"]),
+        text_solver=text_sort,
     ),
     Family(
         id="stack_machine",
-        version="1",
+        version="2",
         category="symbolic",
         title="Stack machine output",
         template=(
@@ -464,5 +557,6 @@ FAMILIES = (
         validators=(solve_stack_list, solve_stack_cons),
         answer_format="Answer with the integer only.",
         size=lambda inputs: len(inputs["program"]),
+        text_solver=text_stack,
     ),
 )

@@ -7,9 +7,11 @@ import bisect
 import datetime as dt
 import heapq
 import random
+import re
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._textonly import Undetermined, between, findall
 
 Inputs = dict[str, Any]
 _DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -24,10 +26,10 @@ def _hhmm(minutes: int) -> str:
 
 
 def gen_weekday(difficulty: int, rng: random.Random) -> tuple[Inputs, list[str]]:
-    """A start weekday and 1 + difficulty // 2 signed shifts in days or weeks."""
+    """A start weekday and ``difficulty`` signed shifts in days or weeks."""
     start = rng.randrange(7)
     shifts: list[list[Any]] = []
-    for _ in range(1 + difficulty // 2):
+    for _ in range(difficulty):
         unit = "weeks" if rng.random() < 0.25 else "days"
         amount = rng.randint(1, 6 + 12 * difficulty) if unit == "days" else rng.randint(1, 9)
         shifts.append([amount if rng.random() < 0.7 else -amount, unit])
@@ -106,15 +108,18 @@ def solve_meetings_dp(inputs: Inputs) -> int:
 
 
 def gen_free_slot(difficulty: int, rng: random.Random) -> tuple[Inputs, list[str]]:
-    """2 + difficulty // 3 calendars with busy blocks in 15-minute units over 09:00-18:00."""
-    people = 2 + difficulty // 3
-    blocks = 1 + (difficulty + 1) // 3
+    """2 + difficulty // 4 calendars with ``people + difficulty`` busy blocks in all (one or more
+    each), in 15-minute units over 09:00-18:00."""
+    people = 2 + difficulty // 4
     while True:
         duration = rng.randint(2, 6)
+        blocks = [1] * people
+        for _ in range(difficulty):
+            blocks[rng.randrange(people)] += 1
         calendars: list[list[list[int]]] = []
-        for _ in range(people):
+        for person in range(people):
             busy: list[list[int]] = []
-            for b_index in range(blocks):
+            for b_index in range(blocks[person]):
                 a = 0 if not calendars and b_index == 0 else rng.randrange(34)
                 b = min(a + rng.randint(1, 8), 36)
                 busy.append([a, b])
@@ -187,12 +192,13 @@ _EVENTS = [
 
 
 def gen_events(difficulty: int, rng: random.Random) -> tuple[Inputs, list[str]]:
-    """3 + difficulty // 2 events; consecutive-pair clues plus redundant ones, shuffled."""
+    """3 + difficulty // 2 events; consecutive-pair clues plus (difficulty + 1) // 2 redundant
+    ones, shuffled: 2 + difficulty clues in all."""
     n = 3 + difficulty // 2
     order = rng.sample(_EVENTS, n)
     pairs = {(i, i + 1) for i in range(n - 1)}
     extra = [(i, j) for i in range(n) for j in range(i + 2, n)]
-    pairs.update(rng.sample(extra, min(len(extra), difficulty // 2)))
+    pairs.update(rng.sample(extra, min(len(extra), (difficulty + 1) // 2)))
     clues = [[order[i], order[j]] for i, j in sorted(pairs)]
     rng.shuffle(clues)
     text = "; ".join(
@@ -247,15 +253,18 @@ def solve_events_ancestors(inputs: Inputs) -> list[str]:
 
 
 def gen_timezone(difficulty: int, rng: random.Random) -> tuple[Inputs, list[str]]:
-    """Departure time and zone, 1 + 2 * (difficulty // 3) legs, arrival zone."""
+    """Departure time and zone, ``difficulty`` legs (flights and layovers in turn; a last leg
+    after a flight is a train ride), arrival zone."""
     step = 30 if difficulty >= 6 else 60
     depart_zone = step * rng.randint(-10 * 60 // step, 12 * 60 // step)
     arrive_zone = step * rng.randint(-10 * 60 // step, 12 * 60 // step)
     depart = 5 * rng.randrange(288)
-    legs = [5 * rng.randint(6, 150 if i % 2 == 0 else 50) for i in range(1 + 2 * (difficulty // 3))]
+    legs = [5 * rng.randint(6, 150 if i % 2 == 0 else 50) for i in range(difficulty)]
+    kinds = ["a flight" if i % 2 == 0 else "a layover" for i in range(difficulty)]
+    if difficulty % 2 == 0:
+        kinds[-1] = "a train ride"
     text = ", then ".join(
-        f"{'a flight' if i % 2 == 0 else 'a layover'} of {m // 60} h {m % 60} min"
-        for i, m in enumerate(legs)
+        f"{kind} of {m // 60} h {m % 60} min" for kind, m in zip(kinds, legs, strict=True)
     )
 
     def zone(offset: int) -> str:
@@ -287,10 +296,82 @@ def solve_timezone_datetime(inputs: Inputs) -> str:
     return when.astimezone(dst).strftime("%H:%M")
 
 
+# --------------------------------------------------------------------------- text-only solvers
+
+
+def _clock(text: str) -> int:
+    """``HH:MM`` as minutes since midnight."""
+    hours, minutes = text.split(":")
+    return int(hours) * 60 + int(minutes)
+
+
+def text_weekday(question: str) -> str:
+    """Read the start day and every shift from the question; step through the week."""
+    day = _DAYS.index(between(question, "Today is ", ".").lower())
+    for amount, unit, way in findall(r"(\d+) (days?|weeks?) (later|earlier)", question):
+        days = int(amount) * (7 if unit.startswith("week") else 1)
+        day += days if way == "later" else -days
+    return _DAYS[day % 7]
+
+
+def text_meetings(question: str) -> int:
+    """Read the offered meetings; earliest-finish greedy on the clock times."""
+    offered = findall(r"(\d\d:\d\d)-(\d\d:\d\d)", between(question, "(start-end): ", ". You"))
+    count, free_at = 0, -1
+    for start, end in sorted(((_clock(a), _clock(b)) for a, b in offered), key=lambda m: m[1]):
+        if start >= free_at:
+            count, free_at = count + 1, end
+    return count
+
+
+def text_free_slot(question: str) -> str:
+    """Read every busy block and the meeting length; try each minute from 09:00."""
+    busy = [
+        (_clock(a), _clock(b))
+        for a, b in findall(r"(\d\d:\d\d)-(\d\d:\d\d)", between(question, "Busy times"))
+    ]
+    length = int(re.findall(r"of a (\d+)-minute meeting", question)[0])
+    # the earliest start is 09:00 or the end of a busy block
+    for start in sorted({540, *(end for _, end in busy)}):
+        fits = start + length <= 1080
+        if fits and all(end <= start or begin >= start + length for begin, end in busy):
+            return _hhmm(start)
+    raise Undetermined("no common free slot")
+
+
+def text_events(question: str) -> list[str]:
+    """Read the events and the before/after clues; the order must be the only one."""
+    events = between(question, "The events ", " each happened").split(", ")
+    before: dict[str, set[str]] = {
+        e: set() for e in events
+    }  # event -> events known to come before it
+    for a, word, b in findall(r"the (\w+) happened (before|after) the (\w+)", question):
+        first, then = (a, b) if word == "before" else (b, a)
+        before[then].add(first)
+    order: list[str] = []
+    while len(order) < len(events):
+        ready = [e for e in events if e not in order and before[e] <= set(order)]
+        if len(ready) != 1:
+            raise Undetermined(f"{len(ready)} events could come next after {order}")
+        order.append(ready[0])
+    return order
+
+
+def text_timezone(question: str) -> str:
+    """Read the departure, both UTC offsets and the leg durations; add them up."""
+    depart = _clock(between(question, "departs at ", " local"))
+    zones = [
+        (1 if sign == "+" else -1) * (int(h) * 60 + int(m))
+        for sign, h, m in findall(r"UTC([+-])(\d+):(\d\d)", question)
+    ]
+    legs = sum(int(h) * 60 + int(m) for h, m in findall(r"(\d+) h (\d+) min", question))
+    return _hhmm((depart - zones[0] + legs + zones[1]) % 1440)
+
+
 FAMILIES = (
     Family(
         id="weekday_shift",
-        version="1",
+        version="2",
         category="temporal",
         title="Weekday after shifts",
         template=(
@@ -300,10 +381,11 @@ FAMILIES = (
         validators=(solve_weekday_mod, solve_weekday_calendar),
         answer_format="Answer with the weekday name only.",
         size=lambda inputs: len(inputs["shifts"]),
+        text_solver=text_weekday,
     ),
     Family(
         id="max_meetings",
-        version="1",
+        version="2",
         category="temporal",
         title="Maximum non-overlapping meetings",
         template=(
@@ -315,10 +397,11 @@ FAMILIES = (
         validators=(solve_meetings_greedy, solve_meetings_dp),
         answer_format="Answer with the integer only.",
         size=lambda inputs: len(inputs["meetings"]),
+        text_solver=text_meetings,
     ),
     Family(
         id="common_free_slot",
-        version="1",
+        version="2",
         category="temporal",
         title="Earliest common free slot",
         template=(
@@ -331,10 +414,11 @@ FAMILIES = (
         validators=(solve_free_brute, solve_free_merge),
         answer_format="Answer with the start time as HH:MM (24-hour clock).",
         size=lambda inputs: sum(len(c) for c in inputs["calendars"]) + len(inputs["calendars"]),
+        text_solver=text_free_slot,
     ),
     Family(
         id="event_order",
-        version="1",
+        version="2",
         category="temporal",
         title="Event order from before/after clues",
         template=(
@@ -345,10 +429,11 @@ FAMILIES = (
         validators=(solve_events_kahn, solve_events_ancestors),
         answer_format="Answer with the event names in order, separated by commas.",
         size=lambda inputs: len(inputs["before"]),
+        text_solver=text_events,
     ),
     Family(
         id="timezone_arrival",
-        version="1",
+        version="2",
         category="temporal",
         title="Arrival time across time zones",
         template=(
@@ -360,5 +445,6 @@ FAMILIES = (
         validators=(solve_timezone_minutes, solve_timezone_datetime),
         answer_format="Answer with the time as HH:MM (24-hour clock).",
         size=lambda inputs: len(inputs["legs"]),
+        text_solver=text_timezone,
     ),
 )
