@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 from decimal import Decimal
 from typing import Any
 
@@ -169,4 +170,30 @@ def test_an_expired_deadline_does_not_interrupt_later_work(mock_env: Environment
     mock_env.call("query_loans", {})
     assert mock_env.rows("loans") and mock_env.snapshot().tracked.root
     mock_env.call_time_limit = DEFAULT_CALL_TIME_LIMIT
+    assert mock_env.call("insert_loans", GOOD).ok
+
+
+class _FailingRelease:
+    """A connection whose next ``RELEASE vt_call`` fails (as a deferred constraint would)."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.conn, name)
+
+    def execute(self, sql: str, *params: Any) -> Any:
+        if sql == "RELEASE vt_call":
+            raise sqlite3.IntegrityError("FOREIGN KEY constraint failed")
+        return self.conn.execute(sql, *params)
+
+
+def test_a_failing_release_is_rolled_back(mock_env: Environment) -> None:
+    before = mock_env.image()
+    real = mock_env._conn
+    mock_env._conn = _FailingRelease(real)  # type: ignore[assignment]
+    result = mock_env.call("insert_loans", GOOD)
+    mock_env._conn = real
+    assert result.error is not None and result.error.code == "FOREIGN_KEY_VIOLATION"
+    assert_clean_rejection(mock_env, before, result)
     assert mock_env.call("insert_loans", GOOD).ok

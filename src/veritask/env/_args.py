@@ -28,6 +28,7 @@ MAX_ARGUMENTS_CHARS = 1_000_000
 MAX_STRING_CHARS = 65_536
 """Longest string argument accepted, in characters."""
 
+_NUMERIC = frozenset({"integer", "number"})
 _NAME_SHOWN = 64  # characters of an offending argument name quoted in a message
 
 
@@ -100,6 +101,12 @@ def _text(tool: ToolSpec, param: Param, value: str) -> ToolError | None:
 
 def _storable(tool: ToolSpec, param: Param, value: Any) -> tuple[Any, ToolError | None]:
     """The value as it will be bound, or the error that stops it from reaching SQLite."""
+    cls, jt = type(value), param.json_type
+    # fast paths for what agents send almost always: ASCII strings and 64-bit integers
+    if cls is str and jt == "string" and len(value) <= MAX_STRING_CHARS and value.isascii():
+        return value, None
+    if cls is int and jt in _NUMERIC and SQLITE_INT_MIN <= value <= SQLITE_INT_MAX:
+        return value, None
     if not _type_ok(param, value):
         return value, _type_error(tool, param, value)
     if isinstance(value, str):
@@ -209,11 +216,11 @@ def validate_arguments(
         if err is not None:
             return {}, err
         clean[name] = value
-    for name, param in tool.params.items():
-        if param.required and name not in clean:
+    for name in tool.required:
+        if name not in clean:
             return {}, ToolError(
                 "MISSING_ARGUMENT",
                 f"{tool.name}: argument {name!r} is required",
-                hint=param.description,
+                hint=tool.params[name].description,
             )
     return clean, None

@@ -100,6 +100,7 @@ class Environment:
         self._conn.set_progress_handler(self._past_deadline, _PROGRESS_OPCODES)
         self._conn.execute("PRAGMA foreign_keys = ON")
         self._sql_cache: dict[tuple[str, tuple[str, ...]], str] = {}
+        self._savepoint = _CallSavepoint(self)
         self._mode = "read"
         self.restore(state if state is not None else self.domain.seed)
 
@@ -307,31 +308,6 @@ class Environment:
         values = [args[c] for c in cols] + [rowid]
         return self._write(tool, self._write_sql(tool, cols), values, (rowid, old), args)
 
-    @contextmanager
-    def _savepoint(self) -> Iterator[None]:
-        """Own ``SAVEPOINT vt_call``: release it when the block succeeds, else roll it back.
-
-        The savepoint is always the outermost transaction (the connection is in autocommit mode
-        between calls), so rolling back undoes exactly this call's work and nothing before it.
-        Every exit path closes it, exceptions of any kind included; an open transaction on entry
-        is a broken invariant and is refused rather than nested into.
-        """
-        conn = self._conn
-        if conn.in_transaction:
-            raise RuntimeError("a transaction is already open; refusing to nest vt_call")
-        self._mode = "write"
-        try:
-            conn.execute("SAVEPOINT vt_call")
-            try:
-                yield
-                conn.execute("RELEASE vt_call")
-            except BaseException:
-                if conn.in_transaction:  # an interrupt may already have rolled everything back
-                    conn.execute("ROLLBACK")
-                raise
-        finally:
-            self._mode = "read"
-
     def _write(
         self,
         tool: ToolSpec,
@@ -342,7 +318,7 @@ class Environment:
     ) -> ToolResult:
         """Run one write and read back the stored row, both inside the savepoint."""
         try:
-            with self._savepoint():
+            with self._savepoint:
                 cur = self._conn.execute(sql, values)
                 rowid = old[0] if old is not None else cur.lastrowid
                 row = self._row_by_rowid(tool.table, rowid) if rowid is not None else None
@@ -479,6 +455,55 @@ class Environment:
             return list(self._conn.execute(sql, params))
         finally:
             self._mode = "read"
+
+
+class _CallSavepoint:
+    """Owns ``SAVEPOINT vt_call``: released when the block succeeds, rolled back otherwise.
+
+    The savepoint is always the outermost transaction (the connection is in autocommit mode
+    between calls), so rolling back undoes exactly this call's work and nothing before it. Every
+    exit path closes it, exceptions of any kind included, and a failing ``RELEASE`` (a deferred
+    constraint) is rolled back too. An open transaction on entry is a broken invariant: it is
+    refused rather than nested into. A class rather than ``@contextmanager``: this runs on every
+    write, and the generator machinery costs about a microsecond per call.
+    """
+
+    __slots__ = ("_env",)
+
+    def __init__(self, env: Environment) -> None:
+        self._env = env
+
+    def __enter__(self) -> None:
+        env = self._env
+        if env._conn.in_transaction:
+            raise RuntimeError("a transaction is already open; refusing to nest vt_call")
+        env._mode = "write"
+        try:
+            env._conn.execute("SAVEPOINT vt_call")
+        except BaseException:
+            env._mode = "read"
+            raise
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> None:
+        env = self._env
+        try:
+            if exc_type is None:
+                try:
+                    env._conn.execute("RELEASE vt_call")
+                except BaseException:
+                    self._undo()
+                    raise
+            else:
+                self._undo()
+        finally:
+            env._mode = "read"
+
+    def _undo(self) -> None:
+        conn = self._env._conn
+        if conn.in_transaction:  # an interrupt may already have rolled everything back
+            conn.execute("ROLLBACK")
 
 
 _SCHEMA_ERRORS = [
