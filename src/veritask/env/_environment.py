@@ -181,8 +181,8 @@ class Environment:
         inside the ``vt_call`` savepoint, which is released on success and rolled back on every
         other path, so a rejected call leaves the state byte-identical. The call runs under
         ``call_time_limit``: a statement still running then is interrupted and the call comes
-        back as ``TIME_LIMIT_EXCEEDED``. Anything unforeseen becomes ``INTERNAL_ERROR``, raised
-        only after the savepoint has been rolled back.
+        back as ``TIME_LIMIT_EXCEEDED``. Anything unforeseen comes back as ``INTERNAL_ERROR``,
+        reported only after the savepoint has been rolled back.
         """
         limit = self.call_time_limit
         if limit is not None:
@@ -525,7 +525,7 @@ _SCHEMA_ERRORS = [
 
 def _schema_error(tool: ToolSpec, exc: sqlite3.Error) -> ToolError:
     text = str(exc)
-    if "interrupted" in text:
+    if text == "interrupted":  # SQLITE_INTERRUPT: the progress handler hit the deadline
         return ToolError(
             "TIME_LIMIT_EXCEEDED",
             f"{tool.name}: interrupted after the time limit; the call changed nothing",
