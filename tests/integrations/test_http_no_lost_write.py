@@ -2,7 +2,7 @@
 
 The service layer is driven directly (no socket): the bug lived below it, in ``Environment.call``,
 which used to raise on these arguments (a 500), leave its savepoint open, and let the next rejected
-step roll the session back to its origin.
+step roll the served environment back to its origin.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ LAPSED = {"member_id": "m_lapsed", "book_id": "b_dune", "due_step": 10}
         ('{"member_id": ' + "[" * 100_000 + "]" * 100_000 + "}", "ARGUMENTS_TOO_DEEP"),
     ],
 )
-def test_hostile_step_keeps_the_session_state(
+def test_hostile_step_keeps_the_served_state(
     compiled: dict[str, CompiledDomain], arguments: Any, code: str
 ) -> None:
     service = EnvService(DomainSource(compiled["mock"]))
