@@ -1,7 +1,7 @@
 """Environment sessions over compiled SQLite databases: tools, snapshots and state diffs."""
 
 from veritask.env._build import build_image, insert_rows
-from veritask.env._environment import CompiledDomain, Environment
+from veritask.env._environment import DEFAULT_CALL_TIME_LIMIT, CompiledDomain, Environment
 from veritask.env._notebook import bind_new_old, evaluate_on_rows
 from veritask.env._proximity import DEFAULT_EPS, proximity
 from veritask.env._result import ToolError, ToolResult
@@ -18,6 +18,7 @@ from veritask.env._state import (
 )
 
 __all__ = [
+    "DEFAULT_CALL_TIME_LIMIT",
     "DEFAULT_EPS",
     "CompiledDomain",
     "Environment",

@@ -3,6 +3,10 @@
 Hand-written rather than a JSON-schema library: this runs on every tool call (the RL hot path),
 must return one structured error code per failure kind, and the schemas it checks are flat
 objects of scalars, so a loop over the declared parameters is both faster and clearer.
+
+Every value that reaches SQLite has been checked to be storable: integers within SQLite's signed
+64-bit range, finite floats, strings that encode as UTF-8 (no lone surrogates) and of bounded
+length. Binding anything else makes ``sqlite3`` raise instead of the policy rejecting the call.
 """
 
 from __future__ import annotations
@@ -15,34 +19,107 @@ from typing import Any
 from veritask.env._result import ToolError
 from veritask.policy import DomainSpec, Param, ToolSpec
 
+SQLITE_INT_MIN = -(2**63)
+"""Smallest integer SQLite stores (signed 64-bit)."""
+SQLITE_INT_MAX = 2**63 - 1
+"""Largest integer SQLite stores (signed 64-bit)."""
+MAX_ARGUMENTS_CHARS = 1_000_000
+"""Longest arguments JSON text accepted, in characters."""
+MAX_STRING_CHARS = 65_536
+"""Longest string argument accepted, in characters."""
 
-def _type_ok(param: Param, value: Any) -> tuple[bool, Any]:
+_NUMERIC = frozenset({"integer", "number"})
+_NAME_SHOWN = 64  # characters of an offending argument name quoted in a message
+
+
+def _shown(name: object) -> str:
+    """A short, printable quotation of an argument name for an error message."""
+    return repr(name[:_NAME_SHOWN]) if isinstance(name, str) else f"<{type(name).__name__}>"
+
+
+def _type_ok(param: Param, value: Any) -> bool:
+    """Whether ``value`` has a Python type that can carry the parameter's JSON type."""
     jt = param.json_type
     if jt == "string":
-        return isinstance(value, str), value
+        return isinstance(value, str)
     if jt == "boolean":
-        return isinstance(value, bool), value
+        return isinstance(value, bool)
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _type_error(tool: ToolSpec, param: Param, value: Any) -> ToolError:
+    return ToolError(
+        "INVALID_TYPE",
+        f"{tool.name}: argument {param.name!r} must be of type {param.json_type}, got {type(value).__name__}",
+        hint=param.description,
+    )
+
+
+def _number(tool: ToolSpec, param: Param, value: int | float) -> tuple[Any, ToolError | None]:
+    """Check that a number is finite, integral where required and within SQLite's range."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return value, ToolError(
+                "NON_FINITE_NUMBER",
+                f"{tool.name}: argument {param.name!r} must be a finite number, got {value}",
+                hint=param.description,
+            )
+        if param.json_type == "integer":
+            if not value.is_integer():
+                return value, _type_error(tool, param, value)
+            value = int(value)
+    if isinstance(value, int) and not SQLITE_INT_MIN <= value <= SQLITE_INT_MAX:
+        return value, ToolError(
+            "INTEGER_OUT_OF_RANGE",
+            f"{tool.name}: argument {param.name!r} is outside the 64-bit integer range "
+            f"[{SQLITE_INT_MIN}, {SQLITE_INT_MAX}]",
+            hint=param.description,
+        )
+    return value, None
+
+
+def _text(tool: ToolSpec, param: Param, value: str) -> ToolError | None:
+    """Check that a string is of bounded length and valid Unicode (encodes as UTF-8)."""
+    if len(value) > MAX_STRING_CHARS:
+        return ToolError(
+            "ARGUMENTS_TOO_LARGE",
+            f"{tool.name}: argument {param.name!r} is longer than {MAX_STRING_CHARS} characters",
+            hint=param.description,
+        )
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return ToolError(
+                "INVALID_STRING",
+                f"{tool.name}: argument {param.name!r} is not valid Unicode text "
+                f"(unpaired surrogate at position {exc.start})",
+                hint="Send text that encodes as UTF-8.",
+            )
+    return None
+
+
+def _storable(tool: ToolSpec, param: Param, value: Any) -> tuple[Any, ToolError | None]:
+    """The value as it will be bound, or the error that stops it from reaching SQLite."""
+    cls, jt = type(value), param.json_type
+    # fast paths for what agents send almost always: ASCII strings and 64-bit integers
+    if cls is str and jt == "string" and len(value) <= MAX_STRING_CHARS and value.isascii():
+        return value, None
+    if cls is int and jt in _NUMERIC and SQLITE_INT_MIN <= value <= SQLITE_INT_MAX:
+        return value, None
+    if not _type_ok(param, value):
+        return value, _type_error(tool, param, value)
+    if isinstance(value, str):
+        return value, _text(tool, param, value)
     if isinstance(value, bool):
-        return False, value
-    if jt == "integer":
-        if isinstance(value, int):
-            return True, value
-        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-            return True, int(value)
-        return False, value
-    if isinstance(value, int | float) and math.isfinite(value):
-        return True, value
-    return False, value
+        return value, None
+    return _number(tool, param, value)
 
 
 def _check_value(tool: ToolSpec, param: Param, value: Any) -> tuple[Any, ToolError | None]:
-    ok, value = _type_ok(param, value)
-    if not ok:
-        return value, ToolError(
-            "INVALID_TYPE",
-            f"{tool.name}: argument {param.name!r} must be of type {param.json_type}, got {type(value).__name__}",
-            hint=param.description,
-        )
+    value, err = _storable(tool, param, value)
+    if err is not None:
+        return value, err
     if param.enum is not None and value not in param.enum:
         allowed = ", ".join(map(str, param.enum))
         return value, ToolError(
@@ -60,8 +137,8 @@ def _check_value(tool: ToolSpec, param: Param, value: Any) -> tuple[Any, ToolErr
     return value, None
 
 
-def _unknown(tool: ToolSpec, name: str, spec: DomainSpec) -> ToolError:
-    if tool.writes:
+def _unknown(tool: ToolSpec, name: object, spec: DomainSpec) -> ToolError:
+    if tool.writes and isinstance(name, str):
         table = spec.table(tool.table)
         if name in table.column_names:
             col = table.column(name)
@@ -78,9 +155,30 @@ def _unknown(tool: ToolSpec, name: str, spec: DomainSpec) -> ToolError:
             )
     return ToolError(
         "UNKNOWN_ARGUMENT",
-        f"{tool.name}: unknown argument {name!r}",
+        f"{tool.name}: unknown argument {_shown(name)}",
         hint=f"Allowed arguments: {', '.join(tool.params)}",
     )
+
+
+def _decode(tool: ToolSpec, text: str) -> tuple[Any, ToolError | None]:
+    """Parse a JSON arguments string, bounding its size and nesting."""
+    if len(text) > MAX_ARGUMENTS_CHARS:
+        return None, ToolError(
+            "ARGUMENTS_TOO_LARGE",
+            f"{tool.name}: arguments are longer than {MAX_ARGUMENTS_CHARS} characters",
+        )
+    try:
+        return (json.loads(text) if text.strip() else {}), None
+    except RecursionError:
+        return None, ToolError(
+            "ARGUMENTS_TOO_DEEP",
+            f"{tool.name}: arguments are nested too deeply",
+            hint="Arguments are a flat JSON object of scalars.",
+        )
+    except ValueError as exc:  # JSONDecodeError, or an integer literal with too many digits
+        return None, ToolError(
+            "INVALID_ARGUMENTS", f"{tool.name}: arguments are not valid JSON: {exc}"
+        )
 
 
 def parse_arguments(tool: ToolSpec, raw: Any) -> tuple[dict[str, Any] | None, ToolError | None]:
@@ -88,12 +186,9 @@ def parse_arguments(tool: ToolSpec, raw: Any) -> tuple[dict[str, Any] | None, To
     if raw is None:
         return {}, None
     if isinstance(raw, str):
-        try:
-            raw = json.loads(raw) if raw.strip() else {}
-        except json.JSONDecodeError as exc:
-            return None, ToolError(
-                "INVALID_ARGUMENTS", f"{tool.name}: arguments are not valid JSON: {exc}"
-            )
+        raw, err = _decode(tool, raw)
+        if err is not None:
+            return None, err
     if not isinstance(raw, Mapping):
         return None, ToolError("INVALID_ARGUMENTS", f"{tool.name}: arguments must be a JSON object")
     return dict(raw), None
@@ -108,7 +203,7 @@ def validate_arguments(
         return {}, err
     clean: dict[str, Any] = {}
     for name, value in args.items():
-        param = tool.params.get(name)
+        param = tool.params.get(name) if isinstance(name, str) else None
         if param is None:
             return {}, _unknown(tool, name, spec)
         if value is None:
@@ -121,11 +216,11 @@ def validate_arguments(
         if err is not None:
             return {}, err
         clean[name] = value
-    for name, param in tool.params.items():
-        if param.required and name not in clean:
+    for name in tool.required:
+        if name not in clean:
             return {}, ToolError(
                 "MISSING_ARGUMENT",
                 f"{tool.name}: argument {name!r} is required",
-                hint=param.description,
+                hint=tool.params[name].description,
             )
     return clean, None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 import time
@@ -28,6 +29,10 @@ from veritask.policy import RAISE_PATTERN, DomainSpec, Rule, ToolSpec, build_too
 from veritask.policy._tools import DEFAULT_LIMIT
 
 Mode = Literal["read", "write", "admin"]
+
+DEFAULT_CALL_TIME_LIMIT = 5.0
+"""Seconds one ``Environment.call`` may run by default; ordinary calls take microseconds."""
+_PROGRESS_OPCODES = 10_000  # virtual-machine steps between two deadline checks
 _NEW_OLD = re.compile(r"\b(NEW|OLD)\.([A-Za-z_][A-Za-z0-9_]*)")
 _WRITE_ACTIONS = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE}
 _ALWAYS_OK = {
@@ -75,17 +80,27 @@ class Environment:
     """
 
     def __init__(
-        self, domain: CompiledDomain | DomainSpec, state: Snapshot | bytes | None = None
+        self,
+        domain: CompiledDomain | DomainSpec,
+        state: Snapshot | bytes | None = None,
+        *,
+        call_time_limit: float | None = DEFAULT_CALL_TIME_LIMIT,
     ) -> None:
         self.domain = (
             domain if isinstance(domain, CompiledDomain) else CompiledDomain.from_spec(domain)
         )
         self.spec = self.domain.spec
+        self.call_time_limit = call_time_limit
+        """Seconds one ``call`` may run before its statement is interrupted; None for no limit."""
         self._mode: Mode = "admin"
+        self._block_deadline = math.inf  # set by ``time_limit`` for every statement in a block
+        self._deadline = math.inf  # the deadline the progress handler enforces right now
         self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         self._conn.set_authorizer(self._authorize)
+        self._conn.set_progress_handler(self._past_deadline, _PROGRESS_OPCODES)
         self._conn.execute("PRAGMA foreign_keys = ON")
         self._sql_cache: dict[tuple[str, tuple[str, ...]], str] = {}
+        self._savepoint = _CallSavepoint(self)
         self._mode = "read"
         self.restore(state if state is not None else self.domain.seed)
 
@@ -100,20 +115,24 @@ class Environment:
     def time_limit(self, seconds: float) -> Iterator[None]:
         """Interrupt any statement still running ``seconds`` after entering the block.
 
-        An interrupted write is rolled back like any rejected call and comes back as an error
-        result whose message says ``interrupted``; the state is left as it was. Meant for specs
-        we did not write (a model-written rule with a runaway recursive query).
+        An interrupted write is rolled back like any rejected call and comes back as a
+        ``TIME_LIMIT_EXCEEDED`` error whose message says ``interrupted``; the state is left as it
+        was. Each call inside the block also keeps its own ``call_time_limit``; whichever
+        deadline comes first applies. Meant for specs we did not write (a model-written rule with
+        a runaway recursive query).
         """
-        deadline = time.monotonic() + seconds
-
-        def past_deadline() -> int:
-            return 1 if time.monotonic() > deadline else 0
-
-        self._conn.set_progress_handler(past_deadline, 10_000)
+        previous = self._block_deadline
+        self._block_deadline = min(previous, time.monotonic() + seconds)
+        self._deadline = self._block_deadline
         try:
             yield
         finally:
-            self._conn.set_progress_handler(None, 0)
+            self._block_deadline = previous
+            self._deadline = previous
+
+    def _past_deadline(self) -> int:
+        """SQLite progress handler: a non-zero answer interrupts the running statement."""
+        return 1 if time.monotonic() > self._deadline else 0
 
     def close(self) -> None:
         """Close the database connection."""
@@ -156,23 +175,48 @@ class Environment:
     # -- tool calls ------------------------------------------------------------------------
 
     def call(self, tool: str, args: Mapping[str, Any] | str | None = None) -> ToolResult:
-        """Run one tool call; never raises for bad input, returns a structured error instead."""
-        spec = self.domain.tools.get(tool)
+        """Run one tool call and return its result or a structured error; never raises.
+
+        Bad input is refused by argument validation before the database is touched. A write runs
+        inside the ``vt_call`` savepoint, which is released on success and rolled back on every
+        other path, so a rejected call leaves the state byte-identical. The call runs under
+        ``call_time_limit``: a statement still running then is interrupted and the call comes
+        back as ``TIME_LIMIT_EXCEEDED``. Anything unforeseen comes back as ``INTERNAL_ERROR``,
+        reported only after the savepoint has been rolled back.
+        """
+        limit = self.call_time_limit
+        if limit is not None:
+            self._deadline = min(self._block_deadline, time.monotonic() + limit)
+        try:
+            return self._dispatch(tool, args)
+        except Exception as exc:  # last resort: the savepoint guard has already rolled back
+            return _internal_error(tool, exc)
+        finally:
+            self._deadline = self._block_deadline
+
+    def _dispatch(self, tool: str, args: Mapping[str, Any] | str | None) -> ToolResult:
+        spec = self.domain.tools.get(tool) if isinstance(tool, str) else None
         if spec is None:
+            label = _tool_label(tool)
             return failure(
-                tool,
+                label,
                 "UNKNOWN_TOOL",
-                f"unknown tool {tool!r}",
+                f"unknown tool {label!r}"
+                if isinstance(tool, str)
+                else f"the tool name must be a string, got {label}",
                 hint="Available tools: " + ", ".join(self.domain.tools),
             )
         clean, err = validate_arguments(spec, args, self.spec)
         if err is not None:
             return ToolResult(tool=tool, ok=False, error=err)
-        if spec.kind == "query":
-            return self._query(spec, clean)
-        if spec.kind == "insert":
-            return self._insert(spec, clean)
-        return self._update(spec, clean)
+        try:
+            if spec.kind == "query":
+                return self._query(spec, clean)
+            if spec.kind == "insert":
+                return self._insert(spec, clean)
+            return self._update(spec, clean)
+        except sqlite3.Error as exc:  # a read outside the savepoint failed (e.g. interrupted)
+            return ToolResult(tool=tool, ok=False, error=_schema_error(spec, exc))
 
     def _columns_sql(self, table: str) -> str:
         return self.domain.columns_sql[table]
@@ -272,25 +316,15 @@ class Environment:
         old: tuple[int, Row] | None,
         args: dict[str, Any],
     ) -> ToolResult:
-        conn = self._conn
-        self._mode = "write"
+        """Run one write and read back the stored row, both inside the savepoint."""
         try:
-            conn.execute("SAVEPOINT vt_call")
-            try:
-                cur = conn.execute(sql, values)
-            except sqlite3.Error as exc:
-                if conn.in_transaction:  # an interrupt has already rolled everything back
-                    conn.execute("ROLLBACK")
-                self._mode = "read"
-                return ToolResult(
-                    tool=tool.name, ok=False, error=self._translate(tool, exc, old, args)
-                )
-            rowid = old[0] if old is not None else cur.lastrowid
-            conn.execute("RELEASE vt_call")
-        finally:
-            self._mode = "read"
-        row = self._row_by_rowid(tool.table, rowid) if rowid is not None else None
-        result = self._as_dict(tool.table, row) if row is not None else None
+            with self._savepoint:
+                cur = self._conn.execute(sql, values)
+                rowid = old[0] if old is not None else cur.lastrowid
+                row = self._row_by_rowid(tool.table, rowid) if rowid is not None else None
+                result = self._as_dict(tool.table, row) if row is not None else None
+        except sqlite3.Error as exc:
+            return ToolResult(tool=tool.name, ok=False, error=self._translate(tool, exc, old, args))
         changed = old is None or row != old[1]
         return ToolResult(tool=tool.name, ok=True, result=result, state_changed=changed)
 
@@ -311,7 +345,7 @@ class Environment:
             if detail:
                 message = f"{message} ({detail})"
             return ToolError(rule.code, message, rule.id, rule.hint)
-        return _schema_error(tool, text)
+        return _schema_error(tool, exc)
 
     def _detail(
         self, rule: Rule, tool: ToolSpec, old: tuple[int, Row] | None, args: dict[str, Any]
@@ -320,7 +354,10 @@ class Environment:
         if not rule.detail:
             return None
         old_row = self._as_dict(tool.table, old[1]) if old is not None else None
-        value = self._evaluate(rule.detail, tool, args, old_row)
+        try:
+            value = self._evaluate(rule.detail, tool, args, old_row)
+        except Exception:  # the detail only decorates the message; never lose the rejection
+            return None
         return None if value is None else str(value)
 
     def _evaluate(
@@ -420,6 +457,55 @@ class Environment:
             self._mode = "read"
 
 
+class _CallSavepoint:
+    """Owns ``SAVEPOINT vt_call``: released when the block succeeds, rolled back otherwise.
+
+    The savepoint is always the outermost transaction (the connection is in autocommit mode
+    between calls), so rolling back undoes exactly this call's work and nothing before it. Every
+    exit path closes it, exceptions of any kind included, and a failing ``RELEASE`` (a deferred
+    constraint) is rolled back too. An open transaction on entry is a broken invariant: it is
+    refused rather than nested into. A class rather than ``@contextmanager``: this runs on every
+    write, and the generator machinery costs about a microsecond per call.
+    """
+
+    __slots__ = ("_env",)
+
+    def __init__(self, env: Environment) -> None:
+        self._env = env
+
+    def __enter__(self) -> None:
+        env = self._env
+        if env._conn.in_transaction:
+            raise RuntimeError("a transaction is already open; refusing to nest vt_call")
+        env._mode = "write"
+        try:
+            env._conn.execute("SAVEPOINT vt_call")
+        except BaseException:
+            env._mode = "read"
+            raise
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> None:
+        env = self._env
+        try:
+            if exc_type is None:
+                try:
+                    env._conn.execute("RELEASE vt_call")
+                except BaseException:
+                    self._undo()
+                    raise
+            else:
+                self._undo()
+        finally:
+            env._mode = "read"
+
+    def _undo(self) -> None:
+        conn = self._env._conn
+        if conn.in_transaction:  # an interrupt may already have rolled everything back
+            conn.execute("ROLLBACK")
+
+
 _SCHEMA_ERRORS = [
     (
         "NOT NULL constraint failed",
@@ -437,8 +523,41 @@ _SCHEMA_ERRORS = [
 ]
 
 
-def _schema_error(tool: ToolSpec, text: str) -> ToolError:
+def _schema_error(tool: ToolSpec, exc: sqlite3.Error) -> ToolError:
+    text = str(exc)
+    if text == "interrupted":  # SQLITE_INTERRUPT: the progress handler hit the deadline
+        return ToolError(
+            "TIME_LIMIT_EXCEEDED",
+            f"{tool.name}: interrupted after the time limit; the call changed nothing",
+            None,
+            "The call took too long; narrow it down or try again.",
+        )
     for needle, code, hint in _SCHEMA_ERRORS:
         if needle in text:
             return ToolError(code, f"{tool.name}: {text}", None, hint)
     return ToolError("DATABASE_ERROR", f"{tool.name}: {text}", None, "")
+
+
+_SHOWN = 200  # characters of an unexpected exception's text quoted in an internal error
+
+
+def _tool_label(tool: object) -> str:
+    """The tool name as given (bounded, valid UTF-8), or its type when it is not a string."""
+    if not isinstance(tool, str):
+        return f"<{type(tool).__name__}>"
+    return tool[:_SHOWN].encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _internal_error(tool: object, exc: Exception) -> ToolResult:
+    """The result of a call that raised something unforeseen (after its rollback)."""
+    try:
+        text = str(exc)[:_SHOWN].encode("utf-8", "backslashreplace").decode("utf-8")
+    except Exception:  # an exception whose text cannot even be rendered
+        text = ""
+    label = _tool_label(tool)
+    return failure(
+        label,
+        "INTERNAL_ERROR",
+        f"{label}: the call failed unexpectedly ({type(exc).__name__}: {text}); it changed nothing",
+        hint="This is a bug in the environment, not in the call; please report it.",
+    )
