@@ -35,7 +35,7 @@ def measure(family: Family, per_level: int) -> dict[str, Any]:
     ]
     make_us = (time.perf_counter() - t0) * 1e6 / len(instances)
     gate = text_only_gate_on(family, instances)
-    measure_size = family.size or (lambda inputs: 0)
+    measure_size = family.size or (lambda _inputs: 0)
     means = [
         statistics.mean(measure_size(dict(i.inputs)) for i in instances if i.difficulty == d)
         for d in range(1, 11)

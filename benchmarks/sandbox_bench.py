@@ -107,7 +107,7 @@ def hook_only() -> Iterator[None]:
     with (
         mock.patch.object(_sandbox, "sandbox_support", lambda: missing),
         _sandbox.allow_unsafe_no_sandbox(),
-        mock.patch.object(_sandbox, "_warn_unsandboxed", lambda reasons: None),
+        mock.patch.object(_sandbox, "_warn_unsandboxed", lambda _reasons: None),
     ):
         yield
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ from rich.table import Table
 
 from veritask._cli._common import echo_json, spec_arg
 from veritask.domains import builtin_domains, load_domain
-from veritask.env import CompiledDomain, Environment, Layout, Snapshot, diff
+from veritask.env import CompiledDomain, DatabaseError, Environment, Layout, Snapshot, diff
 from veritask.policy import SpecError, build_tools, compile_sql, import_sql, render_wiki
 
 _console = Console()
@@ -119,11 +118,7 @@ def call_cmd(
 def _layout(domain: str | None, path: str) -> Layout:
     if domain:
         return CompiledDomain.from_spec(spec_arg(domain)).layout
-    conn = sqlite3.connect(path)
-    try:
-        return Layout.from_database(conn)
-    finally:
-        conn.close()
+    return Layout.from_file(path)
 
 
 @click.command("diff")
@@ -186,7 +181,7 @@ def validate_cmd(spec: str) -> None:
     loaded = spec_arg(spec)
     try:
         CompiledDomain.from_spec(loaded)
-    except (ValueError, sqlite3.Error) as exc:
+    except (ValueError, DatabaseError) as exc:
         raise click.ClickException(f"{spec}: {exc}") from None
     click.echo(
         f"ok: {loaded.name} ({len(loaded.tables)} tables, {len(loaded.rules)} rules, {len(loaded.effects)} effects)"

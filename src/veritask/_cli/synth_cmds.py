@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from veritask._cli._common import cache_dir_option, echo_json, provider_arg
-from veritask.synth import generate
+from veritask.synth import GenerateSummary, generate
 from veritask.task import DatasetError, check_dataset, export_tau2, load_prices, report_dataset
 
 _err = Console(stderr=True)
@@ -76,15 +76,7 @@ def generate_cmd(
     With --explorer llm (or --projector llm) the roles are played by the model --model names;
     --workers then counts units explored concurrently, and each unit's model spending is kept
     with it (see 'veritask report')."""
-    llm = explorer == "llm" or projector == "llm"
-    if llm and not model:
-        raise click.UsageError(
-            f"--explorer {explorer}{' --projector ' + projector if projector else ''} calls a "
-            "model: add --model SPEC (e.g. --model openai:gpt-4o-mini, or --model "
-            "replay:run.jsonl to replay a recording)"
-        )
-    if model and not llm:
-        raise click.UsageError("--model is only used with --explorer llm or --projector llm")
+    _check_mode(explorer, projector, model)
     provider = provider_arg(model, cache_dir) if model else None
     with Progress(
         TextColumn("[bold]generate"),
@@ -109,6 +101,30 @@ def generate_cmd(
             )
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
+    payload = _summary_payload(summary)
+    if as_json:
+        echo_json(payload)
+    else:
+        click.echo(
+            f"{summary.tasks} packages in {summary.out} ({summary.resumed_units} of {summary.units} units were already done)"
+        )
+
+
+def _check_mode(explorer: str, projector: str | None, model: str | None) -> None:
+    """A model is given exactly when a role is played by one."""
+    llm = explorer == "llm" or projector == "llm"
+    if llm and not model:
+        raise click.UsageError(
+            f"--explorer {explorer}{' --projector ' + projector if projector else ''} calls a "
+            "model: add --model SPEC (e.g. --model openai:gpt-4o-mini, or --model "
+            "replay:run.jsonl to replay a recording)"
+        )
+    if model and not llm:
+        raise click.UsageError("--model is only used with --explorer llm or --projector llm")
+
+
+def _summary_payload(summary: GenerateSummary) -> dict[str, Any]:
+    """The JSON summary of a generation run."""
     payload: dict[str, Any] = {
         "out": str(summary.out),
         "tasks": summary.tasks,
@@ -118,12 +134,7 @@ def generate_cmd(
     }
     if summary.costs is not None:
         payload["costs"] = summary.costs.to_json()
-    if as_json:
-        echo_json(payload)
-    else:
-        click.echo(
-            f"{summary.tasks} packages in {summary.out} ({summary.resumed_units} of {summary.units} units were already done)"
-        )
+    return payload
 
 
 def _dataset_error(exc: DatasetError) -> click.ClickException:

@@ -166,7 +166,7 @@ class FaithfulAgent:
     ) -> tuple[str, dict[str, Any]] | None:
         """Look the record up (a read call), or record its key once the read is back."""
         table, column = self._key_column(slot, tool)
-        match = self._scalar_match(job, ref)
+        match = self._scalar_match(ref)
         if match is None:
             return self._parent_lookup(job, ref)
         if column in match:
@@ -182,7 +182,7 @@ class FaithfulAgent:
             job.keys[slot] = rows[-1][column]
         return None
 
-    def _scalar_match(self, job: _Job, ref: RowRef) -> dict[str, Any] | None:
+    def _scalar_match(self, ref: RowRef) -> dict[str, Any] | None:
         """The ref's match with parents replaced by their keys (None while a parent is unknown)."""
         out: dict[str, Any] = {}
         for col, want in ref.match.items():
@@ -208,7 +208,7 @@ class FaithfulAgent:
         for col, want in ref.match.items():
             if not isinstance(want, RowRef) or self._known_key(ref.table, col, want) is not None:
                 continue
-            match = self._scalar_match(job, want)
+            match = self._scalar_match(want)
             if match is None:
                 return self._parent_lookup(job, want)
             text = json.dumps([want.table, match], sort_keys=True, default=str)

@@ -27,6 +27,7 @@ class OracleAgent:
 
     async def respond(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Turn:
         """The next witness call, or a closing message once all are made."""
+        del messages, tools  # the witness decides every call
         if self._next < len(self._calls):
             call = self._calls[self._next]
             self._next += 1
@@ -42,6 +43,7 @@ class NoopAgent:
 
     async def respond(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Turn:
         """A polite message that changes nothing."""
+        del messages, tools
         return Turn(text_message("I'm sorry, I can't make changes right now."))
 
 

@@ -1,7 +1,12 @@
 """Environment sessions over compiled SQLite databases: tools, snapshots and state diffs."""
 
 from veritask.env._build import build_image, insert_rows
-from veritask.env._environment import DEFAULT_CALL_TIME_LIMIT, CompiledDomain, Environment
+from veritask.env._environment import (
+    DEFAULT_CALL_TIME_LIMIT,
+    CompiledDomain,
+    DatabaseError,
+    Environment,
+)
 from veritask.env._notebook import bind_new_old, evaluate_on_rows
 from veritask.env._proximity import DEFAULT_EPS, proximity
 from veritask.env._result import ToolError, ToolResult
@@ -21,6 +26,7 @@ __all__ = [
     "DEFAULT_CALL_TIME_LIMIT",
     "DEFAULT_EPS",
     "CompiledDomain",
+    "DatabaseError",
     "Environment",
     "Layout",
     "Snapshot",

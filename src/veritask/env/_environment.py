@@ -34,6 +34,8 @@ DEFAULT_CALL_TIME_LIMIT = 5.0
 """Seconds one ``Environment.call`` may run by default; ordinary calls take microseconds."""
 _PROGRESS_OPCODES = 10_000  # virtual-machine steps between two deadline checks
 _NEW_OLD = re.compile(r"\b(NEW|OLD)\.([A-Za-z_][A-Za-z0-9_]*)")
+DatabaseError = sqlite3.Error
+"""What SQLite raises; exported so callers above the engine need not import sqlite3."""
 _WRITE_ACTIONS = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE}
 _ALWAYS_OK = {
     sqlite3.SQLITE_SELECT,
@@ -156,7 +158,7 @@ class Environment:
     # -- authorizer ------------------------------------------------------------------------
 
     def _authorize(
-        self, action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None
+        self, action: int, arg1: str | None, _arg2: str | None, db: str | None, trigger: str | None
     ) -> int:
         if action in _ALWAYS_OK or self._mode == "admin":
             return sqlite3.SQLITE_OK

@@ -15,6 +15,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from veritask.policy import DomainSpec, quote_ident
@@ -91,6 +92,15 @@ class Layout:
             technical = frozenset(i for i, col in enumerate(info) if auto and col[5])
             tables[name] = TableLayout(name, tuple(col[1] for col in info), technical)
         return cls(tables)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Layout:
+        """Layout read from a database file (opened read-only)."""
+        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            return cls.from_database(conn)
+        finally:
+            conn.close()
 
 
 TRACK_PREFIX = "vt_"

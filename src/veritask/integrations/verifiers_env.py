@@ -152,6 +152,19 @@ def openai_message(message: Any) -> dict[str, Any]:
 _ENV_CLASS: type[Any] | None = None
 
 
+def _verifiers_messages(messages: list[dict[str, Any]]) -> vf.Messages:
+    """veritask's tool results and user turns as verifiers message objects."""
+    import verifiers as vf
+
+    out: vf.Messages = []
+    for m in messages:
+        if m["role"] == "tool":
+            out.append(vf.ToolMessage(tool_call_id=m["tool_call_id"], content=m["content"]))
+        else:
+            out.append(vf.UserMessage(content=m["content"]))
+    return out
+
+
 def _env_class() -> type[vf.MultiTurnEnv]:
     """The environment class, built on first use so that this module imports without verifiers."""
     global _ENV_CLASS
@@ -186,13 +199,7 @@ def _env_class() -> type[vf.MultiTurnEnv]:
             result = env.step(openai_message(messages[-1]))
             if result.done:
                 state["final_env_response"] = []
-            out: vf.Messages = []
-            for m in result.messages:
-                if m["role"] == "tool":
-                    out.append(vf.ToolMessage(tool_call_id=m["tool_call_id"], content=m["content"]))
-                else:
-                    out.append(vf.UserMessage(content=m["content"]))
-            return out
+            return _verifiers_messages(result.messages)
 
         @vf.cleanup  # type: ignore[untyped-decorator]
         async def finish_episode(self, state: vf.State) -> None:

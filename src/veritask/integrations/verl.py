@@ -120,10 +120,12 @@ class StandInBaseTool:
         self, instance_id: str, parameters: dict[str, Any], **kwargs: Any
     ) -> tuple[Any, float, dict[str, Any]]:
         """Run the tool."""
+        del instance_id, parameters  # a stand-in: the real class is verl's
         return StandInToolResponse(text="Updated the tool state."), 0.0, {}
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
         """The instance's reward."""
+        del instance_id
         return 0.0
 
     async def release(self, instance_id: str, **kwargs: Any) -> None:
@@ -145,6 +147,7 @@ class StandInBaseInteraction:
         self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
     ) -> tuple[bool, str, float, dict[str, Any]]:
         """The user's next turn: ``(should_terminate, content, turn_score, metrics)``."""
+        del instance_id, messages
         return False, "", 0.0, {}
 
     async def calculate_score(self) -> float:

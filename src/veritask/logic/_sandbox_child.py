@@ -319,6 +319,7 @@ def _check_open(args: tuple[Any, ...], home: str, readable: tuple[str, ...]) -> 
 
 def _on_cpu(signum: int, frame: Any) -> None:
     """SIGPROF: the call used up its CPU time."""
+    del signum, frame
     raise CpuExceeded()
 
 

@@ -143,6 +143,7 @@ class OpenAIProvider:
             ProviderError: A non-retryable error, or retries ran out; ``status_code`` is set
                 for HTTP errors.
         """
+        del sample_index  # a live endpoint samples anew on every request; caches key on it
         config = config or GenerateConfig()
         request = to_chat_request(messages, tools, config.with_model(config.model or self.model))
         payload = await self._create_with_retries(request)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from veritask.logic._family import Family
@@ -81,10 +82,10 @@ def solve_parity(inputs: dict[str, Any]) -> Any:
     return lit if lit else "none"
 
 
-_TEXT_RULES = {
-    "it is on": lambda on, n: on == 1,
-    "an odd number of them are on": lambda on, n: on % 2 == 1,
-    "at least one of them is on": lambda on, n: on >= 1,
+_TEXT_RULES: dict[str, Callable[[int, int], bool]] = {
+    "it is on": lambda on, _n: on == 1,
+    "an odd number of them are on": lambda on, _n: on % 2 == 1,
+    "at least one of them is on": lambda on, _n: on >= 1,
     "all of them are on": lambda on, n: on == n,
 }
 

@@ -121,31 +121,34 @@ def solve_masks(inputs: dict[str, Any]) -> list[str] | str:
     return [inputs["names"][i] for i in range(k) if mask >> i & 1] or "none"
 
 
+def _refs(stmt: list[Any], k: int) -> set[int]:
+    """The people a statement is about."""
+    if stmt[0] == "count":
+        return set(range(k))
+    if stmt[0] == "is":
+        return {stmt[1]}
+    return {stmt[1], stmt[2]}
+
+
+def _holds(stmt: list[Any], kinds: dict[int, bool]) -> bool:
+    """The truth of a statement once every person it is about has a kind."""
+    kind = stmt[0]
+    if kind == "is":
+        return kinds[stmt[1]] is (stmt[2] == 1)
+    if kind == "and":
+        return kinds[stmt[1]] and kinds[stmt[2]]
+    if kind == "or":
+        return kinds[stmt[1]] or kinds[stmt[2]]
+    if kind == "same":
+        return kinds[stmt[1]] is kinds[stmt[2]]
+    return bool(sum(kinds.values()) == stmt[1])
+
+
 def solve_backtrack(inputs: dict[str, Any]) -> list[str] | str:
     """Backtracking over people with a dict of kinds, checking statements once decidable."""
     k = int(inputs["k"])
     statements = inputs["statements"]
-
-    def refs(stmt: list[Any]) -> set[int]:
-        if stmt[0] == "count":
-            return set(range(k))
-        if stmt[0] == "is":
-            return {stmt[1]}
-        return {stmt[1], stmt[2]}
-
-    def holds(stmt: list[Any], kinds: dict[int, bool]) -> bool:
-        kind = stmt[0]
-        if kind == "is":
-            return kinds[stmt[1]] is (stmt[2] == 1)
-        if kind == "and":
-            return kinds[stmt[1]] and kinds[stmt[2]]
-        if kind == "or":
-            return kinds[stmt[1]] or kinds[stmt[2]]
-        if kind == "same":
-            return kinds[stmt[1]] is kinds[stmt[2]]
-        return bool(sum(kinds.values()) == stmt[1])
-
-    needs = [refs(s) | {i} for i, s in enumerate(statements)]
+    needs = [_refs(s, k) | {i} for i, s in enumerate(statements)]
     solutions: list[dict[int, bool]] = []
 
     def search(kinds: dict[int, bool]) -> None:
@@ -156,7 +159,7 @@ def solve_backtrack(inputs: dict[str, Any]) -> list[str] | str:
         for value in (False, True):
             kinds[n] = value
             ok = all(
-                holds(s, kinds) == kinds[i]
+                _holds(s, kinds) == kinds[i]
                 for i, s in enumerate(statements)
                 if n in needs[i] and max(needs[i]) == n
             )

@@ -129,31 +129,42 @@ def solve_permutations(inputs: dict[str, Any]) -> list[str]:
     raise ValueError("no arrangement")
 
 
-def solve_domains(inputs: dict[str, Any]) -> list[str]:
-    """Position domains per person, narrowed by unary clues, then a backtracking search that
-    checks every clue as soon as both of its people are placed."""
-    names: list[str] = inputs["names"]
-    n = len(names)
-    domains = {name: set(range(1, n + 1)) for name in names}
+def _clue_holds(a: int, b: int, clue: list[Any]) -> bool:
+    """A binary clue on the positions ``a`` and ``b`` of its two people."""
+    d = b - a
+    kind = clue[0]
+    if kind == "left":
+        return d > 0
+    if kind == "adj":
+        return d in (1, -1)
+    if kind == "notadj":
+        return d not in (1, -1)
+    return d in (clue[3] + 1, -clue[3] - 1)
+
+
+def _domains(
+    names: list[str], clues: list[list[Any]]
+) -> tuple[dict[str, set[int]], list[list[Any]]]:
+    """Position domains narrowed by the unary clues, and the binary clues left."""
+    domains = {name: set(range(1, len(names) + 1)) for name in names}
     binary: list[list[Any]] = []
-    for clue in inputs["clues"]:
+    for clue in clues:
         if clue[0] == "pos":
             domains[clue[1]] &= {clue[2]}
         elif clue[0] == "notpos":
             domains[clue[1]].discard(clue[2])
         else:
             binary.append(clue)
+    return domains, binary
 
-    def ok(a: int, b: int, clue: list[Any]) -> bool:
-        d = b - a
-        kind = clue[0]
-        if kind == "left":
-            return d > 0
-        if kind == "adj":
-            return d in (1, -1)
-        if kind == "notadj":
-            return d not in (1, -1)
-        return d in (clue[3] + 1, -clue[3] - 1)
+
+def solve_domains(inputs: dict[str, Any]) -> list[str]:
+    """Position domains per person, narrowed by unary clues, then a backtracking search that
+    checks every clue as soon as both of its people are placed."""
+    names: list[str] = inputs["names"]
+    n = len(names)
+    domains, binary = _domains(names, inputs["clues"])
+    ok = _clue_holds
 
     order = sorted(names, key=lambda s: len(domains[s]))
     placed: dict[str, int] = {}
