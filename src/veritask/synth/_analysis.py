@@ -12,7 +12,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from veritask.policy import Column, DomainSpec, Rule, Table, ToolSpec, Transaction, build_tools
+from veritask.policy import (
+    Column,
+    DomainSpec,
+    Rule,
+    Table,
+    ToolSpec,
+    Transaction,
+    actor_table,
+    build_tools,
+)
 from veritask.policy._sql import rule_condition
 from veritask.policy._tools import ToolKind
 
@@ -61,7 +70,7 @@ class DomainModel:
     @classmethod
     def from_spec(cls, spec: DomainSpec) -> DomainModel:
         """Analyse a spec."""
-        model = cls(spec=spec, actor=spec.actor or _guess_actor(spec), tools=build_tools(spec))
+        model = cls(spec=spec, actor=actor_table(spec), tools=build_tools(spec))
         for table in spec.tables:
             model.owner_path[table.name] = _path_to(spec, table.name, model.actor)
             model.label[table.name] = _label_column(table)
@@ -147,21 +156,6 @@ def implicated_columns(rule: Rule, guard: bool = True) -> list[str]:
         if col not in seen and col not in guarded:
             seen.append(col)
     return seen
-
-
-def _guess_actor(spec: DomainSpec) -> str:
-    counts: dict[str, int] = {}
-    for table in spec.tables:
-        if table.tier != "transaction":
-            continue
-        for col in table.columns:
-            if col.references and col.not_null:
-                parent = col.references.split(".")[0]
-                if spec.table(parent).tier == "entity":
-                    counts[parent] = counts.get(parent, 0) + 1
-    if counts:
-        return max(counts, key=lambda t: (counts[t], -[x.name for x in spec.tables].index(t)))
-    return next((t.name for t in spec.tables if t.tier == "entity"), spec.tables[0].name)
 
 
 def _path_to(spec: DomainSpec, start: str, goal: str) -> list[tuple[str, str]]:
