@@ -259,6 +259,7 @@ def check_references(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
                 ):
                     yield ("tables", i, "columns", j, "references"), f"unknown {col.references!r}"
     yield from _check_rules(spec)
+    yield from _check_insert_only(spec)
     yield from _check_effects(spec)
     yield from _check_transactions(spec)
     yield from _check_seed(spec)
@@ -291,6 +292,23 @@ def _check_rules(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
             )
 
 
+def _check_insert_only(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
+    """An insert-only table is writable, and no rule waits for an update tools cannot make."""
+    once = {t.name for t in spec.tables if t.insert_only}
+    for i, table in enumerate(spec.tables):
+        if table.insert_only and not table.writable:
+            yield (
+                ("tables", i, "insert_only"),
+                "insert_only needs access read-write (a read-only table has no insert tool)",
+            )
+    for i, rule in enumerate(spec.rules):
+        if rule.table in once and "update" in rule.on:
+            yield (
+                ("rules", i, "on"),
+                f"{rule.table} is insert_only (no update tool): a rule on it is on [insert] only",
+            )
+
+
 def _check_effects(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
     tx_ids = {t.id for t in spec.transactions}
     for i, effect in enumerate(spec.effects):
@@ -304,9 +322,11 @@ def _check_effects(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
 
 def _check_transactions(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
     writable = {t.name for t in spec.tables if t.writable}
+    updatable = {t.name for t in spec.tables if t.updatable}
     for i, tx in enumerate(spec.transactions):
         kind, _, table = tx.tool.partition("_")
-        if kind not in ("insert", "update") or table not in writable:
+        allowed = updatable if kind == "update" else writable
+        if kind not in ("insert", "update") or table not in allowed:
             yield ("transactions", i, "tool"), f"{tx.tool!r} is not a write tool of this spec"
             continue
         cols = spec.table(table).column_names
