@@ -2,6 +2,13 @@
 
 from veritask.env._build import build_image, insert_rows
 from veritask.env._environment import CompiledDomain, Environment
+from veritask.env._examples import (
+    EXAMPLE_SECONDS,
+    ExampleFailure,
+    example_coverage,
+    run_example,
+    run_spec_examples,
+)
 from veritask.env._notebook import bind_new_old, evaluate_on_rows
 from veritask.env._proximity import DEFAULT_EPS, proximity
 from veritask.env._result import ToolError, ToolResult
@@ -19,8 +26,10 @@ from veritask.env._state import (
 
 __all__ = [
     "DEFAULT_EPS",
+    "EXAMPLE_SECONDS",
     "CompiledDomain",
     "Environment",
+    "ExampleFailure",
     "Layout",
     "Snapshot",
     "StateDiff",
@@ -35,6 +44,9 @@ __all__ = [
     "diff_full",
     "distance",
     "evaluate_on_rows",
+    "example_coverage",
     "insert_rows",
     "proximity",
+    "run_example",
+    "run_spec_examples",
 ]

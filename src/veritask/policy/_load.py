@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +100,7 @@ def _index_lines(
             _index_lines(item, (*loc, i), out, dups)
 
 
-def _line_for(lines: dict[Loc, int], loc: Loc) -> int | None:
+def _line_for(lines: Mapping[Loc, int], loc: Loc) -> int | None:
     for n in range(len(loc), -1, -1):
         if loc[:n] in lines:
             return lines[loc[:n]]
@@ -113,8 +114,31 @@ def _field_name(loc: Loc) -> str:
     return out or "<root>"
 
 
+@dataclass(frozen=True)
+class SpecLines:
+    """Where the fields of a loaded spec are in its YAML text.
+
+    Attributes:
+        source: The file (or label) the text came from.
+        lines: 1-based line of every field, keyed by its location in the spec data
+            (``("rules", 3, "examples", 0, "calls", 1)``).
+    """
+
+    source: str
+    lines: Mapping[Loc, int]
+
+    def line(self, loc: Loc) -> int | None:
+        """The line of ``loc``, or of its nearest enclosing field that has one."""
+        return _line_for(self.lines, loc)
+
+
 def load_spec(path: str | Path) -> DomainSpec:
     """Load and validate a spec file; raise SpecError naming file, line and field."""
+    return load_spec_with_lines(path)[0]
+
+
+def load_spec_with_lines(path: str | Path) -> tuple[DomainSpec, SpecLines]:
+    """``load_spec``, with the line of every field (to report later findings by line)."""
     p = Path(path)
     try:
         size = p.stat().st_size
@@ -130,7 +154,7 @@ def load_spec(path: str | Path) -> DomainSpec:
         raise SpecError(
             [SpecIssue(str(p), line, "<file>", f"not UTF-8 text: {exc.reason}")]
         ) from None
-    return parse_spec(text, source=str(p))
+    return parse_spec_with_lines(text, source=str(p))
 
 
 def _compose(text: str) -> tuple[Any, dict[Loc, int], dict[int, tuple[Loc, int, str]]]:
@@ -161,6 +185,11 @@ def parse_spec(text: str, source: str = "<spec>") -> DomainSpec:
     Refused before validation: text over ``MAX_SPEC_BYTES``, aliases expanding to more than
     ``MAX_YAML_NODES`` nodes, a key repeated in one mapping (both lines are named).
     """
+    return parse_spec_with_lines(text, source)[0]
+
+
+def parse_spec_with_lines(text: str, source: str = "<spec>") -> tuple[DomainSpec, SpecLines]:
+    """``parse_spec``, with the line of every field."""
     try:
         data, lines, dups = _compose(text)
     except yaml.YAMLError as exc:
@@ -178,7 +207,7 @@ def parse_spec(text: str, source: str = "<spec>") -> DomainSpec:
         )
     if not isinstance(data, dict):
         raise SpecError([SpecIssue(source, 1, "<root>", "a spec is a YAML mapping")])
-    return spec_from_data(data, source=source, lines=lines)
+    return spec_from_data(data, source=source, lines=lines), SpecLines(source, lines)
 
 
 def spec_from_data(
