@@ -22,7 +22,7 @@ from veritask.synth._generate import MANIFEST
 from veritask.synth._unit import SceneStage
 from veritask.task import DatasetDir, check_dataset, load_dataset, report_dataset
 
-DOMAINS = ["mock", "travel", "retail", "clinic", "registrar"]
+DOMAINS = ["mock", "travel", "retail", "clinic", "registrar", "gym"]
 
 
 @pytest.fixture(scope="module")

@@ -230,7 +230,7 @@ def validate_cmd(spec: str, examples: bool, as_json: bool) -> None:
     else:
         for failure in failures:
             click.echo(_failure_line(lines, failure))
-        click.echo(f"{len(failures)} example problems in {loaded.name} ({ran} examples)", err=True)
+        click.echo(f"failed: {loaded.name} ({len(failures)} of the example checks)", err=True)
     if failures:
         sys.exit(1)
 
