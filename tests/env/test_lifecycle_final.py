@@ -12,7 +12,7 @@ from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment
 from veritask.policy import Column
 
-DOMAINS = ("travel", "retail", "clinic", "registrar")
+DOMAINS = ("travel", "retail", "clinic", "registrar", "gym")
 
 
 def _other_values(column: Column, value: Any) -> list[Any]:

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
 import pytest
 
 from veritask.domains import builtin_domains, load_domain
-from veritask.policy import SpecError, build_tools, compile_sql, load_spec, parse_spec
+from veritask.policy import (
+    SpecError,
+    build_tools,
+    compile_sql,
+    load_spec,
+    parse_spec,
+    render_wiki,
+)
 
 MOCK = Path(__file__).parents[2] / "src/veritask/domains/mock/spec.yaml"
 
@@ -123,7 +131,8 @@ def test_tools_follow_the_access_modes(domain: str) -> None:
     spec = load_domain(domain)
     tools = build_tools(spec)
     expected = {f"query_{t.name}" for t in spec.tables}
-    expected |= {f"{k}_{t.name}" for t in spec.tables if t.writable for k in ("insert", "update")}
+    expected |= {f"insert_{t.name}" for t in spec.tables if t.writable}
+    expected |= {f"update_{t.name}" for t in spec.tables if t.updatable and t.primary_key}
     assert set(tools) == expected
     for tool in tools.values():
         schema = tool.openai_schema()
@@ -144,3 +153,50 @@ def test_tools_follow_the_access_modes(domain: str) -> None:
 def test_spec_hash_is_stable() -> None:
     a, b = load_spec(MOCK), load_spec(MOCK)
     assert a.spec_hash() == b.spec_hash() and len(a.spec_hash()) == 64
+
+
+def _insert_only_loans(extra: str = "") -> str:
+    """The mock spec with loans insert-only (its update rules and transaction removed)."""
+    spec = load_spec(MOCK)
+    data = spec.model_dump(mode="json", exclude_defaults=True)
+    data["tables"][2]["insert_only"] = True
+    data["rules"] = [r for r in data["rules"] if "update" not in r["on"]]
+    kept = {r["id"] for r in data["rules"]}
+    data["effects"] = [e for e in data["effects"] if e["on"] == "insert"]
+    data["transactions"] = [t for t in data["transactions"] if t["tool"] == "insert_loans"]
+    assert kept and data["transactions"]
+    return json.dumps(data) + extra
+
+
+def test_insert_only_table_has_no_update_tool() -> None:
+    spec = parse_spec(_insert_only_loans())
+    tools = build_tools(spec)
+    assert "insert_loans" in tools and "update_loans" not in tools
+    assert "cannot be changed once written" in tools["insert_loans"].description
+    assert "insert-only" in tools["query_loans"].description
+    wiki = render_wiki(spec)
+    assert "[INSERT-ONLY]" in wiki and "**INSERT-ONLY**" in wiki
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "fragment"),
+    [
+        ("read_only", "tables[2].insert_only", "read-write"),
+        ("update_rule", "rules[0].on", "insert_only"),
+        ("update_tool", "transactions[0].tool", "update_loans"),
+    ],
+)
+def test_insert_only_is_validated(change: str, field: str, fragment: str) -> None:
+    data = json.loads(_insert_only_loans())
+    if change == "read_only":
+        data["tables"][2]["access"] = "read-only"
+        data["transactions"] = []
+    elif change == "update_rule":
+        data["rules"][0]["on"] = ["insert", "update"]
+    else:
+        data["transactions"][0]["tool"] = "update_loans"
+    with pytest.raises(SpecError) as info:
+        parse_spec(json.dumps(data))
+    issue = next((i for i in info.value.issues if i.field == field), None)
+    assert issue is not None, [str(i) for i in info.value.issues]
+    assert fragment in issue.message

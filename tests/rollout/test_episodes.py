@@ -22,7 +22,7 @@ from veritask.rollout import (
 )
 from veritask.synth import generate
 
-DOMAINS = ["travel", "retail", "clinic", "registrar"]
+DOMAINS = ["travel", "retail", "clinic", "registrar", "gym"]
 BUILT = [*DOMAINS, "mock"]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -10,7 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from veritask._cli.main import cli
 from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment, Snapshot
 from veritask.pipeline import InProcessExecutor, RunConflict, pending
@@ -19,7 +22,7 @@ from veritask.synth._generate import MANIFEST
 from veritask.synth._unit import SceneStage
 from veritask.task import DatasetDir, check_dataset, load_dataset, report_dataset
 
-DOMAINS = ["mock", "travel", "retail", "clinic", "registrar"]
+DOMAINS = ["mock", "travel", "retail", "clinic", "registrar", "gym"]
 
 
 @pytest.fixture(scope="module")
@@ -180,3 +183,29 @@ def test_a_directory_from_before_run_manifests_is_adopted_or_refused(tmp_path: P
     (out / MANIFEST).unlink()
     with pytest.raises(RunConflict, match="seed: was 1, now 2"):
         generate("mock", 8, 2, out)
+
+
+def test_a_spec_given_by_path_is_named_by_its_name_and_stays_checkable(tmp_path: Path) -> None:
+    """Ids, ``domain`` fields and run.json use the spec's ``name``; the dataset keeps a copy of
+    the spec, so check, report and eval find the domain after the spec file is gone."""
+    text = (Path(__file__).parents[2] / "src/veritask/domains/mock/spec.yaml").read_text()
+    spec_file = tmp_path / "somewhere" / "library.yaml"
+    spec_file.parent.mkdir()
+    spec_file.write_text(text.replace("name: mock\n", "name: minilib\n", 1))
+    out = tmp_path / "ds"
+    generate(str(spec_file), 12, 1, out)
+    packages = load_dataset(out)
+    assert packages and all(p.domain == "minilib" for p in packages)
+    assert all(p.id.startswith("minilib-s1-") for p in packages)
+    run = DatasetDir(out).read_run()
+    assert run is not None and (run["domain"], run["spec"]) == ("minilib", "spec.yaml")
+    assert (out / "spec.yaml").read_text() == spec_file.read_text()
+    spec_file.unlink()
+    assert check_dataset(out).ok
+    assert report_dataset(out)["tasks"] == len(packages)
+    result = CliRunner().invoke(cli, ["eval", str(out), "--agent", "oracle", "--json"])
+    assert result.exit_code == 0 and json.loads(result.stdout)["pass^1"] == 1.0
+    # the same spec under another path resumes the same run
+    again = tmp_path / "elsewhere.yaml"
+    again.write_text((out / "spec.yaml").read_text())
+    assert generate(str(again), 12, 1, out).resumed_units == 2

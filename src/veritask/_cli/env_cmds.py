@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +12,28 @@ from rich.console import Console
 from rich.table import Table
 
 from veritask._cli._common import echo_json, spec_arg
-from veritask.domains import builtin_domains, load_domain
-from veritask.env import CompiledDomain, DatabaseError, Environment, Layout, Snapshot, diff
-from veritask.policy import SpecError, build_tools, compile_sql, import_sql, render_wiki
+from veritask.domains import builtin_domains, load_domain, spec_path
+from veritask.env import (
+    CompiledDomain,
+    DatabaseError,
+    Environment,
+    ExampleFailure,
+    Layout,
+    Snapshot,
+    diff,
+    example_coverage,
+    run_spec_examples,
+)
+from veritask.policy import (
+    DomainSpec,
+    SpecError,
+    SpecLines,
+    build_tools,
+    compile_sql,
+    import_sql,
+    load_spec_with_lines,
+    render_wiki,
+)
 
 _console = Console()
 
@@ -176,16 +196,71 @@ def import_sql_cmd(ddl: str, name: str, out: str | None) -> None:
 
 @click.command("validate")
 @click.argument("spec")
-def validate_cmd(spec: str) -> None:
-    """Validate a spec file and check that it compiles in SQLite."""
-    loaded = spec_arg(spec)
+@click.option(
+    "--examples",
+    is_flag=True,
+    help="Also run every rule and effect example (quota limits at N-1 and N included).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def validate_cmd(spec: str, examples: bool, as_json: bool) -> None:
+    """Validate a spec file and check that it compiles in SQLite.
+
+    With --examples, every rule and effect example also runs from the seed state, and each
+    failure is reported with the YAML line of the call (or example) at fault.
+    """
+    loaded, lines = _spec_with_lines(spec)
     try:
-        CompiledDomain.from_spec(loaded)
+        compiled = CompiledDomain.from_spec(loaded)
     except (ValueError, DatabaseError) as exc:
         raise click.ClickException(f"{spec}: {exc}") from None
-    click.echo(
-        f"ok: {loaded.name} ({len(loaded.tables)} tables, {len(loaded.rules)} rules, {len(loaded.effects)} effects)"
+    counts = (
+        f"{len(loaded.tables)} tables, {len(loaded.rules)} rules, {len(loaded.effects)} effects"
     )
+    failures = example_coverage(loaded) + run_spec_examples(compiled) if examples else []
+    ran = sum(len(r.examples) for r in loaded.rules) + sum(len(e.examples) for e in loaded.effects)
+    if as_json:
+        echo_json(_validate_json(loaded, lines, failures, ran if examples else None))
+    elif not failures:
+        extra = f"; {ran} examples ran" if examples else ""
+        click.echo(f"ok: {loaded.name} ({counts}{extra})")
+    else:
+        for failure in failures:
+            click.echo(_failure_line(lines, failure))
+        click.echo(f"failed: {loaded.name} ({len(failures)} of the example checks)", err=True)
+    if failures:
+        sys.exit(1)
+
+
+def _spec_with_lines(spec: str) -> tuple[DomainSpec, SpecLines]:
+    try:
+        return load_spec_with_lines(spec_path(spec))
+    except (SpecError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _failure_line(lines: SpecLines, failure: ExampleFailure) -> str:
+    line = lines.line(failure.loc)
+    kind = (
+        {"rules": "rule ", "effects": "effect "}.get(str(failure.loc[0]), "") if failure.loc else ""
+    )
+    where = f"{lines.source}:{line}" if line is not None else lines.source
+    return f"{where}: {kind}{failure.where}: {failure.check}: {failure.message}"
+
+
+def _validate_json(
+    spec: DomainSpec, lines: SpecLines, failures: list[ExampleFailure], ran: int | None
+) -> dict[str, Any]:
+    return {
+        "ok": not failures,
+        "name": spec.name,
+        "tables": len(spec.tables),
+        "rules": len(spec.rules),
+        "effects": len(spec.effects),
+        "examples": ran,
+        "failures": [
+            {**f.to_json(), "file": lines.source, "line": lines.line(f.loc)} for f in failures
+        ],
+    }
 
 
 def register(group: click.Group) -> None:

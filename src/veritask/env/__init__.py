@@ -7,6 +7,13 @@ from veritask.env._environment import (
     DatabaseError,
     Environment,
 )
+from veritask.env._examples import (
+    EXAMPLE_SECONDS,
+    ExampleFailure,
+    example_coverage,
+    run_example,
+    run_spec_examples,
+)
 from veritask.env._notebook import bind_new_old, evaluate_on_rows
 from veritask.env._proximity import DEFAULT_EPS, proximity
 from veritask.env._result import ToolError, ToolResult
@@ -25,9 +32,11 @@ from veritask.env._state import (
 __all__ = [
     "DEFAULT_CALL_TIME_LIMIT",
     "DEFAULT_EPS",
+    "EXAMPLE_SECONDS",
     "CompiledDomain",
     "DatabaseError",
     "Environment",
+    "ExampleFailure",
     "Layout",
     "Snapshot",
     "StateDiff",
@@ -42,6 +51,9 @@ __all__ = [
     "diff_full",
     "distance",
     "evaluate_on_rows",
+    "example_coverage",
     "insert_rows",
     "proximity",
+    "run_example",
+    "run_spec_examples",
 ]

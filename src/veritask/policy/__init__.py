@@ -3,7 +3,14 @@
 from veritask.policy._actor import actor_table
 from veritask.policy._importer import import_sql
 from veritask.policy._issues import SpecError, SpecIssue
-from veritask.policy._load import load_spec, parse_spec, spec_from_data
+from veritask.policy._load import (
+    SpecLines,
+    load_spec,
+    load_spec_with_lines,
+    parse_spec,
+    parse_spec_with_lines,
+    spec_from_data,
+)
 from veritask.policy._spec import (
     Call,
     Column,
@@ -36,6 +43,7 @@ __all__ = [
     "Rule",
     "SpecError",
     "SpecIssue",
+    "SpecLines",
     "Table",
     "Threshold",
     "ToolSpec",
@@ -46,8 +54,10 @@ __all__ = [
     "compile_sql",
     "import_sql",
     "load_spec",
+    "load_spec_with_lines",
     "openai_tools",
     "parse_spec",
+    "parse_spec_with_lines",
     "quote_ident",
     "render_wiki",
     "spec_from_data",

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +100,7 @@ def _index_lines(
             _index_lines(item, (*loc, i), out, dups)
 
 
-def _line_for(lines: dict[Loc, int], loc: Loc) -> int | None:
+def _line_for(lines: Mapping[Loc, int], loc: Loc) -> int | None:
     for n in range(len(loc), -1, -1):
         if loc[:n] in lines:
             return lines[loc[:n]]
@@ -113,8 +114,31 @@ def _field_name(loc: Loc) -> str:
     return out or "<root>"
 
 
+@dataclass(frozen=True)
+class SpecLines:
+    """Where the fields of a loaded spec are in its YAML text.
+
+    Attributes:
+        source: The file (or label) the text came from.
+        lines: 1-based line of every field, keyed by its location in the spec data
+            (``("rules", 3, "examples", 0, "calls", 1)``).
+    """
+
+    source: str
+    lines: Mapping[Loc, int]
+
+    def line(self, loc: Loc) -> int | None:
+        """The line of ``loc``, or of its nearest enclosing field that has one."""
+        return _line_for(self.lines, loc)
+
+
 def load_spec(path: str | Path) -> DomainSpec:
     """Load and validate a spec file; raise SpecError naming file, line and field."""
+    return load_spec_with_lines(path)[0]
+
+
+def load_spec_with_lines(path: str | Path) -> tuple[DomainSpec, SpecLines]:
+    """``load_spec``, with the line of every field (to report later findings by line)."""
     p = Path(path)
     try:
         size = p.stat().st_size
@@ -130,7 +154,7 @@ def load_spec(path: str | Path) -> DomainSpec:
         raise SpecError(
             [SpecIssue(str(p), line, "<file>", f"not UTF-8 text: {exc.reason}")]
         ) from None
-    return parse_spec(text, source=str(p))
+    return parse_spec_with_lines(text, source=str(p))
 
 
 def _compose(text: str) -> tuple[Any, dict[Loc, int], dict[int, tuple[Loc, int, str]]]:
@@ -161,6 +185,11 @@ def parse_spec(text: str, source: str = "<spec>") -> DomainSpec:
     Refused before validation: text over ``MAX_SPEC_BYTES``, aliases expanding to more than
     ``MAX_YAML_NODES`` nodes, a key repeated in one mapping (both lines are named).
     """
+    return parse_spec_with_lines(text, source)[0]
+
+
+def parse_spec_with_lines(text: str, source: str = "<spec>") -> tuple[DomainSpec, SpecLines]:
+    """``parse_spec``, with the line of every field."""
     try:
         data, lines, dups = _compose(text)
     except yaml.YAMLError as exc:
@@ -178,7 +207,7 @@ def parse_spec(text: str, source: str = "<spec>") -> DomainSpec:
         )
     if not isinstance(data, dict):
         raise SpecError([SpecIssue(source, 1, "<root>", "a spec is a YAML mapping")])
-    return spec_from_data(data, source=source, lines=lines)
+    return spec_from_data(data, source=source, lines=lines), SpecLines(source, lines)
 
 
 def spec_from_data(
@@ -259,6 +288,7 @@ def check_references(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
                 ):
                     yield ("tables", i, "columns", j, "references"), f"unknown {col.references!r}"
     yield from _check_rules(spec)
+    yield from _check_insert_only(spec)
     yield from _check_effects(spec)
     yield from _check_transactions(spec)
     yield from _check_seed(spec)
@@ -291,6 +321,23 @@ def _check_rules(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
             )
 
 
+def _check_insert_only(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
+    """An insert-only table is writable, and no rule waits for an update tools cannot make."""
+    once = {t.name for t in spec.tables if t.insert_only}
+    for i, table in enumerate(spec.tables):
+        if table.insert_only and not table.writable:
+            yield (
+                ("tables", i, "insert_only"),
+                "insert_only needs access read-write (a read-only table has no insert tool)",
+            )
+    for i, rule in enumerate(spec.rules):
+        if rule.table in once and "update" in rule.on:
+            yield (
+                ("rules", i, "on"),
+                f"{rule.table} is insert_only (no update tool): a rule on it is on [insert] only",
+            )
+
+
 def _check_effects(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
     tx_ids = {t.id for t in spec.transactions}
     for i, effect in enumerate(spec.effects):
@@ -304,9 +351,11 @@ def _check_effects(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
 
 def _check_transactions(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
     writable = {t.name for t in spec.tables if t.writable}
+    updatable = {t.name for t in spec.tables if t.updatable}
     for i, tx in enumerate(spec.transactions):
         kind, _, table = tx.tool.partition("_")
-        if kind not in ("insert", "update") or table not in writable:
+        allowed = updatable if kind == "update" else writable
+        if kind not in ("insert", "update") or table not in allowed:
             yield ("transactions", i, "tool"), f"{tx.tool!r} is not a write tool of this spec"
             continue
         cols = spec.table(table).column_names

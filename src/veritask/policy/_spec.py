@@ -92,11 +92,18 @@ class Table(_Model):
     columns: list[Column] = Field(min_length=1)
     unique: list[list[Identifier]] = Field(default_factory=list)
     lifecycle: Lifecycle | None = None
+    insert_only: bool = False
+    """Rows are written once: an insert tool but no update tool (a ledger, a log, a payment)."""
 
     @property
     def writable(self) -> bool:
-        """True when tools may insert into and update this table."""
+        """True when tools may write this table (insert, and update unless ``insert_only``)."""
         return self.access == "read-write"
+
+    @property
+    def updatable(self) -> bool:
+        """True when tools may update rows of this table (read-write and not insert-only)."""
+        return self.writable and not self.insert_only
 
     @property
     def primary_key(self) -> list[Column]:

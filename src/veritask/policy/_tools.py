@@ -189,6 +189,8 @@ def _write_description(
     system = _system_columns(table, kind)
     if system:
         lines += ["Set by the system, not by you: " + ", ".join(system) + "."]
+    if table.insert_only:
+        lines += [f"Rows of {table.name} cannot be changed once written (insert-only)."]
     if table.lifecycle and kind == "update":
         lines += [
             f"Rows are never deleted: retire one by setting {table.lifecycle.column} to {', '.join(map(str, table.lifecycle.inactive_values))}."
@@ -198,7 +200,9 @@ def _write_description(
 
 
 def _query_description(table: Table) -> str:
-    mode = "read-write" if table.writable else "read-only"
+    mode = "read-only"
+    if table.writable:
+        mode = "insert-only" if table.insert_only else "read-write"
     return (
         f"Search {table.name} ({table.tier} table, {mode}). {table.description}".strip()
         + "\nFilter by exact column values and by <column>_min / <column>_max ranges; results are"
@@ -207,8 +211,9 @@ def _query_description(table: Table) -> str:
 
 
 def build_tools(spec: DomainSpec) -> dict[str, ToolSpec]:
-    """All tools of a spec: ``query_<t>`` for every table, ``insert_<t>`` / ``update_<t>`` for
-    read-write tables. There is no delete tool."""
+    """All tools of a spec: ``query_<t>`` for every table, ``insert_<t>`` for read-write tables
+    and ``update_<t>`` for those of them with a primary key that are not insert-only. There is
+    no delete tool."""
     tools: dict[str, ToolSpec] = {}
     for table in spec.tables:
         tools[f"query_{table.name}"] = ToolSpec(
@@ -225,7 +230,7 @@ def build_tools(spec: DomainSpec) -> dict[str, ToolSpec]:
             rules = [r for r in spec.rules if r.table == table.name and kind in r.on]
             effects = [e for e in spec.effects if e.table == table.name and e.on == kind]
             key = table.primary_key[0].name if table.primary_key else None
-            if kind == "update" and key is None:
+            if kind == "update" and (key is None or not table.updatable):
                 continue
             tools[f"{kind}_{table.name}"] = ToolSpec(
                 name=f"{kind}_{table.name}",

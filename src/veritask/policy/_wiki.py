@@ -13,6 +13,7 @@ from veritask.policy._sql import sql_literal
 _TIER_ORDER = {"reference": 0, "entity": 1, "transaction": 2}
 _READ_ONLY_MODE = "[READ-ONLY] SELECT only. You cannot modify this table directly."
 _READ_WRITE_MODE = "[READ/WRITE] SELECT, INSERT, UPDATE. You have direct control."
+_INSERT_ONLY_MODE = "[INSERT-ONLY] SELECT, INSERT. Rows cannot be changed once written."
 _NONE = "None in this domain."
 
 
@@ -83,13 +84,22 @@ def _read_only_lines(spec: DomainSpec) -> list[str]:
 
 
 def _writable_lines(spec: DomainSpec) -> list[str]:
-    names = [t.name for t in spec.tables if t.writable]
-    if not names:
+    names = [t.name for t in spec.tables if t.updatable]
+    once = [t.name for t in spec.tables if t.writable and t.insert_only]
+    if not names and not once:
         return ["   - None: every table is read-only in this domain."]
-    return [
-        f"   - {_code_list(names)} are your workspace. You can INSERT new records into them and "
-        "UPDATE existing ones, only through the tools."
-    ]
+    lines = []
+    if names:
+        lines.append(
+            f"   - {_code_list(names)} are your workspace. You can INSERT new records into them "
+            "and UPDATE existing ones, only through the tools."
+        )
+    if once:
+        lines.append(
+            f"   - {_code_list(once)} are **INSERT-ONLY**: you can INSERT new records through the "
+            "tools, but a record cannot be changed once written."
+        )
+    return lines
 
 
 def _lifecycle_lines(spec: DomainSpec) -> list[str]:
@@ -97,7 +107,7 @@ def _lifecycle_lines(spec: DomainSpec) -> list[str]:
     for table in spec.tables:
         if table.lifecycle is None:
             continue
-        note = "" if table.writable else " (You cannot do this directly; see Indirect Access.)"
+        note = "" if table.updatable else " (You cannot do this directly; see Indirect Access.)"
         lines.append(f"     - **{table.name}:** {_lifecycle_action(table)}{note}")
     permanent = [t.name for t in spec.tables if t.lifecycle is None]
     if permanent:
@@ -191,17 +201,23 @@ def _relationships(spec: DomainSpec, table: Table) -> str:
     return " ".join(parts)
 
 
+def _permission_mode(table: Table) -> str:
+    if not table.writable:
+        return _READ_ONLY_MODE
+    return _INSERT_ONLY_MODE if table.insert_only else _READ_WRITE_MODE
+
+
 def _table_section(spec: DomainSpec, table: Table) -> str:
     lines = [
         f"### Table: {table.name} [{table.tier}]",
         "",
-        f"- **Permission Mode:** {_READ_WRITE_MODE if table.writable else _READ_ONLY_MODE}",
+        f"- **Permission Mode:** {_permission_mode(table)}",
     ]
     if table.description.strip():
         lines.append(f"- **Purpose:** {table.description.strip()}")
     lines += ["- **Key Columns:**", *(_column_line(c) for c in table.columns)]
     if table.lifecycle is not None:
-        note = "" if table.writable else " (Note: You cannot do this directly.)"
+        note = "" if table.updatable else " (Note: You cannot do this directly.)"
         lines.append(f"- **Lifecycle Method:** {_lifecycle_action(table)}{note}")
     relations = _relationships(spec, table)
     if relations:

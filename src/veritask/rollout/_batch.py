@@ -23,7 +23,6 @@ from veritask.agent import (
     ScriptedUser,
     User,
 )
-from veritask.domains import load_domain
 from veritask.env import CompiledDomain
 from veritask.rollout._episode import EpisodeTask
 from veritask.task import DatasetDir, TaskPackage, Trajectory, load_dataset
@@ -52,7 +51,7 @@ class TaskSource:
     def domain(self, name: str) -> CompiledDomain:
         """The compiled domain of a package."""
         if name not in self._domains:
-            self._domains[name] = CompiledDomain.from_spec(load_domain(name))
+            self._domains[name] = CompiledDomain.from_spec(self.dataset.domain_spec(name))
         return self._domains[name]
 
     def episode_task(self, package: TaskPackage) -> EpisodeTask:

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from veritask.env import example_coverage
 from veritask.policy import DomainSpec, SpecError, Wiki, spec_from_data
 from veritask.synth._architect_artifacts import (
     COMPLEX_KINDS,
@@ -268,25 +269,13 @@ def _checklist_errors(spec: DomainSpec, plan: ComplexityPlan) -> list[StageError
 
 
 def _example_coverage_errors(spec: DomainSpec) -> list[StageError]:
+    """Rules without a rejecting and a passing example call, effects without expect_rows."""
     errors = []
-    for rule in spec.rules:
-        expects = [c.expect for ex in rule.examples for c in ex.calls]
-        if rule.id not in expects:
-            message = f"no example call has expect: {rule.id} (a write the rule must reject)"
-            errors.append(
-                StageError("rules", "rule_without_violating_example", message, f"rule {rule.id}")
-            )
-        if "ok" not in expects:
-            message = "no example call has expect: ok (a similar write the rule lets through)"
-            errors.append(
-                StageError("rules", "rule_without_passing_example", message, f"rule {rule.id}")
-            )
-    for effect in spec.effects:
-        if not any(ex.expect_rows for ex in effect.examples):
-            message = "no example with expect_rows shows what the effect writes"
-            errors.append(
-                StageError("rules", "effect_without_example", message, f"effect {effect.id}")
-            )
+    for failure in example_coverage(spec):
+        kind = "effect" if failure.check == "effect_without_example" else "rule"
+        errors.append(
+            StageError("rules", failure.check, failure.message, f"{kind} {failure.owner}")
+        )
     return errors
 
 

@@ -14,19 +14,16 @@ import json
 import re
 import sqlite3
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
-from typing import Any
+from contextlib import contextmanager
 
-from veritask.env import CompiledDomain, Environment, ToolResult, build_image, insert_rows
-from veritask.policy import DomainSpec, Effect, Example, Rule, compile_sql, quote_ident, table_order
+from veritask.env import ExampleFailure, build_image, insert_rows
+from veritask.env import run_spec_examples as run_env_examples
+from veritask.policy import DomainSpec, Effect, Rule, compile_sql, quote_ident, table_order
 from veritask.synth._architect_artifacts import StageError
 
 _DENIED = {sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH, sqlite3.SQLITE_PRAGMA}
 _CREATE = re.compile(r"CREATE\s+(TABLE|INDEX|TRIGGER)\s+\"((?:[^\"]|\"\")+)\"", re.IGNORECASE)
 _ON_TABLE = re.compile(r"\bON\s+\"((?:[^\"]|\"\")+)\"", re.IGNORECASE)
-
-EXAMPLE_SECONDS = 5.0
-"""Wall-clock budget of one example: a runaway rule expression is interrupted, not waited for."""
 
 
 class _Sandbox:
@@ -260,95 +257,12 @@ def check_triggers_sql(spec: DomainSpec, stage: str = "rules") -> list[StageErro
 # -- examples ----------------------------------------------------------------------------------
 
 
-def _call_text(tool: str, args: dict[str, Any]) -> str:
-    return f"{tool}({json.dumps(args, sort_keys=True, ensure_ascii=False)})"
-
-
-def _outcome(result: ToolResult) -> str:
-    if result.ok:
-        return "it succeeded"
-    assert result.error is not None
-    rule = f" (rule {result.error.violated_rule})" if result.error.violated_rule else ""
-    return f"it was rejected with [{result.error.code}] {result.error.message}{rule}"
-
-
-def _call_error(owner: str, expect: str, result: ToolResult) -> str | None:
-    """The check id of a call that did not behave as declared, or None."""
-    if expect == "ok":
-        return None if result.ok else "example_passing_call_rejected"
-    if result.ok:
-        return "example_violation_accepted"
-    assert result.error is not None
-    if expect == owner:
-        return None if result.error.violated_rule == expect else "example_wrong_rule"
-    return (
-        None if expect in (result.error.violated_rule, result.error.code) else "example_wrong_rule"
-    )
-
-
-_CHECK_TEXT = {
-    "example_passing_call_rejected": "should succeed, but {outcome}",
-    "example_violation_accepted": "should be rejected by {expect}, but {outcome}",
-    "example_wrong_rule": "should be rejected by {expect}, but {outcome}",
-}
-
-
-def run_example(
-    env: Environment, seed: bytes, owner: str, index: int, example: Example, stage: str
-) -> list[StageError]:
-    """Run one example from the seed state; the first call that misbehaves is reported."""
-    env.restore(seed)
-    for step, call in enumerate(example.calls):
-        result = env.call(call.tool, call.args)
-        check = _call_error(owner, call.expect, result)
-        if check is not None:
-            text = _CHECK_TEXT[check].format(expect=call.expect, outcome=_outcome(result))
-            where = f"{owner} example {index} call {step}"
-            return [StageError(stage, check, f"{_call_text(call.tool, call.args)} {text}", where)]
-    return _row_errors(env, owner, index, example, stage)
-
-
-def _row_errors(
-    env: Environment, owner: str, index: int, example: Example, stage: str
-) -> list[StageError]:
-    errors = []
-    for exp in example.expect_rows:
-        item = f"{owner} example {index}"
-        if not env.spec.has_table(exp.table):
-            message = f"expect_rows names an unknown table {exp.table!r}"
-            errors.append(StageError(stage, "example_rows", message, item))
-            continue
-        rows = [r for r in env.rows(exp.table) if all(r.get(k) == v for k, v in exp.where.items())]
-        if not rows:
-            errors.append(
-                StageError(stage, "example_rows", f"no {exp.table} row matches {exp.where}", item)
-            )
-            continue
-        for key, value in exp.values.items():
-            if rows[0].get(key) != value:
-                got = rows[0].get(key)
-                errors.append(
-                    StageError(
-                        stage,
-                        "example_rows",
-                        f"{exp.table} {exp.where}: {key} is {got!r}, expected {value!r}",
-                        item,
-                    )
-                )
-    return errors
-
-
 def run_spec_examples(spec: DomainSpec, stage: str = "rules") -> list[StageError]:
-    """Execute every rule and effect example on a fresh environment built from the spec."""
-    try:
-        domain = CompiledDomain.from_spec(spec)
-    except Exception as exc:  # a model-made spec may break the build in any way; report it
-        return [StageError(stage, "build", f"the environment does not build: {exc}")]
-    errors: list[StageError] = []
-    with closing(Environment(domain)) as env:
-        owners: list[Rule | Effect] = [*spec.rules, *spec.effects]
-        for owner in owners:
-            for i, example in enumerate(owner.examples):
-                with env.time_limit(EXAMPLE_SECONDS):
-                    errors += run_example(env, domain.seed, owner.id, i, example, stage)
-    return errors
+    """Execute every rule and effect example on a fresh environment built from the spec (the
+    runner of ``veritask.env``), as stage errors."""
+    return [as_stage_error(f, stage) for f in run_env_examples(spec)]
+
+
+def as_stage_error(failure: ExampleFailure, stage: str) -> StageError:
+    """An example failure in the structured form sent back to the model."""
+    return StageError(stage, failure.check, failure.message, failure.where or None)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from veritask.domains import load_domain
+from veritask.domains import builtin_domains, load_domain, spec_path
 from veritask.model import CostLedger, ModelProvider, get_provider
 from veritask.pipeline import AsyncExecutor, RunManifest, Unit, executor_for, pending, unit_ids
 from veritask.synth._llm_explorer import ExplorerLimits
@@ -34,6 +34,7 @@ from veritask.synth._unit import (
     UnitResult,
 )
 from veritask.task import (
+    SPEC_FILE,
     DatasetDir,
     dataset_ledger,
 )
@@ -96,7 +97,8 @@ def generate(
     """Generate ``n`` certified task packages into ``out`` (resumable; deterministic in ``seed``).
 
     Args:
-        domain: Built-in domain name or spec path.
+        domain: Built-in domain name or spec path. Package ids and ``domain`` fields use the
+            spec's ``name`` either way; a spec file is copied into ``out`` (``spec.yaml``).
         n: Packages to make.
         seed: Run seed.
         out: Dataset directory (a rerun with the same settings resumes it).
@@ -165,15 +167,22 @@ def _stage(domain: str, n: int, seed: int, out: str | Path, mode: LLMMode | None
 
 
 def _run_config(stage: GenerateStage, mode: LLMMode | None) -> dict[str, Any]:
-    """What decides the dataset's bytes (the ``run.json`` keys)."""
+    """What decides the dataset's bytes (the ``run.json`` keys).
+
+    ``domain`` is the spec's ``name`` however the spec was given; a spec given as a file (not a
+    built-in name) adds ``"spec": "spec.yaml"``, the copy of it the dataset keeps.
+    """
+    spec = load_domain(stage.domain)
     info: dict[str, Any] = {
-        "domain": stage.domain,
+        "domain": spec.name,
         "n": stage.n,
         "seed": stage.seed,
         "generator": GENERATOR,
-        "spec_hash": load_domain(stage.domain).spec_hash(),
+        "spec_hash": spec.spec_hash(),
         "scene_size": SCENE_SIZE,
     }
+    if stage.domain not in builtin_domains():
+        info["spec"] = SPEC_FILE
     if mode is not None:
         info.update(mode.run_info())
     return info
@@ -190,6 +199,8 @@ def _prepare(
         # a directory from before run manifests: its run.json is the config it was made with
         RunManifest("generate", legacy, manifest.units).write(ds.root / MANIFEST)
     manifest.open(ds.root / MANIFEST, where=str(stage.out))
+    if "spec" in manifest.config:
+        ds.put_spec(spec_path(stage.domain).read_text("utf-8"))
     ds.write_run(manifest.config)
     todo = pending(stage)
     if progress:

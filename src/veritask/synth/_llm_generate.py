@@ -133,7 +133,8 @@ class LLMSceneStage:
             self.setup()
         assert self._worker is not None
         index, count, first = unit.params
-        return await self._worker.run_unit(self.domain, self.seed, index, count, first, self.out)
+        name = self._worker.spec.name  # ids and seeds follow the spec's name, not its path
+        return await self._worker.run_unit(name, self.seed, index, count, first, self.out)
 
 
 @dataclass

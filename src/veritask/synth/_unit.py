@@ -325,4 +325,5 @@ class SceneStage:
             self.setup()
         assert self._worker is not None
         index, count, first = unit.params
-        return self._worker.run(self.domain, self.seed, index, count, first, self.out)
+        name = self._worker.spec.name  # ids and seeds follow the spec's name, not its path
+        return self._worker.run(name, self.seed, index, count, first, self.out)

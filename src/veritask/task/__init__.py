@@ -4,7 +4,7 @@ from veritask._util import atomic_write, sha256
 from veritask.task._certify import Certificate, certify, outcome_mismatch, replay, replay_witness
 from veritask.task._check import CheckReport, check_dataset
 from veritask.task._costs import PriceTable, cost_report, dataset_ledger, load_prices
-from veritask.task._dataset import DatasetDir, DatasetError, load_dataset
+from veritask.task._dataset import SPEC_FILE, DatasetDir, DatasetError, load_dataset
 from veritask.task._grounded import Ungrounded, grounding, package_asks
 from veritask.task._package import (
     TAGS,
@@ -25,6 +25,7 @@ from veritask.task._tau2 import export_tau2
 from veritask.task._trajectory import StopReason, ToolStep, Trajectory
 
 __all__ = [
+    "SPEC_FILE",
     "TAGS",
     "Ask",
     "Certificate",

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from veritask._util import sha256
-from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment
 from veritask.task._certify import certify
 from veritask.task._dataset import DatasetDir, load_dataset
@@ -106,7 +105,7 @@ class _Checker:
         """The loaded domain, or why it cannot be loaded."""
         if name not in self.domains:
             try:
-                compiled = CompiledDomain.from_spec(load_domain(name))
+                compiled = CompiledDomain.from_spec(self.ds.domain_spec(name))
             except (ValueError, OSError) as exc:
                 self.domains[name] = f"domain {name!r} cannot be loaded: {exc}"
             else:

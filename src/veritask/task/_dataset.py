@@ -9,6 +9,8 @@ Layout::
     DIR/parts/<unit>.jsonl        finished work units; the manifest is assembled from them
     DIR/costs/<unit>.json         what each unit spent on model calls, per module (LLM mode only)
     DIR/digest.json               the seal: hashes of run.json and of every package field
+    DIR/spec.yaml                 the domain spec, when the run was given a spec file (not a
+                                  built-in name): readers load the domain from it
 
 Every file is written to a temporary name and renamed into place, so a run killed at any moment
 leaves only whole files behind and a rerun skips the units already present.
@@ -25,8 +27,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from veritask._util import atomic_write, sha256
+from veritask.domains import load_domain
+from veritask.policy import DomainSpec, load_spec
 from veritask.task._integrity import DIGEST_FILE, write_seal
 from veritask.task._package import TaskPackage
+
+SPEC_FILE = "spec.yaml"
+"""The copy of the domain spec in a dataset generated from a spec file."""
 
 
 class DatasetError(ValueError):
@@ -144,6 +151,32 @@ class DatasetDir:
         atomic_write(
             self.root / "run.json", (json.dumps(info, indent=2, sort_keys=True) + "\n").encode()
         )
+
+    @property
+    def spec_path(self) -> Path:
+        """Path of the dataset's copy of its domain spec (``spec.yaml``)."""
+        return self.root / SPEC_FILE
+
+    def put_spec(self, text: str) -> None:
+        """Keep a copy of the spec file the run was given, so readers find the domain again
+        wherever the dataset and the spec file move."""
+        atomic_write(self.spec_path, text.encode("utf-8"))
+
+    def domain_spec(self, name: str) -> DomainSpec:
+        """The spec of the packages whose ``domain`` is ``name``.
+
+        The dataset's own copy (``spec.yaml``) when it declares that name; otherwise the
+        built-in domain ``name`` (or, in datasets made before copies were kept, the spec path
+        the packages name).
+
+        Raises:
+            ValueError: The spec cannot be loaded (``SpecError`` is a ``ValueError``).
+        """
+        if self.spec_path.exists():
+            spec = load_spec(self.spec_path)
+            if spec.name == name:
+                return spec
+        return load_domain(name)
 
     def read_run(self) -> dict[str, Any] | None:
         """The recorded run settings, if any."""

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from veritask.domains import load_domain
 from veritask.policy import DomainSpec, build_tools
 from veritask.task._costs import PriceTable, cost_report, dataset_ledger
 from veritask.task._dataset import DatasetDir, load_dataset
@@ -38,7 +37,9 @@ def _domain_coverage(packages: Sequence[TaskPackage], spec: DomainSpec) -> tuple
     return _coverage(exercised, rules), _coverage(called, tools)
 
 
-def _coverages(packages: Sequence[TaskPackage], spec: DomainSpec | None) -> tuple[float, float]:
+def _coverages(
+    packages: Sequence[TaskPackage], spec: DomainSpec | None, ds: DatasetDir
+) -> tuple[float, float]:
     """Coverage per domain, averaged over the domains present (unweighted)."""
     by_domain: dict[str, list[TaskPackage]] = defaultdict(list)
     for pkg in packages:
@@ -46,7 +47,7 @@ def _coverages(packages: Sequence[TaskPackage], spec: DomainSpec | None) -> tupl
     if not by_domain:
         return 0.0, 0.0
     pairs = [
-        _domain_coverage(group, spec if spec is not None else load_domain(name))
+        _domain_coverage(group, spec if spec is not None else ds.domain_spec(name))
         for name, group in sorted(by_domain.items())
     ]
     rules = sum(r for r, _ in pairs) / len(pairs)
@@ -82,8 +83,9 @@ def report_dataset(
 
     Args:
         root: The dataset directory.
-        spec: The domain spec to measure coverage against; by default each package's built-in
-            domain (``load_domain(package.domain)``).
+        spec: The domain spec to measure coverage against; by default each package's domain
+            as the dataset names it (``DatasetDir.domain_spec``: the dataset's copy of the
+            spec, else the built-in).
         prices: Prices per million tokens by module, model or ``default`` to recompute the
             cost section with (see ``veritask.task._costs``); by default the recorded costs.
 
@@ -101,7 +103,7 @@ def report_dataset(
     packages = load_dataset(root)
     n = len(packages)
     difficulty = Counter[str](p.difficulty for p in packages)
-    rule_coverage, tool_coverage = _coverages(packages, spec)
+    rule_coverage, tool_coverage = _coverages(packages, spec, DatasetDir(Path(root)))
     calls = sum(len(p.witness) for p in packages)
     report: dict[str, Any] = {
         "tasks": n,

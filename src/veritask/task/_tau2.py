@@ -39,9 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from veritask._util import atomic_write
-from veritask.domains import load_domain
 from veritask.policy import DomainSpec
-from veritask.task._dataset import load_dataset
+from veritask.task._dataset import DatasetDir, load_dataset
 from veritask.task._package import TaskDescription, TaskPackage, WitnessCall
 
 REWARD_BASIS = {
@@ -180,10 +179,10 @@ def to_tau2(pkg: TaskPackage, spec: DomainSpec | None = None) -> dict[str, Any]:
     }
 
 
-def _spec(name: str, cache: dict[str, DomainSpec | None]) -> DomainSpec | None:
+def _spec(ds: DatasetDir, name: str, cache: dict[str, DomainSpec | None]) -> DomainSpec | None:
     if name not in cache:
         try:
-            cache[name] = load_domain(name)
+            cache[name] = ds.domain_spec(name)
         except (ValueError, OSError):
             cache[name] = None
     return cache[name]
@@ -209,7 +208,8 @@ def export_tau2(root: str | Path, out_path: str | Path) -> int:
     """
     packages = load_dataset(root)
     specs: dict[str, DomainSpec | None] = {}
-    tasks = [to_tau2(p, _spec(p.domain, specs)) for p in packages]
+    ds = DatasetDir(Path(root))
+    tasks = [to_tau2(p, _spec(ds, p.domain, specs)) for p in packages]
     body = json.dumps(tasks, indent=2, ensure_ascii=False) + "\n"
     atomic_write(Path(out_path), body.encode("utf-8"))
     return len(tasks)
