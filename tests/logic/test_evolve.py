@@ -356,3 +356,140 @@ def test_evolve_command_exits_1_when_nothing_passes(tmp_path: Path) -> None:
     )  # fmt: skip
     assert code == 1 and "round 1 (propose): rejected evolved_sum" in text
     assert "rejected after 1 round(s)" in text
+
+
+# --- rounds on the pipeline: resume, refusal, the sandbox opt-out ------------------------------
+
+
+class _Killed(BaseException):
+    """Stands for the process being killed: nothing catches it."""
+
+
+class _Killing:
+    """Passes requests to ``inner`` until one matches ``kill``; that one kills the run."""
+
+    def __init__(self, inner: ScriptedProvider, kill: Callable[[Messages], bool]) -> None:
+        self.inner, self.kill, self.name = inner, kill, inner.name
+
+    async def generate(self, messages: Messages, *args: Any, **kwargs: Any) -> Any:
+        if self.kill(messages):
+            raise _Killed
+        return await self.inner.generate(messages, *args, **kwargs)
+
+
+def _first_refine(messages: Messages) -> bool:
+    return str(messages[-1]["content"]).startswith("Round 1")
+
+
+OUTPUTS = ("evolved_sum.py", "evolved_sum.gates.json", "playbook.json")
+
+
+def _evolution(out: Path) -> dict[str, Any]:
+    text = (out / "evolved_sum.evolution.json").read_text()
+    data: dict[str, Any] = json.loads(text.replace(str(out), "OUT"))
+    return data
+
+
+def test_a_killed_run_resumes_after_the_last_committed_round_without_asking_again(
+    tmp_path: Path,
+) -> None:
+    def provider() -> ScriptedProvider:
+        return agent([_block(PARITY_FILE)], refinement=_block(SUM_FILE))
+
+    whole = provider()
+    run(whole, tmp_path / "a")
+    first = provider()
+    with pytest.raises(_Killed):  # killed in round 2, at the agent's first refine call
+        run(_Killing(first, _first_refine), tmp_path / "b")  # type: ignore[arg-type]
+    run_dir = tmp_path / "b" / "runs" / "arithmetic_chain"
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "arithmetic_chain.round1.json",
+        "run-manifest.json",
+    ]
+    assert not (tmp_path / "b" / "evolved_sum.py").exists()
+    rest = provider()
+    result = run(rest, tmp_path / "b")
+    assert [r.outcome for r in result.rounds] == ["rejected", "accepted"]
+    # round 1's calls are not made again: the two runs together made the uninterrupted calls
+    assert len(first.requests) + len(rest.requests) == len(whole.requests)
+    assert rest.requests == whole.requests[len(first.requests) :]
+    for name in OUTPUTS:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    assert _evolution(tmp_path / "b") == _evolution(tmp_path / "a")
+    # a finished run is not played again; outputs a kill left unwritten are written again
+    for name in (*OUTPUTS, "runs/arithmetic_chain/result.json"):
+        (tmp_path / "b" / name).unlink()
+    idle = agent([])
+    again = run(idle, tmp_path / "b")
+    assert idle.requests == [] and again.to_json() == result.to_json()
+    for name in OUTPUTS:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_round_records_are_the_units_and_more_rounds_continue_a_rejected_run(
+    tmp_path: Path,
+) -> None:
+    never = agent([_block(PARITY_FILE)], refinement=_block(PARITY_FILE))
+    rejected = run(never, tmp_path, t_max=1, rounds_dir=tmp_path / "plain")
+    assert not rejected.accepted
+    unit = json.loads((tmp_path / "runs/arithmetic_chain/arithmetic_chain.round1.json").read_text())
+    plain = json.loads((tmp_path / "plain/arithmetic_chain.round1.json").read_text())
+    assert {k: unit[k] for k in plain} == plain
+    assert {"conversation", "playbook", "cost", "source"} <= set(unit) - set(plain)
+    more = agent([_block(PARITY_FILE)], refinement=_block(SUM_FILE))
+    result = run(more, tmp_path, t_max=2, rounds_dir=tmp_path / "plain")
+    assert [r.outcome for r in result.rounds] == ["rejected", "accepted"]
+    assert not any("code reasoning" in r["messages"][0]["content"] and len(r["messages"]) == 2
+                   for r in more.requests)  # fmt: skip
+    assert sorted(p.name for p in (tmp_path / "plain").iterdir()) == [
+        "arithmetic_chain.round1.json",
+        "arithmetic_chain.round2.json",
+    ]
+
+
+def test_a_rerun_with_another_config_is_refused_naming_the_field(tmp_path: Path) -> None:
+    from veritask.pipeline import RunConflict
+
+    run(agent([_block(SUM_FILE)]), tmp_path)
+    for settings, says in (
+        ({"seed": 1}, "seed: was 0, now 1"),
+        ({"extra_validators": 1}, "extra_validators: was 2, now 1"),
+        ({"gates": GateSettings(per_level=30)}, "gates.per_level: was 20, now 30"),
+    ):
+        provider = agent([_block(SUM_FILE)])
+        with pytest.raises(RunConflict, match=re.escape(says)):
+            run(provider, tmp_path, **settings)
+        assert provider.requests == []
+    elsewhere = run(agent([_block(SUM_FILE)]), tmp_path / "x", seed=1, run_dir=tmp_path / "r")
+    assert elsewhere.accepted
+
+
+def test_evolve_takes_the_sandbox_opt_out(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from veritask.logic import SandboxSupport, SandboxUnavailable, _sandbox
+
+    missing = SandboxSupport(0, False, None, ("no Landlock (evolve argument test)",))
+    monkeypatch.setattr(_sandbox, "sandbox_support", lambda: missing)
+    provider = agent([_block(SUM_FILE)])
+    with pytest.raises(SandboxUnavailable, match="--unsafe-no-sandbox"):
+        run(provider, tmp_path)
+    assert provider.requests == []  # refused before any model call
+    with pytest.warns(RuntimeWarning, match="WITHOUT the OS sandbox"):
+        result = evolve(
+            "arithmetic_chain",
+            provider,
+            EvolveSettings(out_dir=tmp_path, gates=GATES),
+            unsafe_no_sandbox=True,
+        )
+    assert result.accepted
+
+
+def test_evolve_command_refuses_a_rerun_with_another_seed(tmp_path: Path) -> None:
+    _register("evolveonce", lambda: agent([_block(SUM_FILE)]))
+    args = ["evolve", "arithmetic_chain", "--model", "evolveonce", "--out", str(tmp_path)]
+    args += ["--per-level", "20"]
+    assert _invoke(*args)[0] == 0
+    group = click.Group("logic")
+    logic_gate_cmds.register(group)
+    refused = CliRunner().invoke(group, [*args, "--seed", "3"])
+    assert refused.exit_code == 1
+    assert "(config differs in seed: was 0, now 3);" in refused.output

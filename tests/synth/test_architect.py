@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import re
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ from veritask.model import (
     ScriptItem,
     register_provider,
 )
+from veritask.pipeline import RunConflict
 from veritask.policy import DomainSpec, Example, Rule, compile_sql, load_spec, render_wiki
 from veritask.synth import (
     Architect,
@@ -593,22 +596,170 @@ def test_cli_record_then_replay(cli: click.Group, tmp_path: Path) -> None:
     assert first.read_bytes() == second.read_bytes()
 
 
-def test_cli_killed_run_resumes_from_the_cache_without_paying_again(
+def test_cli_killed_run_resumes_after_the_last_accepted_stage(
     cli: click.Group, travel: DomainSpec, tmp_path: Path
 ) -> None:
     plan, wiki, tables, rules = good_script(travel)
-    _SCRIPTS["dies"] = [plan, wiki, tables, ProviderError("connection reset")]
-    _SCRIPTS["rest"] = [rules]
-    cache, out = tmp_path / "cache", tmp_path / "spec.yaml"
-    base = ["architect", str(SEED_PATH), "--out", str(out), "--cache-dir", str(cache)]
-    died = CliRunner().invoke(cli, [*base, "--model", "architect-test:dies"])
+    _SCRIPTS["resume"] = [plan, wiki, tables, ProviderError("connection reset")]
+    out = tmp_path / "spec.yaml"
+    base = ["architect", str(SEED_PATH), "--out", str(out), "--model", "architect-test:resume"]
+    died = CliRunner().invoke(cli, base)
     assert died.exit_code != 0 and not out.exists()
-    # the rerun sends the same first three requests: answered from the cache, not the model
-    result = CliRunner().invoke(cli, [*base, "--model", "architect-test:rest", "--json"])
+    stored = sorted(p.name for p in (tmp_path / "spec.yaml.run").iterdir())
+    assert stored == [
+        "corporate_travel.plan.json",
+        "corporate_travel.tables.json",
+        "corporate_travel.wiki.json",
+        "run-manifest.json",
+    ]
+    # the rerun asks only for the rules: the script holds nothing else
+    _SCRIPTS["resume"] = [rules]
+    result = CliRunner().invoke(cli, [*base, "--json"])
     assert result.exit_code == 0, result.output
-    cost = json.loads(result.stdout)["cost"]["total"]
-    assert (cost["turns"], cost["cached_turns"]) == (1, 3)
+    resumed = json.loads(result.stdout)
     reference = tmp_path / "reference.yaml"
     args = ["architect", str(SEED_PATH), "--out", str(reference), "--model", "architect-test:good"]
-    assert CliRunner().invoke(cli, args).exit_code == 0
+    done = CliRunner().invoke(cli, [*args, "--json"])
     assert out.read_bytes() == reference.read_bytes()
+    # the restored stages keep their rounds and costs: the report is the uninterrupted one's
+    assert {**resumed, "out": None} == {**json.loads(done.stdout), "out": None}
+    _SCRIPTS["resume"] = []
+    plain = CliRunner().invoke(cli, base)
+    assert plain.exit_code == 0 and plain.output.count("[resumed]") == 4
+
+
+def test_cli_a_stage_cut_between_rounds_starts_again_from_the_cache(
+    cli: click.Group, travel: DomainSpec, tmp_path: Path
+) -> None:
+    script = compile_error_script(travel, (">= {threshold}", ">= >= {threshold}"))
+    _SCRIPTS["cut"] = [*script[:4], ProviderError("connection reset")]
+    cache, out = tmp_path / "cache", tmp_path / "spec.yaml"
+    base = ["architect", str(SEED_PATH), "--out", str(out), "--cache-dir", str(cache)]
+    base += ["--model", "architect-test:cut"]
+    assert CliRunner().invoke(cli, base).exit_code != 0
+    # plan, wiki and tables come from the run directory; the rules' first round from the cache
+    _SCRIPTS["cut"] = [script[4]]
+    result = CliRunner().invoke(cli, [*base, "--json"])
+    assert result.exit_code == 0, result.output
+    cost = json.loads(result.stdout)["cost"]
+    assert (cost["total"]["turns"], cost["total"]["cached_turns"]) == (4, 1)
+    assert (cost["architect.rules"]["turns"], cost["architect.rules"]["cached_turns"]) == (1, 1)
+    assert load_spec(out).model_copy(update={"name": "travel"}) == travel
+
+
+def test_cli_refuses_a_rerun_with_other_settings(cli: click.Group, tmp_path: Path) -> None:
+    out = tmp_path / "spec.yaml"
+    base = ["architect", str(SEED_PATH), "--out", str(out), "--model", "architect-test:good"]
+    assert CliRunner().invoke(cli, base).exit_code == 0
+    refused = CliRunner().invoke(cli, [*base, "--rounds", "2"])
+    assert refused.exit_code == 1
+    assert "holds a different run of architect (config differs in rounds: was 3, now 2)" in (
+        refused.output
+    )
+    elsewhere = [*base, "--rounds", "2", "--run-dir", str(tmp_path / "other")]
+    assert CliRunner().invoke(cli, elsewhere).exit_code == 0
+
+
+# -- (g) the stages on the pipeline: resume, refusal, byte-identity ----------------------------
+
+
+class _Killed(BaseException):
+    """Stands for the process being killed: nothing catches it."""
+
+
+def _answered(provider: ScriptedProvider, killed: bool = False) -> int:
+    """Model calls that returned an answer (a killed call returned none)."""
+    return len(provider.requests) - int(killed)
+
+
+def test_a_killed_run_resumes_after_the_last_accepted_stage_without_asking_again(
+    travel: DomainSpec, seed: Seed, tmp_path: Path
+) -> None:
+    script = compile_error_script(travel, (">= {threshold}", ">= >= {threshold}"))
+    uninterrupted = ScriptedProvider(script)
+    reference = run_architect(seed, uninterrupted)
+    run_dir = tmp_path / "run"
+    for stop in range(4):  # killed while stage `stop` waits for the model, then resumed
+        shutil.rmtree(run_dir, ignore_errors=True)
+        calls = sum(len(s.rounds) for s in reference.report.stages[:stop])
+        first = ScriptedProvider([*script[:calls], _Killed()])
+        with pytest.raises(_Killed):
+            run_architect(seed, first, run_dir=run_dir)
+        rest = ScriptedProvider(script[calls:])
+        resumed = run_architect(seed, rest, run_dir=run_dir)
+        assert _answered(first, killed=True) + _answered(rest) == len(uninterrupted.requests)
+        assert rest.requests == uninterrupted.requests[calls:]  # nothing asked twice
+        assert resumed.spec_yaml == reference.spec_yaml
+        assert resumed.report.to_json() == reference.report.to_json()
+        assert resumed.report.resumed == list(("plan", "wiki", "tables", "rules")[:stop])
+        assert resumed.artifacts() == reference.artifacts()
+    files = sorted(p.name for p in run_dir.iterdir())
+    assert files == [f"corporate_travel.{s}.json" for s in ("plan", "rules", "tables", "wiki")] + [
+        "run-manifest.json"
+    ]
+    again = ScriptedProvider([])
+    assert run_architect(seed, again, run_dir=run_dir).spec_yaml == reference.spec_yaml
+    assert again.requests == []
+
+
+def test_a_rerun_with_another_config_is_refused_naming_the_field(
+    travel: DomainSpec, seed: Seed, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    run_architect(seed, ScriptedProvider(good_script(travel)), run_dir=run_dir, model="m1")
+    other_seed = seed.model_copy(update={"context": seed.context + " Now with trains."})
+    cases: list[tuple[Seed, dict[str, Any], str]] = [
+        (seed, {"rounds": 2}, "rounds: was 3, now 2"),
+        (seed, {"model": "m2"}, 'model: was "m1", now "m2"'),
+        (seed, {"limits": PlanLimits(max_rules=80)}, "limits.max_rules"),
+        (other_seed, {}, "config differs in seed"),
+    ]
+    for which, settings, says in cases:
+        provider = ScriptedProvider(good_script(travel))
+        with pytest.raises(RunConflict, match=re.escape(says)):
+            run_architect(which, provider, run_dir=run_dir, **{"model": "m1", **settings})
+        assert provider.requests == []
+
+
+def test_replayed_kill_and_resume_gives_the_recorded_bytes(
+    cli: click.Group, travel: DomainSpec, tmp_path: Path
+) -> None:
+    """A recorded CLI run, replayed with a kill after three answers and resumed, writes the
+    spec the recorded run wrote."""
+    recording, recorded = tmp_path / "run.jsonl", tmp_path / "recorded.yaml"
+    _SCRIPTS["recorded"] = compile_error_script(travel, (">= {threshold}", "> >= {threshold}"))
+    args = ["architect", str(SEED_PATH), "--out", str(recorded)]
+    args += ["--model", "architect-test:recorded", "--record", str(recording)]
+    assert CliRunner().invoke(cli, args).exit_code == 0
+    register_provider("architect-budget", _budgeted)
+    out = tmp_path / "replayed.yaml"
+    base = ["architect", str(SEED_PATH), "--out", str(out), "--json"]
+    base += ["--model", f"architect-budget:{recording}"]
+    _BUDGET[:] = [3]
+    assert CliRunner().invoke(cli, base).exit_code == 1
+    _BUDGET[:] = [2]
+    result = CliRunner().invoke(cli, base)
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes() == recorded.read_bytes()
+    assert _BUDGET == [0] and len(recording.read_text().splitlines()) == 5
+
+
+_BUDGET: list[int] = [0]
+
+
+class _Budgeted:
+    """A replay that fails once it has answered ``_BUDGET`` calls (a killed connection)."""
+
+    def __init__(self, path: str) -> None:
+        self.inner = ReplayProvider(path)
+        self.name = self.inner.name
+
+    async def generate(self, *args: Any, **kwargs: Any) -> Any:
+        if _BUDGET[0] <= 0:
+            raise ProviderError("the connection died")
+        _BUDGET[0] -= 1
+        return await self.inner.generate(*args, **kwargs)
+
+
+def _budgeted(argument: str, **_: Any) -> _Budgeted:
+    return _Budgeted(argument)

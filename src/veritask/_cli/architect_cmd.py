@@ -10,11 +10,13 @@ import click
 
 from veritask._cli._common import cache_dir_option, echo_json, provider_arg
 from veritask.model import ModelProvider, RecordingProvider
+from veritask.pipeline import RunConflict
 from veritask.synth import (
     ArchitectError,
     ArchitectReport,
     ArchitectResult,
     SeedError,
+    default_run_dir,
     load_seed,
     run_architect,
 )
@@ -41,9 +43,10 @@ def _summary_lines(report: ArchitectReport) -> list[str]:
     for stage in report.stages:
         errors = [len(r.errors) for r in stage.rounds]
         verdict = "accepted in round" if stage.passed else "rejected after rounds"
+        resumed = " [resumed]" if stage.stage in report.resumed else ""
         lines.append(
             f"  {stage.stage:<7} {verdict} {stage.rounds_used}/{stage.max_rounds} "
-            f"(errors per round: {errors})"
+            f"(errors per round: {errors}){resumed}"
         )
     total = report.cost.total()
     lines.append(
@@ -91,6 +94,11 @@ def _write_artifacts(directory: str | None, result: ArchitectResult) -> None:
     type=click.Path(file_okay=False),
     help="Write the accepted stage artifacts (plan, wiki, tables, rules) to this directory.",
 )
+@click.option(
+    "--run-dir",
+    type=click.Path(file_okay=False),
+    help="Keep each accepted stage here; a rerun resumes after the last one [default: OUT.run].",
+)
 @cache_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report.")
 def architect_cmd(
@@ -101,6 +109,7 @@ def architect_cmd(
     report: str | None,
     record: str | None,
     artifacts: str | None,
+    run_dir: str | None,
     cache_dir: str | None,
     as_json: bool,
 ) -> None:
@@ -109,14 +118,21 @@ def architect_cmd(
     Four stages (complexity plan, wiki policy, tables, rules and effects), each checked and sent
     back for fixing up to --rounds times. The spec is written only when it compiles in SQLite and
     every rule's examples behave as declared.
+
+    Each accepted stage is kept in the run directory (--run-dir, default OUT.run): a killed run
+    rerun with the same settings resumes after the last accepted stage without asking the model
+    again; a rerun with other settings (seed, model, rounds) is refused.
     """
     try:
         loaded = load_seed(seed)
     except SeedError as exc:
         raise click.ClickException(str(exc)) from None
     provider = _provider(model, record, cache_dir)
+    where = run_dir or default_run_dir(out)
     try:
-        result = run_architect(loaded, provider, rounds=rounds)
+        result = run_architect(loaded, provider, rounds=rounds, run_dir=where, model=model)
+    except RunConflict as exc:
+        raise click.ClickException(str(exc)) from None
     except ArchitectError as exc:
         payload = _payload(exc.report, None)
         _write_report(report, payload)

@@ -23,6 +23,7 @@ from veritask.logic._run_gates import run_gates
 from veritask.logic._sandbox import SandboxUnavailable, allow_unsafe_no_sandbox, require_sandbox
 from veritask.logic._settings import EvolveSettings, GateSettings
 from veritask.model import ProviderError
+from veritask.pipeline import RunConflict
 
 
 def family_by_id(family_id: str, dirs: tuple[str, ...]) -> Family:
@@ -260,6 +261,12 @@ def _print_evolution(result: EvolutionResult) -> None:
 )
 @blind_review_options
 @per_level_option
+@click.option(
+    "--run-dir",
+    type=click.Path(file_okay=False),
+    help="Keep each committed round here; a rerun resumes after the last one"
+    " [default: OUT/runs/SEED_FAMILY].",
+)
 @families_dir_option
 @cache_dir_option
 @unsafe_no_sandbox_option
@@ -275,12 +282,17 @@ def evolve_cmd(
     n: int,
     tau: int,
     per_level: int,
+    run_dir: str | None,
     families_dirs: tuple[str, ...],
     cache_dir: str | None,
     unsafe_no_sandbox: bool,
     as_json: bool,
 ) -> None:
-    """Evolve SEED_FAMILY into a new family file in OUT (exit status 1 when none passes)."""
+    """Evolve SEED_FAMILY into a new family file in OUT (exit status 1 when none passes).
+
+    Each committed round is kept in the run directory: a killed run rerun with the same
+    settings resumes after its last committed round without asking the model again (more
+    --rounds continue a rejected run); a rerun with other settings is refused."""
     _check_tau(n, tau)
     family = family_by_id(seed_family, (*families_dirs, out))
     provider = provider_arg(model, cache_dir)
@@ -292,13 +304,14 @@ def evolve_cmd(
         extra_validators=extra_validators,
         gates=GateSettings(n=n, tau=tau, per_level=per_level),
         families_dirs=families_dirs,
+        run_dir=run_dir,
     )
     try:
         with sandboxed([family], unsafe_no_sandbox, always=True):
-            result = evolve(family, provider, settings)
+            result = evolve(family, provider, settings, model=model)
     except ProviderError as exc:
         raise click.ClickException(f"model call failed: {exc}") from None
-    except FamilyFileError as exc:
+    except (FamilyFileError, RunConflict) as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
         echo_json(result.to_json())

@@ -1,105 +1,179 @@
-"""The evolution loop (SSLogic 3.2-3.4): an LLM agent evolves a seed family into a new family file.
+"""The evolution loop (SSLogic 3.2-3.4) on the pipeline: each round is a unit of a run.
 
-One run of :func:`evolve_async`:
-
-1. **Propose** (module ``propose``): the agent sees the seed family (template, answer format,
-   sample questions with answers, source), the family-file format and the experience playbook,
-   and writes a complete family file: ``FAMILY``, ``generate`` and at least one validator.
-2. **Validators** (module ``validators``): separate calls, one per extra validator, write
-   independent ``solution(inputs)`` functions from the template, the generator code (validators
-   removed) and sample inputs. They never see the agent's validator code. Each is wrapped into a
-   function ``solution_pool_<k>`` and appended to the file.
-3. **Gates**: the assembled file is loaded in the sandbox and run through
-   :func:`~veritask.logic.run_gates_async` (modules ``review`` and ``blind_review``).
-4. **Refine** (module ``refine``): on failure the structured gate report goes back to the agent,
-   which answers with a corrected file; steps 2-3 repeat, up to ``t_max`` rounds in all.
-
-An accepted family is written as ``<out>/<id>.py`` with ``<id>.gates.json`` (its gate record)
-and ``<id>.evolution.json`` (rounds and costs), so it loads through the registry like a
-built-in. Every round's outcome updates the playbook (see :class:`~veritask.logic.Playbook`).
+One run of :func:`evolve_async` plays rounds (see ``_evolve_round``: propose or refine, the
+independent validators, the gates) until a family passes or ``t_max`` rounds were played. An
+accepted family is written as ``<out>/<id>.py`` with ``<id>.gates.json`` (its gate record) and
+``<id>.evolution.json`` (rounds and costs), so it loads through the registry like a built-in.
+Every round's outcome updates the playbook (see :class:`~veritask.logic.Playbook`).
 
 **Rounds are units.** Round ``k`` of evolving seed family ``S`` has the stable id
-``S.round<k>`` (:func:`~veritask.logic._records.round_id`). Its input is the run's
-:class:`~veritask.logic.EvolveSettings` and the state the round before it left (the conversation
-with the agent and the playbook). :func:`_play_round` makes the model calls, runs the gates and
-updates that state in memory, writing nothing. :func:`_commit_round` then writes the round's
-outputs, each atomically: the accepted family's files, the round record
-(``<rounds_dir>/<round id>.json`` when ``rounds_dir`` is set; no timings, so the same answers
-give the same bytes) and the playbook. The commit is the round boundary: a pipeline stage
-checkpoints there. Rounds run in sequence, since each starts from the state the one before left.
+``S.round<k>`` (:func:`~veritask.logic._records.round_id`). Rounds run in sequence, since each
+starts from the state the one before it left: the conversation with the agent and the playbook.
+The run directory (``EvolveSettings.run_dir_for``, default ``<out>/runs/<S>``) holds:
+
+- ``run-manifest.json``: the run's config (the seed family and its version, the model, the
+  playbook bound, the seed, the validators, the gate settings, the sampling settings; not
+  ``t_max``, so a rerun with more rounds continues a rejected run). A rerun with another config
+  is refused, naming the fields that differ.
+- ``S.round<k>.json``: the committed round, written atomically before anything else of the
+  round: its record, the accepted file's source, the conversation and the playbook after the
+  round, and what the round spent.
+- ``result.json``: the run's result, written last.
+
+Committing a round writes its unit file, then the accepted family's files, the playbook and the
+plain record copy (``<rounds_dir>/S.round<k>.json`` when ``rounds_dir`` is set). A killed run,
+rerun with the same settings, restores the committed rounds (records, costs, conversation,
+playbook), writes again whatever the last one had not yet written, and plays only the rounds
+after it. The files hold no timings, so the same seed and the same answers give the same bytes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
-import re
-from dataclasses import dataclass, field
-from typing import Any, Literal
+import contextlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
 
-from veritask.logic._draft import Draft, assemble_family, parse_draft, parse_validator
-from veritask.logic._family import Family, instance_seed
-from veritask.logic._filefamily import family_from_source, parse_family_source
-from veritask.logic._playbook import Playbook, failure_lessons
-from veritask.logic._prompts import (
-    EVOLVE_SYSTEM,
-    VALIDATOR_SYSTEM,
-    gate_feedback,
-    refine_prompt,
-    seed_prompt,
-    validator_prompt,
-)
+from veritask._util import atomic_write_text
+from veritask.logic._evolve_round import Played, Run, play_round
+from veritask.logic._family import Family
+from veritask.logic._playbook import Playbook
 from veritask.logic._records import (
     EvolutionResult,
     RoundRecord,
+    round_id,
     write_accepted,
     write_json,
     write_round,
 )
 from veritask.logic._registry import all_families, get_family
-from veritask.logic._reports import FamilyGateRecord
-from veritask.logic._run_gates import run_gates_async
+from veritask.logic._sandbox import allow_unsafe_no_sandbox, require_sandbox
 from veritask.logic._settings import EvolveSettings
-from veritask.model import CostLedger, ModelProvider, StructuredOutputError, ask
+from veritask.model import CostLedger, ModelProvider, ModuleCost
+from veritask.pipeline import AsyncExecutor, RunManifest, Unit, pending, unit_ids
+
+JOB = "logic-evolve"
+RUN_MANIFEST = "run-manifest.json"
+RESULT = "result.json"
+
+
+def evolve_config(seed: Family, settings: EvolveSettings, model: str) -> dict[str, Any]:
+    """What decides a run's rounds (paths and ``t_max`` are left out: the rounds are the units)."""
+    gates = settings.gate_settings()
+    config = settings.config
+    return {
+        "seed_family": f"{seed.id}@{seed.version}",
+        "model": model,
+        "playbook_limit": settings.playbook_limit,
+        "seed": settings.seed,
+        "extra_validators": settings.extra_validators,
+        "gates": {
+            **{k: v for k, v in gates.recorded().items() if k != "seed"},  # the run's seed
+            "budget_us": gates.budget_us,
+            "short_circuit": gates.short_circuit,
+        },
+        "config": None if config is None else asdict(config),
+    }
+
+
+def _cost_json(ledger: CostLedger) -> dict[str, Any]:
+    """A ledger with its exact values (``CostLedger.to_json`` rounds the cost)."""
+    return {name: asdict(cost) for name, cost in sorted(ledger.modules.items())}
 
 
 @dataclass
-class _Run:
-    """The state of one evolution run, carried from round to round."""
+class RoundStage:
+    """The rounds of one run as units; a committed round is ``<run_dir>/<round id>.json``."""
 
-    seed: Family
-    provider: ModelProvider
-    settings: EvolveSettings
-    playbook: Playbook
-    taken: frozenset[str]
-    ledger: CostLedger
-    conversation: list[dict[str, Any]] = field(default_factory=list)
+    state: Run
+    result: EvolutionResult
+    run_dir: Path
+    name: str = JOB
+    committed: int = 0
+    _source: str | None = field(default=None, repr=False)
 
+    def units(self) -> list[Unit[int]]:
+        """Rounds 1 to ``t_max``, in order."""
+        seed = self.state.seed.id
+        return [Unit(round_id(seed, k), k) for k in range(1, self.state.settings.t_max + 1)]
 
-@dataclass(frozen=True)
-class _Accepted:
-    """The family a round accepted: the agent's draft, the assembled file and its gate record."""
+    def path(self, round_no: int) -> Path:
+        """The unit file of a round."""
+        return self.run_dir / f"{round_id(self.state.seed.id, round_no)}.json"
 
-    draft: Draft
-    source: str
-    gates: FamilyGateRecord
+    def done(self, unit: Unit[int]) -> bool:
+        """True for a committed round, and for every round once one was accepted."""
+        return unit.params <= self.committed or self.result.accepted
 
+    def setup(self) -> None:
+        """Nothing to build: the run holds the provider and the state."""
 
-@dataclass(frozen=True)
-class _Played:
-    """A round played but not yet written."""
+    async def run(self, unit: Unit[int]) -> RoundRecord | None:
+        """Play one round and commit it (nothing to do after an accepted round)."""
+        if self.result.accepted:
+            return None
+        try:
+            played = await play_round(self.state, unit.params)
+        except BaseException:
+            self.state.ledger.merge(self.state.spent)
+            raise
+        self._commit(played)
+        return played.record
 
-    record: RoundRecord
-    accepted: _Accepted | None = None
+    def _commit(self, played: Played) -> None:
+        """Write the round's unit file, then its outputs."""
+        run, record = self.state, played.record
+        source = None if played.accepted is None else played.accepted.source
+        state = {
+            **record.unit_json(run.seed.id),
+            "source": source,
+            "conversation": run.conversation,
+            "playbook": run.playbook.to_json(),
+            "cost": _cost_json(played.cost),
+        }
+        text = json.dumps(state, indent=2, ensure_ascii=False) + "\n"
+        atomic_write_text(self.path(record.round), text)
+        run.ledger.merge(played.cost)
+        self._restore(record, source)
+        self._write_outputs(record)
 
+    def _restore(self, record: RoundRecord, source: str | None) -> None:
+        """Add a committed round to the result."""
+        self.committed = record.round
+        self._source = source
+        self.result.rounds.append(record)
+        if record.outcome == "accepted" and record.family is not None:
+            out = self.state.settings.out
+            self.result.accepted, self.result.family = True, record.family
+            self.result.path = str(out / f"{record.family}.py")
+            self.result.gates_path = str(out / f"{record.family}.gates.json")
 
-class _RoundFailed(Exception):
-    """A round ended before the gates (the agent or the validator builder failed)."""
+    def _write_outputs(self, record: RoundRecord) -> None:
+        """The outputs of the last committed round: the accepted family's files, the playbook
+        and the plain record copy (each atomically)."""
+        settings, seed = self.state.settings, self.state.seed.id
+        if self._source is not None and record.family is not None:
+            write_accepted(settings.out, record.family, self._source, record.gates or {})
+        self.state.playbook.save(settings.playbook_file)
+        if settings.rounds_dir is not None:
+            write_round(settings.rounds_dir, seed, record)
 
-    def __init__(self, family: str | None, problems: list[str]) -> None:
-        super().__init__("; ".join(problems))
-        self.family = family
-        self.problems = problems
+    def resume(self) -> None:
+        """Restore the committed rounds in order (records, costs, conversation, playbook) and
+        write again the outputs of the last one when the run had not finished."""
+        for unit in self.units():
+            if self.result.accepted or not self.path(unit.params).exists():
+                break
+            data = json.loads(self.path(unit.params).read_text(encoding="utf-8"))
+            self.state.conversation = list(data["conversation"])
+            self.state.playbook = Playbook.from_json(data["playbook"])
+            costs = {name: ModuleCost(**cost) for name, cost in data["cost"].items()}
+            self.state.ledger.merge(CostLedger(costs))
+            self._restore(RoundRecord.from_json(data), data["source"])
+        if self.result.rounds and not (self.run_dir / RESULT).exists():
+            self._write_outputs(self.result.rounds[-1])
 
 
 async def evolve_async(
@@ -108,6 +182,8 @@ async def evolve_async(
     settings: EvolveSettings,
     *,
     ledger: CostLedger | None = None,
+    model: str | None = None,
+    unsafe_no_sandbox: bool = False,
 ) -> EvolutionResult:
     """Evolve ``seed_family`` into a new family (see the module docstring).
 
@@ -116,16 +192,28 @@ async def evolve_async(
             or ``settings.out_dir``).
         provider: The model that writes, reviews and solves.
         settings: How the run goes (output directory, rounds, playbook, seed, gates, ...).
-        ledger: Charged with every model call, per module.
+        ledger: Charged with every model call, per module (restored rounds included).
+        model: The model spec the run's config names (default: the provider's name).
+        unsafe_no_sandbox: Where the kernel lacks the OS sandbox, run the written family code
+            anyway (see :func:`~veritask.logic.allow_unsafe_no_sandbox`); no effect where the
+            sandbox is available.
+
+    Raises:
+        SandboxUnavailable: The OS sandbox is unavailable and ``unsafe_no_sandbox`` is False
+            (checked before any model call).
+        RunConflict: The run directory holds a run of another config.
     """
-    run = _start(seed_family, provider, settings, ledger)
-    result = EvolutionResult(run.seed.id)
-    for round_no in range(1, settings.t_max + 1):
-        played = await _play_round(run, round_no)
-        _commit_round(run, played, result)
-        if played.accepted is not None:
-            break
-    return _finish(run, result)
+    allowed = allow_unsafe_no_sandbox() if unsafe_no_sandbox else contextlib.nullcontext()
+    with allowed:
+        require_sandbox(unsafe_no_sandbox)
+        run = _start(seed_family, provider, settings, ledger)
+        stage = RoundStage(run, EvolutionResult(run.seed.id), settings.run_dir_for(run.seed.id))
+        config = evolve_config(run.seed, settings, model or provider.name)
+        manifest = RunManifest(JOB, config, unit_ids(stage))
+        manifest.open(stage.run_dir / RUN_MANIFEST, where=str(stage.run_dir), grow=True)
+        stage.resume()
+        await AsyncExecutor(1).map(stage, pending(stage))
+        return _finish(run, stage)
 
 
 def evolve(
@@ -134,9 +222,20 @@ def evolve(
     settings: EvolveSettings,
     *,
     ledger: CostLedger | None = None,
+    model: str | None = None,
+    unsafe_no_sandbox: bool = False,
 ) -> EvolutionResult:
     """Synchronous :func:`evolve_async` (not from inside a running event loop)."""
-    return asyncio.run(evolve_async(seed_family, provider, settings, ledger=ledger))
+    return asyncio.run(
+        evolve_async(
+            seed_family,
+            provider,
+            settings,
+            ledger=ledger,
+            model=model,
+            unsafe_no_sandbox=unsafe_no_sandbox,
+        )
+    )
 
 
 def _start(
@@ -144,28 +243,25 @@ def _start(
     provider: ModelProvider,
     settings: EvolveSettings,
     ledger: CostLedger | None,
-) -> _Run:
+) -> Run:
     """The run's state before round 1: the seed, the loaded playbook, the taken ids."""
     dirs = settings.search_dirs
     seed = get_family(seed_family, dirs) if isinstance(seed_family, str) else seed_family
-    playbook = Playbook.load(settings.playbook_file, settings.playbook_limit)
-    run = _Run(
+    run = Run(
         seed=seed,
         provider=provider,
         settings=settings,
-        playbook=playbook,
+        playbook=Playbook.load(settings.playbook_file, settings.playbook_limit),
         taken=frozenset(all_families(dirs)),
         ledger=ledger if ledger is not None else CostLedger(),
     )
-    run.conversation = [
-        {"role": "system", "content": EVOLVE_SYSTEM},
-        {"role": "user", "content": seed_prompt(seed, playbook, settings.seed)},
-    ]
+    run.open()
     return run
 
 
-def _finish(run: _Run, result: EvolutionResult) -> EvolutionResult:
-    """Costs and playbook summary; the run record of an accepted family."""
+def _finish(run: Run, stage: RoundStage) -> EvolutionResult:
+    """Costs and playbook summary; the run record of an accepted family; the run's result."""
+    result = stage.result
     result.costs = run.ledger.to_json()
     result.playbook = {
         "path": str(run.settings.playbook_file),
@@ -173,149 +269,5 @@ def _finish(run: _Run, result: EvolutionResult) -> EvolutionResult:
     }
     if result.accepted and result.family is not None:
         write_json(run.settings.out / f"{result.family}.evolution.json", result.to_json())
+    write_json(stage.run_dir / RESULT, result.to_json())
     return result
-
-
-# --- one round (the unit) ---------------------------------------------------------------------
-
-
-async def _play_round(run: _Run, round_no: int) -> _Played:
-    """Propose or refine, build the pool, gate; update the conversation and the playbook.
-
-    Writes nothing: :func:`_commit_round` does.
-    """
-    stage: Literal["propose", "refine"] = "propose" if round_no == 1 else "refine"
-    try:
-        draft = await _ask_draft(run, stage)
-        source = await _with_pool(run, draft)
-    except _RoundFailed as failed:
-        _learn(run, failed.problems)
-        run.conversation.append(
-            {"role": "user", "content": refine_prompt(round_no, failed.problems, {})}
-        )
-        return _Played(RoundRecord(round_no, stage, "error", failed.family, failed.problems))
-    gates = await _gate(run, draft, source, round_no)
-    family = draft.spec.id
-    if gates.passed:
-        _credit(run, draft.lessons)
-        record = RoundRecord(round_no, stage, "accepted", family, [], gates.to_json())
-        return _Played(record, _Accepted(draft, source, gates))
-    _learn(run, gates.problems)
-    prompt = refine_prompt(round_no, gates.problems, gate_feedback(gates))
-    run.conversation.append({"role": "user", "content": prompt})
-    return _Played(
-        RoundRecord(round_no, stage, "rejected", family, gates.problems, gates.to_json())
-    )
-
-
-def _commit_round(run: _Run, played: _Played, result: EvolutionResult) -> None:
-    """Write a played round's outputs (each atomically) and add it to the result."""
-    accepted = played.accepted
-    if accepted is not None:
-        family = accepted.draft.spec.id
-        path, gates_path = write_accepted(
-            run.settings.out, family, accepted.source, accepted.gates.to_json()
-        )
-        result.accepted, result.family = True, family
-        result.path, result.gates_path = str(path), str(gates_path)
-    result.rounds.append(played.record)
-    if run.settings.rounds_dir is not None:
-        write_round(run.settings.rounds_dir, run.seed.id, played.record)
-    run.playbook.save(run.settings.playbook_file)
-
-
-async def _gate(run: _Run, draft: Draft, source: str, round_no: int) -> FamilyGateRecord:
-    """Every gate on the assembled file, loaded in the sandbox for this round only."""
-    candidate = family_from_source(source, f"<{draft.spec.id} round {round_no}>")
-    try:
-        return await run_gates_async(
-            candidate, run.provider, run.settings.gate_settings(), ledger=run.ledger
-        )
-    finally:
-        candidate.close()
-
-
-async def _ask_draft(run: _Run, stage: str) -> Draft:
-    """The agent's family file for this round (added to the conversation)."""
-    taken = run.taken
-
-    def parse(text: str) -> Draft:
-        return parse_draft(text, taken)
-
-    try:
-        draft = await ask(
-            run.provider,
-            run.conversation,
-            parse,
-            module=stage,
-            ledger=run.ledger,
-            config=run.settings.config,
-        )
-    except StructuredOutputError as exc:
-        run.conversation.append({"role": "assistant", "content": exc.last_text})
-        raise _RoundFailed(None, [f"agent: {exc}"]) from None
-    run.conversation.append({"role": "assistant", "content": draft.text})
-    return draft
-
-
-async def _with_pool(run: _Run, draft: Draft) -> str:
-    """The draft with ``extra_validators`` independent validators appended."""
-    samples = _draft_samples(run, draft)
-    messages = [
-        {"role": "system", "content": VALIDATOR_SYSTEM},
-        {"role": "user", "content": validator_prompt(draft, samples)},
-    ]
-    pool: list[str] = []
-    for k in range(1, run.settings.extra_validators + 1):
-
-        def parse(text: str, k: int = k) -> str:
-            return parse_validator(text, k)
-
-        try:
-            pool.append(
-                await ask(
-                    run.provider,
-                    messages,
-                    parse,
-                    module="validators",
-                    ledger=run.ledger,
-                    config=run.settings.config,
-                    sample_index=k - 1,
-                )
-            )
-        except StructuredOutputError as exc:
-            raise _RoundFailed(draft.spec.id, [f"validator builder: {exc}"]) from None
-    source = assemble_family(draft.source, pool)
-    try:
-        parse_family_source(source, "assembled family")
-    except ValueError as exc:
-        raise _RoundFailed(draft.spec.id, [str(exc)]) from None
-    return source
-
-
-def _draft_samples(run: _Run, draft: Draft) -> list[tuple[dict[str, Any], str]]:
-    """Sample inputs and questions of the draft (run in the sandbox) for the validator builder."""
-    family = family_from_source(draft.source, "<draft>", min_validators=1)
-    out: list[tuple[dict[str, Any], str]] = []
-    try:
-        for i, difficulty in enumerate((1, 4, 8)):
-            seed = instance_seed(family.id, family.version, "pool", run.settings.seed, i)
-            inputs, slots = family.generate(difficulty, random.Random(seed))
-            out.append((inputs, family.render(slots)))
-    except ValueError as exc:  # FamilyCodeError, slot mismatch
-        raise _RoundFailed(draft.spec.id, [f"generate: {exc}"]) from None
-    finally:
-        family.close()
-    return out
-
-
-def _credit(run: _Run, lessons: tuple[str, ...]) -> None:
-    """Admit an accepted family's own lessons into the playbook."""
-    for lesson in lessons:
-        run.playbook.add("agent:" + re.sub(r"[^a-z0-9]+", " ", lesson.lower()).strip()[:80], lesson)
-
-
-def _learn(run: _Run, problems: list[str]) -> None:
-    """Add the fixed lessons a failed round's problems point to."""
-    for key, text in failure_lessons(problems):
-        run.playbook.add(key, text)

@@ -55,6 +55,19 @@ class RoundRecord:
             "gates": self.gates,
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RoundRecord:
+        """Read back :meth:`to_json` (or :meth:`unit_json`; the id is not kept)."""
+        gates = data.get("gates")
+        return cls(
+            round=int(data["round"]),
+            stage=data["stage"],
+            outcome=data["outcome"],
+            family=None if data.get("family") is None else str(data["family"]),
+            problems=[str(p) for p in data.get("problems", [])],
+            gates=None if gates is None else dict(gates),
+        )
+
     def unit_json(self, seed_family: str) -> dict[str, Any]:
         """:meth:`to_json` with the round's stable id and seed family first."""
         return {

@@ -83,8 +83,12 @@ class EvolveSettings:
             a different seed or config on ``gates`` itself is an error.
         families_dirs: More family-file directories (seed lookup, taken ids).
         config: Sampling settings for every model call.
-        rounds_dir: Where each round's record is written as ``<round id>.json`` (not written
-            when None).
+        rounds_dir: Where a plain copy of each round's record is also written as
+            ``<round id>.json`` (not copied when None; the run directory always holds the
+            records).
+        run_dir: The run directory: the run manifest and each committed round with the state
+            the next round starts from, so a killed run resumes after its last committed round
+            (default ``<out_dir>/runs/<seed family>``).
     """
 
     out_dir: str | Path
@@ -97,6 +101,7 @@ class EvolveSettings:
     families_dirs: tuple[DirLike, ...] = ()
     config: GenerateConfig | None = None
     rounds_dir: str | Path | None = None
+    run_dir: str | Path | None = None
 
     def __post_init__(self) -> None:
         own = (self.gates.seed, self.gates.config)
@@ -123,6 +128,13 @@ class EvolveSettings:
         """Family-file directories for the seed lookup and taken ids: ``families_dirs``, then
         ``out_dir``."""
         return [*self.families_dirs, self.out]
+
+    def run_dir_for(self, seed_family: str) -> Path:
+        """The run directory of evolving ``seed_family`` (``run_dir``, or
+        ``<out_dir>/runs/<seed family>``)."""
+        if self.run_dir is not None:
+            return Path(self.run_dir)
+        return self.out / "runs" / seed_family
 
     def gate_settings(self) -> GateSettings:
         """The gate settings of a round: ``gates`` with this run's seed and config."""

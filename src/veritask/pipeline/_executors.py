@@ -81,7 +81,12 @@ def executor_for(workers: int) -> Executor:
 
 class AsyncExecutor:
     """Runs the units of an async stage concurrently in the running event loop, at most
-    ``concurrency`` at a time."""
+    ``concurrency`` at a time.
+
+    With ``concurrency`` 1 the units run one after the other in ``units`` order, and the first
+    failure stops the run before any later unit starts: the mode for chains of dependent units
+    (each starts from the artifacts of the ones before it).
+    """
 
     def __init__(self, concurrency: int) -> None:
         self.concurrency = max(1, concurrency)
@@ -100,6 +105,8 @@ class AsyncExecutor:
         if not units:
             return []
         stage.setup()
+        if self.concurrency == 1:
+            return await _in_order(stage, units, on_result)
         gate = asyncio.Semaphore(self.concurrency)
 
         async def one(unit: Unit[P]) -> R:
@@ -110,3 +117,16 @@ class AsyncExecutor:
             return result
 
         return list(await asyncio.gather(*(one(unit) for unit in units)))
+
+
+async def _in_order(
+    stage: AsyncStage[P, R], units: Sequence[Unit[P]], on_result: Callable[[R], None] | None
+) -> list[R]:
+    """Run ``units`` one after the other; an exception stops the run at that unit."""
+    results: list[R] = []
+    for unit in units:
+        result = await stage.run(unit)
+        if on_result is not None:
+            on_result(result)
+        results.append(result)
+    return results

@@ -3,10 +3,11 @@
 from veritask._util import derive_seed
 from veritask.synth._analysis import DomainModel
 from veritask.synth._architect import (
+    AcceptedStage,
     Architect,
     ArchitectError,
     ArchitectResult,
-    run_architect,
+    play_in_memory,
     spec_to_yaml,
 )
 from veritask.synth._architect_artifacts import (
@@ -17,6 +18,13 @@ from veritask.synth._architect_artifacts import (
     TablesArtifact,
 )
 from veritask.synth._architect_checks import PlanLimits
+from veritask.synth._architect_run import (
+    ArchitectStage,
+    architect_config,
+    default_run_dir,
+    play_in,
+    run_architect,
+)
 from veritask.synth._architect_seed import Seed, SeedError, SeedHints, load_seed, parse_seed
 from veritask.synth._designer import Scene, SymbolicSetDesigner
 from veritask.synth._explorer import Episode, SymbolicExplorer
@@ -33,10 +41,12 @@ from veritask.task import find_spoilers, replay, text_keys
 
 __all__ = [
     "GENERATOR",
+    "AcceptedStage",
     "Architect",
     "ArchitectError",
     "ArchitectReport",
     "ArchitectResult",
+    "ArchitectStage",
     "ComplexityPlan",
     "DomainModel",
     "Episode",
@@ -57,13 +67,17 @@ __all__ = [
     "SymbolicProjector",
     "SymbolicSetDesigner",
     "TablesArtifact",
+    "architect_config",
     "classify",
+    "default_run_dir",
     "derive_seed",
     "find_spoilers",
     "generate",
     "generate_async",
     "load_seed",
     "parse_seed",
+    "play_in",
+    "play_in_memory",
     "replay",
     "run_architect",
     "spec_to_yaml",

@@ -16,14 +16,14 @@ declared on a fresh environment (see ``_architect_physical``).
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 
+from veritask._util import atomic_write_text
 from veritask.model import (
     CostLedger,
     GenerateConfig,
@@ -37,6 +37,7 @@ from veritask.model import (
 from veritask.policy import DomainSpec, spec_from_data
 from veritask.policy._load import _Loader
 from veritask.synth._architect_artifacts import (
+    STAGES,
     ArchitectReport,
     ComplexityPlan,
     RoundRecord,
@@ -47,6 +48,8 @@ from veritask.synth._architect_artifacts import (
 )
 from veritask.synth._architect_checks import (
     PlanLimits,
+    full_spec_data,
+    provisional_spec_data,
     verify_plan,
     verify_rules,
     verify_tables,
@@ -60,7 +63,7 @@ from veritask.synth._architect_prompts import (
     to_json,
     wiki_messages,
 )
-from veritask.synth._architect_seed import Seed, load_seed
+from veritask.synth._architect_seed import Seed
 
 _HEADER = "Domain spec written by the veritask Architect; every rule example was executed."
 A = TypeVar("A")
@@ -97,8 +100,7 @@ class ArchitectResult:
     def write(self, path: str | Path) -> Path:
         """Write the spec YAML to ``path``; return the path."""
         out = Path(path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(self.spec_yaml, encoding="utf-8")
+        atomic_write_text(out, self.spec_yaml)
         return out
 
     def artifacts(self) -> dict[str, str]:
@@ -222,8 +224,13 @@ class Architect:
         self.config = config
         self.ledger = ledger if ledger is not None else CostLedger()
 
-    async def design(self, seed: Seed) -> ArchitectResult:
+    async def design(self, seed: Seed, *, play: StagePlay | None = None) -> ArchitectResult:
         """Run the four stages on ``seed``.
+
+        Args:
+            seed: The seed domain data.
+            play: How the stages are played: in memory by default; ``play_in(run_dir, model)``
+                persists each accepted stage and resumes after the last one written.
 
         Raises:
             ArchitectError: A stage was not accepted within ``rounds`` rounds, or a model call
@@ -231,7 +238,8 @@ class Architect:
         """
         report = ArchitectReport(domain=seed.domain_name, scenario=seed.scenario, cost=self.ledger)
         try:
-            result = await self._design(seed, report)
+            accepted = await (play or play_in_memory)(self, seed, report)
+            result = self.assemble(seed, accepted, report)
         except ProviderError as exc:
             stage = report.stages[-1].stage if report.stages else "plan"
             report.failure = f"the model call failed at stage {stage!r}: {exc}"
@@ -243,48 +251,77 @@ class Architect:
         report.spec = _spec_summary(result.spec)
         return result
 
-    async def _design(self, seed: Seed, report: ArchitectReport) -> ArchitectResult:
-        plan, _ = await self._stage(
-            report,
-            "plan",
-            plan_messages(seed, self.limits),
-            parse_model(ComplexityPlan),
-            lambda p: (verify_plan(p, seed, self.limits), None),
-        )
-        wiki, _ = await self._stage(
-            report,
-            "wiki",
-            wiki_messages(seed, plan),
-            parse_wiki,
-            lambda w: (verify_wiki(w, plan, seed), None),
-        )
-        tables, provisional = await self._stage(
-            report,
-            "tables",
-            tables_messages(plan, wiki),
-            parse_model(TablesArtifact),
-            lambda t: verify_tables(t, plan, seed),
-        )
-        assert provisional is not None
-        rules, spec = await self._stage(
-            report,
-            "rules",
-            rules_messages(plan, wiki, tables, provisional),
-            parse_model(RulesArtifact),
-            lambda r: verify_rules(r, tables, plan, seed),
-        )
+    def assemble(self, seed: Seed, accepted: Accepted, report: ArchitectReport) -> ArchitectResult:
+        """The result of four accepted stages: the spec and its YAML text."""
+        spec = accepted["rules"].product
         assert spec is not None
         text = spec_to_yaml(spec, f"{seed.scenario}\n{_HEADER}")
         if not _loads_back(text, spec):
             raise ArchitectError("internal error: the spec YAML does not load back equal", report)
-        return ArchitectResult(spec, text, report, plan, wiki, tables, rules)
+        parts = [accepted[stage].artifact for stage in STAGES]
+        return ArchitectResult(spec, text, report, *parts)
 
-    def _calls(self, stage: str) -> int:
-        record = self.ledger.module(MODULE_PREFIX + stage)
-        return record.calls + record.cached_calls
+    async def run_stage(
+        self, stage: str, seed: Seed, before: Accepted, report: ArchitectReport
+    ) -> AcceptedStage:
+        """Play one stage's Check-Fix-Verify rounds on the stages accepted before it.
+
+        The stage's report joins ``report`` when it starts, and what it spends joins this
+        Architect's ledger, also when it fails.
+
+        Raises:
+            ArchitectError: Not accepted within ``rounds`` rounds.
+            ProviderError: A model call failed.
+        """
+        messages, parse, verify = self._request(stage, seed, before)
+        stage_report = StageReport(stage, self.rounds)
+        report.stages.append(stage_report)
+        spent = CostLedger()
+        try:
+            artifact, product = await self._rounds(
+                report, stage_report, messages, parse, verify, spent
+            )
+        finally:
+            self.ledger.merge(spent)
+        return AcceptedStage(stage, artifact, product, stage_report, spent)
+
+    def _request(self, stage: str, seed: Seed, before: Accepted) -> _Request:
+        """The first request of ``stage``, the parser of its answers and its verifier."""
+        if stage == "plan":
+            return (
+                plan_messages(seed, self.limits),
+                parse_model(ComplexityPlan),
+                lambda p: (verify_plan(p, seed, self.limits), None),
+            )
+        plan: ComplexityPlan = before["plan"].artifact
+        if stage == "wiki":
+            return (
+                wiki_messages(seed, plan),
+                parse_wiki,
+                lambda w: (verify_wiki(w, plan, seed), None),
+            )
+        wiki: str = before["wiki"].artifact
+        if stage == "tables":
+            return (
+                tables_messages(plan, wiki),
+                parse_model(TablesArtifact),
+                lambda t: verify_tables(t, plan, seed),
+            )
+        tables: TablesArtifact = before["tables"].artifact
+        provisional = before["tables"].product
+        assert provisional is not None
+        return (
+            rules_messages(plan, wiki, tables, provisional),
+            parse_model(RulesArtifact),
+            lambda r: verify_rules(r, tables, plan, seed),
+        )
 
     async def _answer(
-        self, stage: str, conversation: list[dict[str, Any]], parse: Callable[[str], A]
+        self,
+        stage: str,
+        conversation: list[dict[str, Any]],
+        parse: Callable[[str], A],
+        spent: CostLedger,
     ) -> tuple[str, A | None, list[StageError]]:
         """One round's answer: its text, the parsed artifact (None when unusable), format errors."""
         try:
@@ -293,7 +330,7 @@ class Architect:
                 conversation,
                 _keep_text(parse),
                 module=MODULE_PREFIX + stage,
-                ledger=self.ledger,
+                ledger=spent,
                 config=self.config,
                 max_repairs=self.max_repairs,
             )
@@ -302,28 +339,28 @@ class Architect:
             return exc.last_text, None, [StageError(stage, "output_format", message)]
         return text, value, []
 
-    async def _stage(
+    async def _rounds(
         self,
         report: ArchitectReport,
-        stage: str,
+        stage_report: StageReport,
         messages: list[dict[str, Any]],
         parse: Callable[[str], A],
         verify: Callable[[A], tuple[list[StageError], R]],
+        spent: CostLedger,
     ) -> tuple[A, R]:
         """Check-Fix-Verify: ask, verify, send the errors back; at most ``rounds`` rounds."""
-        stage_report = StageReport(stage, self.rounds)
-        report.stages.append(stage_report)
+        stage = stage_report.stage
         conversation = messages
         for round_ in range(1, self.rounds + 1):
-            before = self._calls(stage)
-            text, value, errors = await self._answer(stage, conversation, parse)
+            before = _calls(spent, stage)
+            text, value, errors = await self._answer(stage, conversation, parse, spent)
             if value is not None:
                 errors, product = verify(value)
                 if not errors:
-                    stage_report.rounds.append(RoundRecord(round_, self._calls(stage) - before))
+                    stage_report.rounds.append(RoundRecord(round_, _calls(spent, stage) - before))
                     stage_report.passed = True
                     return value, product
-            stage_report.rounds.append(RoundRecord(round_, self._calls(stage) - before, errors))
+            stage_report.rounds.append(RoundRecord(round_, _calls(spent, stage) - before, errors))
             conversation = [
                 *messages,
                 {"role": "assistant", "content": text},
@@ -332,29 +369,59 @@ class Architect:
         raise ArchitectError(_failure_text(stage, self.rounds, errors), report)
 
 
-def run_architect(
-    seed: Seed | str | Path,
-    provider: ModelProvider,
-    *,
-    rounds: int = 3,
-    max_repairs: int = 2,
-    limits: PlanLimits | None = None,
-    config: GenerateConfig | None = None,
-    ledger: CostLedger | None = None,
-) -> ArchitectResult:
-    """Run the Architect synchronously on a seed (or a seed file path).
+def _calls(ledger: CostLedger, stage: str) -> int:
+    record = ledger.module(MODULE_PREFIX + stage)
+    return record.calls + record.cached_calls
 
-    Raises:
-        SeedError: The seed file is invalid.
-        ArchitectError: No verified spec within the round bounds; see its ``report``.
+
+@dataclass(frozen=True)
+class AcceptedStage:
+    """An accepted stage: its artifact, what its verifier built, its rounds and its cost.
+
+    Attributes:
+        stage: ``plan``, ``wiki``, ``tables`` or ``rules``.
+        artifact: The ``ComplexityPlan``, the wiki markdown, the ``TablesArtifact`` or the
+            ``RulesArtifact``.
+        product: What the verifier built from it: the provisional spec (tables), the spec
+            (rules), else None.
+        report: The stage's Check-Fix-Verify rounds.
+        ledger: What the stage spent (module ``architect.<stage>``).
     """
-    loaded = seed if isinstance(seed, Seed) else load_seed(seed)
-    architect = Architect(
-        provider,
-        rounds=rounds,
-        max_repairs=max_repairs,
-        limits=limits,
-        config=config,
-        ledger=ledger,
-    )
-    return asyncio.run(architect.design(loaded))
+
+    stage: str
+    artifact: Any
+    product: DomainSpec | None
+    report: StageReport
+    ledger: CostLedger
+
+
+Accepted = dict[str, AcceptedStage]
+"""The accepted stages so far, by stage name."""
+
+StagePlay = Callable[[Architect, Seed, ArchitectReport], Awaitable[Accepted]]
+"""How the four stages are played: ``(architect, seed, report) -> accepted stages``."""
+
+_Request = tuple[
+    list[dict[str, Any]],
+    Callable[[str], Any],
+    Callable[[Any], tuple[list[StageError], DomainSpec | None]],
+]
+
+
+async def play_in_memory(architect: Architect, seed: Seed, report: ArchitectReport) -> Accepted:
+    """Play the four stages in order, keeping every artifact in memory (nothing is written)."""
+    accepted: Accepted = {}
+    for stage in STAGES:
+        accepted[stage] = await architect.run_stage(stage, seed, accepted, report)
+    return accepted
+
+
+def restored_product(stage: str, seed: Seed, artifact: Any, before: Accepted) -> DomainSpec | None:
+    """What the verifier built from an accepted artifact, rebuilt without running the checks
+    again (the artifact passed them): the provisional spec of ``tables``, the spec of ``rules``."""
+    if stage == "tables":
+        return spec_from_data(provisional_spec_data(seed, artifact), source="tables")
+    if stage == "rules":
+        tables: TablesArtifact = before["tables"].artifact
+        return spec_from_data(full_spec_data(seed, tables, artifact), source="rules")
+    return None

@@ -121,6 +121,17 @@ class StageError:
             "message": self.message,
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> StageError:
+        """Read back :meth:`to_json`."""
+        item = data.get("item")
+        return cls(
+            str(data["stage"]),
+            str(data["check"]),
+            str(data["message"]),
+            None if item is None else str(item),
+        )
+
     def __str__(self) -> str:
         where = f" {self.item}:" if self.item else ""
         return f"[{self.check}]{where} {self.message}"
@@ -142,6 +153,12 @@ class RoundRecord:
             "passed": not self.errors,
             "errors": [e.to_json() for e in self.errors],
         }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RoundRecord:
+        """Read back :meth:`to_json` (``passed`` follows from the errors)."""
+        errors = [StageError.from_json(e) for e in data.get("errors", [])]
+        return cls(int(data["round"]), int(data["model_calls"]), errors)
 
 
 @dataclass
@@ -168,6 +185,12 @@ class StageReport:
             "rounds": [r.to_json() for r in self.rounds],
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> StageReport:
+        """Read back :meth:`to_json` (``rounds_used`` follows from the rounds)."""
+        rounds = [RoundRecord.from_json(r) for r in data.get("rounds", [])]
+        return cls(str(data["stage"]), int(data["max_rounds"]), rounds, bool(data["passed"]))
+
 
 @dataclass
 class ArchitectReport:
@@ -180,6 +203,9 @@ class ArchitectReport:
     failure: str | None = None
     spec: dict[str, Any] | None = None
     cost: CostLedger = field(default_factory=CostLedger)
+    resumed: list[str] = field(default_factory=list)
+    """Stages restored from a run directory instead of run again (not part of the JSON report,
+    which equals that of an uninterrupted run)."""
 
     def stage(self, name: str) -> StageReport:
         """The report of one stage; KeyError when it did not run."""

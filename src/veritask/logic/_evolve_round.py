@@ -1,0 +1,222 @@
+"""One round of the evolution loop (SSLogic 3.2-3.4), played in memory.
+
+A round proposes (round 1) or refines (later rounds) a family file with the agent, has
+independent validators written for its pool, and runs every gate on the assembled file:
+
+1. **Propose** (module ``propose``): the agent sees the seed family (template, answer format,
+   sample questions with answers, source), the family-file format and the experience playbook,
+   and writes a complete family file: ``FAMILY``, ``generate`` and at least one validator.
+2. **Validators** (module ``validators``): separate calls, one per extra validator, write
+   independent ``solution(inputs)`` functions from the template, the generator code (validators
+   removed) and sample inputs. They never see the agent's validator code. Each is wrapped into a
+   function ``solution_pool_<k>`` and appended to the file.
+3. **Gates**: the assembled file is loaded in the sandbox and run through
+   :func:`~veritask.logic.run_gates_async` (modules ``review`` and ``blind_review``).
+4. **Refine** (module ``refine``): on failure the structured gate report goes back to the agent,
+   which answers with a corrected file.
+
+:func:`play_round` updates the run's state (the conversation with the agent and the playbook)
+and writes nothing; what the round spent is kept apart (``Played.cost``), so the loop
+(``_evolve.py``) can store it with the round.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from veritask.logic._draft import Draft, assemble_family, parse_draft, parse_validator
+from veritask.logic._family import Family, instance_seed
+from veritask.logic._filefamily import family_from_source, parse_family_source
+from veritask.logic._playbook import Playbook, failure_lessons
+from veritask.logic._prompts import (
+    EVOLVE_SYSTEM,
+    VALIDATOR_SYSTEM,
+    gate_feedback,
+    refine_prompt,
+    seed_prompt,
+    validator_prompt,
+)
+from veritask.logic._records import RoundRecord
+from veritask.logic._reports import FamilyGateRecord
+from veritask.logic._run_gates import run_gates_async
+from veritask.logic._settings import EvolveSettings
+from veritask.model import CostLedger, ModelProvider, StructuredOutputError, ask
+
+
+@dataclass
+class Run:
+    """The state of one evolution run, carried from round to round."""
+
+    seed: Family
+    provider: ModelProvider
+    settings: EvolveSettings
+    playbook: Playbook
+    taken: frozenset[str]
+    ledger: CostLedger
+    conversation: list[dict[str, Any]] = field(default_factory=list)
+    spent: CostLedger = field(default_factory=CostLedger)
+    """What the round being played spends (charged to ``ledger`` when it is committed)."""
+
+    def open(self) -> None:
+        """The conversation before round 1: the system prompt and the seed prompt."""
+        self.conversation = [
+            {"role": "system", "content": EVOLVE_SYSTEM},
+            {"role": "user", "content": seed_prompt(self.seed, self.playbook, self.settings.seed)},
+        ]
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """The family a round accepted: the agent's draft, the assembled file and its gate record."""
+
+    draft: Draft
+    source: str
+    gates: FamilyGateRecord
+
+
+@dataclass(frozen=True)
+class Played:
+    """A round played but not yet written."""
+
+    record: RoundRecord
+    cost: CostLedger
+    accepted: Accepted | None = None
+
+
+class _RoundFailed(Exception):
+    """A round ended before the gates (the agent or the validator builder failed)."""
+
+    def __init__(self, family: str | None, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.family = family
+        self.problems = problems
+
+
+async def play_round(run: Run, round_no: int) -> Played:
+    """Propose or refine, build the pool, gate; update the conversation and the playbook.
+
+    Writes nothing: the loop commits the round.
+    """
+    stage: Literal["propose", "refine"] = "propose" if round_no == 1 else "refine"
+    run.spent = CostLedger()
+    try:
+        draft = await _ask_draft(run, stage)
+        source = await _with_pool(run, draft)
+    except _RoundFailed as failed:
+        _learn(run, failed.problems)
+        run.conversation.append(
+            {"role": "user", "content": refine_prompt(round_no, failed.problems, {})}
+        )
+        record = RoundRecord(round_no, stage, "error", failed.family, failed.problems)
+        return Played(record, run.spent)
+    gates = await _gate(run, draft, source, round_no)
+    family = draft.spec.id
+    if gates.passed:
+        _credit(run, draft.lessons)
+        record = RoundRecord(round_no, stage, "accepted", family, [], gates.to_json())
+        return Played(record, run.spent, Accepted(draft, source, gates))
+    _learn(run, gates.problems)
+    prompt = refine_prompt(round_no, gates.problems, gate_feedback(gates))
+    run.conversation.append({"role": "user", "content": prompt})
+    record = RoundRecord(round_no, stage, "rejected", family, gates.problems, gates.to_json())
+    return Played(record, run.spent)
+
+
+async def _gate(run: Run, draft: Draft, source: str, round_no: int) -> FamilyGateRecord:
+    """Every gate on the assembled file, loaded in the sandbox for this round only."""
+    candidate = family_from_source(source, f"<{draft.spec.id} round {round_no}>")
+    try:
+        return await run_gates_async(
+            candidate, run.provider, run.settings.gate_settings(), ledger=run.spent
+        )
+    finally:
+        candidate.close()
+
+
+async def _ask_draft(run: Run, stage: str) -> Draft:
+    """The agent's family file for this round (added to the conversation)."""
+    taken = run.taken
+
+    def parse(text: str) -> Draft:
+        return parse_draft(text, taken)
+
+    try:
+        draft = await ask(
+            run.provider,
+            run.conversation,
+            parse,
+            module=stage,
+            ledger=run.spent,
+            config=run.settings.config,
+        )
+    except StructuredOutputError as exc:
+        run.conversation.append({"role": "assistant", "content": exc.last_text})
+        raise _RoundFailed(None, [f"agent: {exc}"]) from None
+    run.conversation.append({"role": "assistant", "content": draft.text})
+    return draft
+
+
+async def _with_pool(run: Run, draft: Draft) -> str:
+    """The draft with ``extra_validators`` independent validators appended."""
+    samples = _draft_samples(run, draft)
+    messages = [
+        {"role": "system", "content": VALIDATOR_SYSTEM},
+        {"role": "user", "content": validator_prompt(draft, samples)},
+    ]
+    pool: list[str] = []
+    for k in range(1, run.settings.extra_validators + 1):
+
+        def parse(text: str, k: int = k) -> str:
+            return parse_validator(text, k)
+
+        try:
+            pool.append(
+                await ask(
+                    run.provider,
+                    messages,
+                    parse,
+                    module="validators",
+                    ledger=run.spent,
+                    config=run.settings.config,
+                    sample_index=k - 1,
+                )
+            )
+        except StructuredOutputError as exc:
+            raise _RoundFailed(draft.spec.id, [f"validator builder: {exc}"]) from None
+    source = assemble_family(draft.source, pool)
+    try:
+        parse_family_source(source, "assembled family")
+    except ValueError as exc:
+        raise _RoundFailed(draft.spec.id, [str(exc)]) from None
+    return source
+
+
+def _draft_samples(run: Run, draft: Draft) -> list[tuple[dict[str, Any], str]]:
+    """Sample inputs and questions of the draft (run in the sandbox) for the validator builder."""
+    family = family_from_source(draft.source, "<draft>", min_validators=1)
+    out: list[tuple[dict[str, Any], str]] = []
+    try:
+        for i, difficulty in enumerate((1, 4, 8)):
+            seed = instance_seed(family.id, family.version, "pool", run.settings.seed, i)
+            inputs, slots = family.generate(difficulty, random.Random(seed))
+            out.append((inputs, family.render(slots)))
+    except ValueError as exc:  # FamilyCodeError, slot mismatch
+        raise _RoundFailed(draft.spec.id, [f"generate: {exc}"]) from None
+    finally:
+        family.close()
+    return out
+
+
+def _credit(run: Run, lessons: tuple[str, ...]) -> None:
+    """Admit an accepted family's own lessons into the playbook."""
+    for lesson in lessons:
+        run.playbook.add("agent:" + re.sub(r"[^a-z0-9]+", " ", lesson.lower()).strip()[:80], lesson)
+
+
+def _learn(run: Run, problems: list[str]) -> None:
+    """Add the fixed lessons a failed round's problems point to."""
+    for key, text in failure_lessons(problems):
+        run.playbook.add(key, text)
