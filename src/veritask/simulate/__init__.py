@@ -1,0 +1,74 @@
+"""Floor 8: SimAgent on veritask: tool catalogues, a strict trajectory checker with repair,
+simulated environments, and their fidelity measured against the real ones.
+
+- Catalogues: :class:`ToolCatalog` from a spec, an OpenAI tools JSON, an MCP server or seed
+  trajectories (:func:`load_catalog`).
+- Checking: :func:`check_turns` on one trajectory, :func:`check_file` on a file in any supported
+  format (veritask, OpenAI / Hugging Face chat, ShareGPT, the paper's text format).
+"""
+
+from veritask.simulate._catalog import (
+    ToolCatalog,
+    ToolDef,
+    ToolParam,
+    catalog_from_calls,
+    catalog_from_json,
+    catalog_from_mcp,
+    catalog_from_spec,
+    tool_from_json,
+)
+from veritask.simulate._check import (
+    ERROR_CLASSES,
+    CheckOptions,
+    CheckResult,
+    Issue,
+    check_turns,
+    closest,
+)
+from veritask.simulate._checkfile import CheckSummary, check_file, check_record, sidecar
+from veritask.simulate._formats import (
+    Call,
+    FormatError,
+    Row,
+    Turn,
+    detect,
+    iter_records,
+    parse_text,
+    read_row,
+    render_text,
+    write_row,
+)
+from veritask.simulate._sources import catalog_from_trajectories, load_catalog
+
+__all__ = [
+    "ERROR_CLASSES",
+    "Call",
+    "CheckOptions",
+    "CheckResult",
+    "CheckSummary",
+    "FormatError",
+    "Issue",
+    "Row",
+    "ToolCatalog",
+    "ToolDef",
+    "ToolParam",
+    "Turn",
+    "catalog_from_calls",
+    "catalog_from_json",
+    "catalog_from_mcp",
+    "catalog_from_spec",
+    "catalog_from_trajectories",
+    "check_file",
+    "check_record",
+    "check_turns",
+    "closest",
+    "detect",
+    "iter_records",
+    "load_catalog",
+    "parse_text",
+    "read_row",
+    "render_text",
+    "sidecar",
+    "tool_from_json",
+    "write_row",
+]
