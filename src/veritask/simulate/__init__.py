@@ -5,6 +5,8 @@ simulated environments, and their fidelity measured against the real ones.
   trajectories (:func:`load_catalog`).
 - Checking: :func:`check_turns` on one trajectory, :func:`check_file` on a file in any supported
   format (veritask, OpenAI / Hugging Face chat, ShareGPT, the paper's text format).
+- Simulated environments: :class:`SimSession` (the session protocol, answered by a model, with a
+  model judge), :func:`simulated_sessions` for the rollout job.
 """
 
 from veritask.simulate._catalog import (
@@ -38,21 +40,37 @@ from veritask.simulate._formats import (
     render_text,
     write_row,
 )
+from veritask.simulate._simenv import (
+    JUDGE_MARK,
+    SIMULATOR_MARK,
+    Judgement,
+    SimSession,
+    action_text,
+    observation,
+    simulated_sessions,
+    task_goals,
+    testbed_rows,
+)
 from veritask.simulate._sources import catalog_from_trajectories, load_catalog
 
 __all__ = [
     "ERROR_CLASSES",
+    "JUDGE_MARK",
+    "SIMULATOR_MARK",
     "Call",
     "CheckOptions",
     "CheckResult",
     "CheckSummary",
     "FormatError",
     "Issue",
+    "Judgement",
     "Row",
+    "SimSession",
     "ToolCatalog",
     "ToolDef",
     "ToolParam",
     "Turn",
+    "action_text",
     "catalog_from_calls",
     "catalog_from_json",
     "catalog_from_mcp",
@@ -65,10 +83,14 @@ __all__ = [
     "detect",
     "iter_records",
     "load_catalog",
+    "observation",
     "parse_text",
     "read_row",
     "render_text",
     "sidecar",
+    "simulated_sessions",
+    "task_goals",
+    "testbed_rows",
     "tool_from_json",
     "write_row",
 ]

@@ -360,7 +360,7 @@ class _CallChecker:
             return value
         if param.type is not None and not type_ok(param.type, value):
             coerced = coerce(param.type, value)
-            if coerced is _NO:
+            if coerced is UNCOERCIBLE:
                 self.note("argument_type", f"{key!r} must be {param.type}, got {value!r}", False)
                 return value
             self.note("argument_type", f"{key!r}: {value!r} -> {coerced!r}", True)
@@ -387,7 +387,8 @@ class _CallChecker:
                 self.note("required_field", f"required argument {param.name!r} missing", False)
 
 
-_NO: Any = object()
+UNCOERCIBLE: Any = object()
+"""What :func:`coerce` returns when a value cannot change type without loss."""
 
 
 def type_ok(kind: str, value: Any) -> bool:
@@ -417,14 +418,14 @@ def coerce(kind: str, value: Any) -> Any:
         try:
             number = json.loads(value)
         except json.JSONDecodeError:
-            return _NO
+            return UNCOERCIBLE
         ok = isinstance(number, int | float) and not isinstance(number, bool)
-        return number if ok and json.dumps(number) == value else _NO
+        return number if ok and json.dumps(number) == value else UNCOERCIBLE
     if kind == "boolean" and value in ("true", "false"):
         return value == "true"
     if kind == "string" and isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    return _NO
+    return UNCOERCIBLE
 
 
 def check_turns(
