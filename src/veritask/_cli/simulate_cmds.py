@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from veritask._cli._common import echo_json
+from veritask._cli._common import cache_dir_option, echo_json, provider_arg
 
 
 @click.group("simulate")
@@ -93,6 +93,75 @@ def check_cmd(
             click.echo(
                 f"  {name}: {count['found']} ({count['repaired']} repaired, {count['rejected']} not)"
             )
+
+
+@simulate_group.command("fidelity")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option("--model", "model", required=True, help="Provider spec of the simulator and judge.")
+@click.option("--limit", type=click.IntRange(min=1), help="Only the first N tasks.")
+@click.option("--out", type=click.Path(dir_okay=False), help="Per-task records (JSONL; resumable).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--temperature", type=float, help="Sampling temperature of the simulator.")
+@cache_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def fidelity_cmd(
+    directory: str,
+    model: str,
+    limit: int | None,
+    out: str | None,
+    concurrency: int,
+    temperature: float | None,
+    cache_dir: str | None,
+    as_json: bool,
+) -> None:
+    """Replay DIRECTORY's certified witnesses through a simulated environment and the real one
+    side by side; report agreement per tool and overall, and the judge's against the certified
+    outcome."""
+    from veritask.model import GenerateConfig
+    from veritask.pipeline import RunConflict
+    from veritask.rollout import TaskSource
+    from veritask.simulate import run_fidelity
+
+    source = TaskSource.load(directory, limit=limit)
+    provider = provider_arg(model, cache_dir)
+    try:
+        report = run_fidelity(
+            source,
+            provider,
+            model=model,
+            config=GenerateConfig(temperature=temperature),
+            out=Path(out) if out else None,
+            concurrency=concurrency,
+        )
+    except RunConflict as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        echo_json(report)
+        return
+    _print_fidelity(report)
+
+
+def _print_fidelity(report: dict[str, Any]) -> None:
+    def cell(entry: dict[str, Any]) -> str:
+        rate = entry["rate"]
+        return "   -  " if rate is None else f"{rate:6.3f}"
+
+    click.echo(f"{report['tasks']} tasks, {report['calls']} calls")
+    click.echo(f"{'tool':28} {'calls':>5} " + " ".join(f"{a[:6]:>6}" for a in ASPECT_NAMES))
+    rows = [
+        ("overall", {"calls": report["calls"], **report["overall"]}),
+        *report["per_tool"].items(),
+    ]
+    for name, row in rows:
+        click.echo(f"{name:28} {row['calls']:>5} " + " ".join(cell(row[a]) for a in ASPECT_NAMES))
+    judge = report["judge"]
+    click.echo(
+        f"judge: agreement {judge['agreement']}, precision {judge['precision']}, "
+        f"recall {judge['recall']} over {judge['judged']} episodes"
+    )
+
+
+ASPECT_NAMES = ("accept_reject", "error_code", "rule", "fields", "values")
 
 
 def register(group: click.Group) -> None:

@@ -7,6 +7,8 @@ simulated environments, and their fidelity measured against the real ones.
   format (veritask, OpenAI / Hugging Face chat, ShareGPT, the paper's text format).
 - Simulated environments: :class:`SimSession` (the session protocol, answered by a model, with a
   model judge), :func:`simulated_sessions` for the rollout job.
+- Fidelity: :func:`measure_fidelity` replays certified witnesses through the simulator and the
+  SQLite environment side by side and reports agreement per tool and overall, and the judge's.
 """
 
 from veritask.simulate._catalog import (
@@ -28,6 +30,14 @@ from veritask.simulate._check import (
     closest,
 )
 from veritask.simulate._checkfile import CheckSummary, check_file, check_record, sidecar
+from veritask.simulate._fidelity import (
+    ASPECTS,
+    FidelityStage,
+    compare,
+    fidelity_report,
+    measure_fidelity,
+    run_fidelity,
+)
 from veritask.simulate._formats import (
     Call,
     FormatError,
@@ -54,6 +64,7 @@ from veritask.simulate._simenv import (
 from veritask.simulate._sources import catalog_from_trajectories, load_catalog
 
 __all__ = [
+    "ASPECTS",
     "ERROR_CLASSES",
     "JUDGE_MARK",
     "SIMULATOR_MARK",
@@ -61,6 +72,7 @@ __all__ = [
     "CheckOptions",
     "CheckResult",
     "CheckSummary",
+    "FidelityStage",
     "FormatError",
     "Issue",
     "Judgement",
@@ -80,13 +92,17 @@ __all__ = [
     "check_record",
     "check_turns",
     "closest",
+    "compare",
     "detect",
+    "fidelity_report",
     "iter_records",
     "load_catalog",
+    "measure_fidelity",
     "observation",
     "parse_text",
     "read_row",
     "render_text",
+    "run_fidelity",
     "sidecar",
     "simulated_sessions",
     "task_goals",
