@@ -12,6 +12,7 @@ from veritask._cli import (
     rollout_cmds,
     serve_http,
     serve_mcp,
+    simulate_cmds,
     synth_cmds,
 )
 
@@ -29,6 +30,7 @@ serve_mcp.register(cli)
 serve_http.register(cli)
 logic_cmds.register(cli)
 architect_cmd.register(cli)
+simulate_cmds.register(cli)
 
 
 def main() -> None:

@@ -62,6 +62,11 @@ def _roles_options(fn: Any) -> Any:
         ),
         click.option("--temperature", type=float, help="Sampling temperature for model roles."),
         click.option(
+            "--env-model",
+            help="Simulate the environment with this model (provider spec) instead of running "
+            "the SQLite environment; the model also judges each episode (the reward).",
+        ),
+        click.option(
             "--allow-uncertified",
             is_flag=True,
             help="Run even when the dataset fails 'veritask check' (edited, unsealed or stale).",
@@ -111,6 +116,7 @@ def _run(directory: str, opts: dict[str, Any], out: Path | None) -> tuple[list[A
         provider_options=provider_options,
         temperature=opts["temperature"],
     )
+    environment = _environment(opts, provider_options)
     total = len(source.packages) * opts["trials"]
     with Progress(
         TextColumn("[bold]episodes"),
@@ -132,11 +138,28 @@ def _run(directory: str, opts: dict[str, Any], out: Path | None) -> tuple[list[A
                     out=out,
                     limits=EpisodeLimits(max_turns=opts["max_turns"]),
                     progress=lambda _t: bar.advance(task),
+                    environment=environment,
                 )
             )
         except RunConflict as exc:
             raise click.ClickException(str(exc)) from None
     return trajectories, opts["trials"]
+
+
+def _environment(opts: dict[str, Any], provider_options: dict[str, Any]) -> Any:
+    """The simulated environment ``--env-model`` names, or None for the SQLite one."""
+    spec = opts.get("env_model")
+    if not spec:
+        return None
+    from veritask.model import GenerateConfig, get_provider
+    from veritask.simulate import simulated_sessions
+
+    try:
+        provider = get_provider(spec, **provider_options)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    config = GenerateConfig(temperature=opts["temperature"])
+    return f"simulated:{spec}", simulated_sessions(provider, config)
 
 
 @click.command("eval")

@@ -24,7 +24,14 @@ from veritask.pipeline._executors import AsyncExecutor
 from veritask.pipeline._jsonl import JsonlUnits
 from veritask.pipeline._manifest import RunManifest
 from veritask.pipeline._stage import Unit, pending
-from veritask.rollout import EpisodeLimits, RoleFactory, TaskSource, run_episode, score
+from veritask.rollout import (
+    EpisodeLimits,
+    RoleFactory,
+    SessionFactory,
+    TaskSource,
+    run_episode,
+    score,
+)
 from veritask.task import TaskPackage, Trajectory
 
 Episode = tuple[TaskPackage, int, int]
@@ -49,13 +56,18 @@ def manifest_path(out: Path) -> Path:
 
 
 def rollout_config(
-    source: TaskSource, roles: RoleFactory, seed: int, limits: EpisodeLimits
+    source: TaskSource,
+    roles: RoleFactory,
+    seed: int,
+    limits: EpisodeLimits,
+    environment: str | None = None,
 ) -> dict[str, Any]:
     """What decides a rollout's trajectories (transport settings such as endpoints, caches and
-    concurrency are left out; tasks and trials choose units, not the config)."""
+    concurrency are left out; tasks and trials choose units, not the config). ``environment``
+    names a simulated environment; it is left out for the SQLite one, so earlier runs resume."""
     manifest = source.dataset.manifest
     dataset = sha256(manifest.read_bytes()) if manifest.exists() else str(source.root)
-    return {
+    config: dict[str, Any] = {
         "dataset": dataset,
         "agent": roles.agent,
         "user": roles.user,
@@ -63,6 +75,9 @@ def rollout_config(
         "seed": seed,
         "limits": asdict(limits),
     }
+    if environment is not None:
+        config["environment"] = environment
+    return config
 
 
 @dataclass
@@ -75,6 +90,8 @@ class RolloutStage:
     seed: int
     limits: EpisodeLimits
     store: JsonlUnits | None = None
+    environment: SessionFactory | None = None
+    environment_name: str | None = None
     name: str = "rollout"
     results: dict[str, Trajectory] = field(default_factory=dict)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -100,10 +117,12 @@ class RolloutStage:
         pkg, trial, episode_seed = unit.params
         task = self.source.episode_task(pkg)
         agent, user = self.roles.build(task, trial, episode_seed)
+        session = self.environment(task, trial, episode_seed) if self.environment else None
         traj = await run_episode(
-            task, agent, user, trial=trial, seed=episode_seed, limits=self.limits
+            task, agent, user, trial=trial, seed=episode_seed, limits=self.limits, session=session
         )
-        traj = score(traj, self.source, pkg)
+        if session is None:
+            traj = score(traj, self.source, pkg)
         async with self._lock:
             self.results[unit.id] = traj
             if self.store is not None:
@@ -128,7 +147,9 @@ def open_rollout(
     """Claim ``out`` for this run (refusing another config) and load its finished units."""
     if out is None:
         return None
-    config = rollout_config(stage.source, stage.roles, stage.seed, stage.limits)
+    config = rollout_config(
+        stage.source, stage.roles, stage.seed, stage.limits, stage.environment_name
+    )
     manifest = RunManifest("rollout", config, [u.id for u in units])
     opened = manifest.open(manifest_path(out), where=str(out), grow=True)
     stage.store = JsonlUnits(out, _line_key)
@@ -145,6 +166,7 @@ async def run_batch(
     out: Path | None = None,
     limits: EpisodeLimits | None = None,
     progress: Callable[[Trajectory], None] | None = None,
+    environment: tuple[str, SessionFactory] | None = None,
 ) -> list[Trajectory]:
     """Run every (task, trial), verify each trajectory, append it to ``out`` as it finishes, and
     skip those ``out`` already holds (resume). Returns all trajectories in task/trial order.
@@ -152,10 +174,15 @@ async def run_batch(
     When the run completes, ``out`` is rewritten in unit order, so a resumed run ends with the
     bytes of an uninterrupted one.
 
+    ``environment`` is a name and a session factory for a simulated environment (its judge
+    gives the reward); by default episodes run on the SQLite environment and are verified.
+
     Raises:
         RunConflict: ``out`` holds trajectories of another config (agent, user, seed, ...).
     """
     stage = RolloutStage(source, roles, trials, seed, limits or EpisodeLimits())
+    if environment is not None:
+        stage.environment_name, stage.environment = environment
     units = stage.units()
     manifest = open_rollout(stage, out, units)
     await AsyncExecutor(concurrency).map(stage, pending(stage), on_result=progress)

@@ -6,13 +6,21 @@ persistence, resume) is the rollout job of ``veritask.pipeline``.
 """
 
 from veritask.rollout._batch import RoleFactory, TaskSource, score, summarize
-from veritask.rollout._episode import EpisodeLimits, EpisodeTask, run_episode
+from veritask.rollout._episode import (
+    EpisodeLimits,
+    EpisodeTask,
+    SessionFactory,
+    real_session,
+    run_episode,
+)
 
 __all__ = [
     "EpisodeLimits",
     "EpisodeTask",
     "RoleFactory",
+    "SessionFactory",
     "TaskSource",
+    "real_session",
     "run_episode",
     "score",
     "summarize",

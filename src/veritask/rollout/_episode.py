@@ -5,13 +5,14 @@ The environment side is an :class:`~veritask.task.EnvSession` over the task.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from veritask.agent import STOP, Agent, User
 from veritask.env import CompiledDomain
 from veritask.model import Usage
-from veritask.task import EnvSession, StopReason, TaskPackage, Trajectory
+from veritask.task import EnvSession, Session, StopReason, TaskPackage, Trajectory
 
 
 @dataclass
@@ -36,19 +37,31 @@ class EpisodeTask:
     target: bytes
 
 
+SessionFactory = Callable[[EpisodeTask, int, int], Session]
+"""Builds the environment side of an episode from its task, trial and episode seed (the default
+is an :class:`~veritask.task.EnvSession` over the task's SQLite states)."""
+
+
+def real_session(task: EpisodeTask, _trial: int = 0, _seed: int = 0) -> Session:
+    """The SQLite environment over the task's s_origin, measured against its s_target."""
+    return EnvSession.for_task(task.package, task.domain, task.origin, task.target)
+
+
 class _Runner:
-    def __init__(self, task: EpisodeTask, agent: Agent, user: User, limits: EpisodeLimits) -> None:
+    def __init__(
+        self, task: EpisodeTask, agent: Agent, user: User, limits: EpisodeLimits, session: Session
+    ) -> None:
         self.agent = agent
         self.user = user
         self.limits = limits
-        self.session = EnvSession.for_task(task.package, task.domain, task.origin, task.target)
+        self.session = session
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": task.policy}]
         self.agent_usage = Usage()
         self.user_usage = Usage()
         self.errors_in_a_row = 0
 
-    def _tool_result(self, turn: int, call: dict[str, Any]) -> dict[str, Any]:
-        message, result = self.session.step(call, turn)
+    async def _tool_result(self, turn: int, call: dict[str, Any]) -> dict[str, Any]:
+        message, result = await self.session.astep(call, turn)
         self.errors_in_a_row = 0 if result.ok else self.errors_in_a_row + 1
         return message
 
@@ -63,7 +76,7 @@ class _Runner:
                 return None
             turn_index = len(self.messages) - 1
             for call in calls:
-                self.messages.append(self._tool_result(turn_index, call))
+                self.messages.append(await self._tool_result(turn_index, call))
             if self.errors_in_a_row >= self.limits.max_consecutive_tool_errors:
                 return "tool_errors"
         return "max_turns"
@@ -92,20 +105,23 @@ async def run_episode(
     trial: int = 0,
     seed: int = 0,
     limits: EpisodeLimits | None = None,
+    session: Session | None = None,
 ) -> Trajectory:
-    """Run one episode and record it as a Trajectory (not yet verified: ``reward`` is None).
+    """Run one episode and record it as a Trajectory (the SQLite environment leaves ``reward``
+    None for the verifier; a simulated environment's judge fills it in).
 
     The loop stops on the user's ``###STOP###``, after ``max_turns`` user turns, after too many
     consecutive tool errors, or when a role raises (``agent_error``, with the message kept).
+    ``session`` is the environment side (default: :func:`real_session`).
     """
-    runner = _Runner(task, agent, user, limits or EpisodeLimits())
+    runner = _Runner(task, agent, user, limits or EpisodeLimits(), session or real_session(task))
     error = None
     try:
         stop = await runner.run()
     except Exception as exc:  # a provider or script failure ends the episode, recorded
         stop, error = "agent_error", f"{type(exc).__name__}: {exc}"
-    with runner.session as session:
-        return session.trajectory(
+    try:
+        return await runner.session.atrajectory(
             messages=runner.messages,
             agent=agent.name,
             user=user.name,
@@ -116,3 +132,5 @@ async def run_episode(
             user_usage=runner.user_usage,
             error=error,
         )
+    finally:
+        runner.session.close()

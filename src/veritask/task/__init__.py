@@ -17,6 +17,7 @@ from veritask.task._package import (
     UserProfile,
     WitnessCall,
 )
+from veritask.task._protocol import Session
 from veritask.task._report import report_dataset
 from veritask.task._session import EnvSession
 from veritask.task._spoiler import find_spoilers, text_keys
@@ -37,6 +38,7 @@ __all__ = [
     "Fallback",
     "PriceTable",
     "RowRef",
+    "Session",
     "SessionStore",
     "SessionStoreFull",
     "StopReason",

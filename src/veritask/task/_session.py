@@ -182,6 +182,10 @@ class EnvSession:
         }
         return message, result
 
+    async def astep(self, call: Mapping[str, Any], turn: int) -> tuple[dict[str, Any], ToolResult]:
+        """:meth:`step` for the session protocol (the environment answers synchronously)."""
+        return self.step(call, turn)
+
     # -- measuring ---------------------------------------------------------------------------
 
     @property
@@ -196,6 +200,10 @@ class EnvSession:
         if distance is None or self.initial_distance is None:
             return None
         return proximity(distance, self.initial_distance)
+
+    async def atrajectory(self, **fields: Any) -> Trajectory:
+        """:meth:`trajectory` for the session protocol."""
+        return self.trajectory(**fields)
 
     def trajectory(
         self,

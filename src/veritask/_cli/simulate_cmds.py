@@ -1,0 +1,169 @@
+"""``veritask simulate``: tool catalogues, the trajectory checker, simulated environments."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from veritask._cli._common import cache_dir_option, echo_json, provider_arg
+
+
+@click.group("simulate")
+def simulate_group() -> None:
+    """SimAgent on veritask: catalogues, checking with repair, simulated environments."""
+
+
+def _catalog(ref: str | None) -> Any:
+    from veritask.simulate import load_catalog
+
+    if ref is None:
+        return None
+    try:
+        return load_catalog(ref)
+    except (ValueError, OSError) as exc:
+        raise click.ClickException(f"--tools {ref}: {exc}") from None
+
+
+@simulate_group.command("tools")
+@click.argument("source")
+@click.option("--json", "as_json", is_flag=True, help="Print the normalized catalogue as JSON.")
+def tools_cmd(source: str, as_json: bool) -> None:
+    """Print the tool catalogue SOURCE describes.
+
+    SOURCE is a built-in domain or spec file, an OpenAI tools JSON file, a file of seed
+    trajectories (.jsonl / .txt), or 'mcp:COMMAND ARGS...' (an MCP server over stdio).
+    """
+    catalog = _catalog(source)
+    if as_json:
+        echo_json(catalog.to_json())
+        return
+    for tool in catalog.tools.values():
+        marks = [p.name + ("*" if p.required else "") for p in tool.params]
+        click.echo(f"{tool.name}({', '.join(marks)})")
+
+
+@simulate_group.command("check")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--tools",
+    "tools_ref",
+    help="Tool catalogue (domain, spec, OpenAI tools JSON, trajectories, mcp:CMD); "
+    "default: each row's own tools.",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    help="Repaired file (default: FILE with .checked before its suffix).",
+)
+@click.option("--think-in-text", is_flag=True, help="Allow <think> in assistant text turns too.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def check_cmd(
+    file: str, tools_ref: str | None, out: str | None, think_in_text: bool, as_json: bool
+) -> None:
+    """Check a trajectory file strictly and repair what can be repaired deterministically.
+
+    Writes the repaired file (clean rows byte for byte, repaired rows rebuilt in their own
+    format), OUT.rejected.jsonl (rejected rows with reasons) and OUT.issues.jsonl (every
+    repair and rejection), and reports counts per error class.
+    """
+    from veritask.simulate import CheckOptions, check_file, sidecar
+
+    path = Path(file)
+    target = Path(out) if out else path.with_name(f"{path.stem}.checked{path.suffix}")
+    summary = check_file(
+        path, _catalog(tools_ref), target, CheckOptions(think_in_text=think_in_text)
+    )
+    report = {
+        **summary.to_json(),
+        "out": str(target),
+        "rejected_out": str(sidecar(target, "rejected")),
+        "issues_out": str(sidecar(target, "issues")),
+    }
+    if as_json:
+        echo_json(report)
+        return
+    click.echo(
+        f"{summary.rows} rows: {summary.clean} clean, {summary.repaired} repaired, "
+        f"{summary.rejected} rejected -> {target}"
+    )
+    for name, count in report["classes"].items():
+        if count["found"]:
+            click.echo(
+                f"  {name}: {count['found']} ({count['repaired']} repaired, {count['rejected']} not)"
+            )
+
+
+@simulate_group.command("fidelity")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option("--model", "model", required=True, help="Provider spec of the simulator and judge.")
+@click.option("--limit", type=click.IntRange(min=1), help="Only the first N tasks.")
+@click.option("--out", type=click.Path(dir_okay=False), help="Per-task records (JSONL; resumable).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--temperature", type=float, help="Sampling temperature of the simulator.")
+@cache_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def fidelity_cmd(
+    directory: str,
+    model: str,
+    limit: int | None,
+    out: str | None,
+    concurrency: int,
+    temperature: float | None,
+    cache_dir: str | None,
+    as_json: bool,
+) -> None:
+    """Replay DIRECTORY's certified witnesses through a simulated environment and the real one
+    side by side; report agreement per tool and overall, and the judge's against the certified
+    outcome."""
+    from veritask.model import GenerateConfig
+    from veritask.pipeline import RunConflict
+    from veritask.rollout import TaskSource
+    from veritask.simulate import run_fidelity
+
+    source = TaskSource.load(directory, limit=limit)
+    provider = provider_arg(model, cache_dir)
+    try:
+        report = run_fidelity(
+            source,
+            provider,
+            model=model,
+            config=GenerateConfig(temperature=temperature),
+            out=Path(out) if out else None,
+            concurrency=concurrency,
+        )
+    except RunConflict as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        echo_json(report)
+        return
+    _print_fidelity(report)
+
+
+def _print_fidelity(report: dict[str, Any]) -> None:
+    def cell(entry: dict[str, Any]) -> str:
+        rate = entry["rate"]
+        return "   -  " if rate is None else f"{rate:6.3f}"
+
+    click.echo(f"{report['tasks']} tasks, {report['calls']} calls")
+    click.echo(f"{'tool':28} {'calls':>5} " + " ".join(f"{a[:6]:>6}" for a in ASPECT_NAMES))
+    rows = [
+        ("overall", {"calls": report["calls"], **report["overall"]}),
+        *report["per_tool"].items(),
+    ]
+    for name, row in rows:
+        click.echo(f"{name:28} {row['calls']:>5} " + " ".join(cell(row[a]) for a in ASPECT_NAMES))
+    judge = report["judge"]
+    click.echo(
+        f"judge: agreement {judge['agreement']}, precision {judge['precision']}, "
+        f"recall {judge['recall']} over {judge['judged']} episodes"
+    )
+
+
+ASPECT_NAMES = ("accept_reject", "error_code", "rule", "fields", "values")
+
+
+def register(group: click.Group) -> None:
+    """Add the ``simulate`` group to the CLI."""
+    group.add_command(simulate_group)
