@@ -205,34 +205,37 @@ async def _on_internal(request: Request, exc: Exception) -> Response:
 
 
 async def off_loop(work: Callable[[], T]) -> T:
-    """Run ``work`` in Starlette's thread pool (session locks and big reads stay off the loop)."""
+    """Run ``work`` in Starlette's thread pool: session locks, big reads and the encoding of
+    big answers stay off the event loop."""
     return await run_in_threadpool(work)
 
 
 def _routes(service: EnvService) -> list[Route]:
     async def reset(request: Request) -> Response:
         raw = await request.body()
-        reply = await off_loop(lambda: service.reset(parse_object(raw, allow_empty=True)))
-        return json_response(200, reply)
+        return await off_loop(
+            lambda: json_response(200, service.reset(parse_object(raw, allow_empty=True)))
+        )
 
     async def step(request: Request) -> Response:
         raw = await request.body()
-        reply = await off_loop(lambda: service.step(parse_object(raw, allow_empty=False)))
-        return json_response(200, reply)
+        return await off_loop(
+            lambda: json_response(200, service.step(parse_object(raw, allow_empty=False)))
+        )
 
     async def state(request: Request) -> Response:
         session_id = _query(request, "session_id", "")
         if not session_id:
             raise RequestError(400, "BAD_REQUEST", "session_id (a string) is required")
         rows = _flag(request, "rows")
-        return json_response(200, await off_loop(lambda: service.state(session_id, rows=rows)))
+        return await off_loop(lambda: json_response(200, service.state(session_id, rows=rows)))
 
     async def session(request: Request) -> Response:
         session_id = request.path_params["session_id"]
         if request.method == "DELETE":
-            return json_response(200, await off_loop(lambda: service.delete(session_id)))
+            return await off_loop(lambda: json_response(200, service.delete(session_id)))
         rows = _flag(request, "rows")
-        return json_response(200, await off_loop(lambda: service.state(session_id, rows=rows)))
+        return await off_loop(lambda: json_response(200, service.state(session_id, rows=rows)))
 
     async def health(_: Request) -> Response:
         return json_response(200, service.health())
