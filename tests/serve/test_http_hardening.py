@@ -328,6 +328,7 @@ def test_big_state_read_runs_off_the_event_loop(compiled: dict[str, CompiledDoma
         span: dict[str, float] = {}
 
         def read_big() -> None:
+            """Time one digest of the big session from its own connection."""
             with EnvClient(srv.url, timeout=120) as own:
                 span["start"] = time.monotonic()
                 own.state(big)  # the digest reads and encodes every row; the answer is small
@@ -358,9 +359,11 @@ class Broken:
     name = "broken"
 
     def task_ids(self) -> list[str]:
+        """No tasks."""
         return []
 
     def start(self, task_id: str | None, seed: int | None) -> TaskStart:
+        """Fail, naming what was asked for."""
         raise RuntimeError(f"no start for {task_id} {seed}")
 
 

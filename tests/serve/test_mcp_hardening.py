@@ -82,11 +82,13 @@ class StdioServer:
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
+        """Queue every line the server writes."""
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             self.lines.put(line)
 
     def send(self, line: str | dict[str, Any]) -> None:
+        """Write one line (a lone surrogate in ``line`` goes out as its raw bytes)."""
         assert self.proc.stdin is not None
         text = line if isinstance(line, str) else json.dumps(line)
         self.proc.stdin.write(text.encode("utf-8", "surrogatepass") + b"\n")
@@ -102,6 +104,7 @@ class StdioServer:
         return message
 
     def close(self) -> None:
+        """Close stdin, as a client does to stop the server, and wait for it to exit."""
         assert self.proc.stdin is not None
         self.proc.stdin.close()
         self.proc.wait(timeout=30)
@@ -155,6 +158,7 @@ def test_stdio_answers_every_line(stdio: StdioServer) -> None:
 
 
 def free_port() -> int:
+    """A loopback port nothing listens on (at the time of asking)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
@@ -173,6 +177,7 @@ def test_http_transport_refuses_foreign_host_and_origin() -> None:
     body = json.dumps(INIT).encode()
 
     def status(host: str, origin: str | None = None) -> int:
+        """The status of an ``initialize`` POST naming ``host`` (and ``origin``)."""
         head = (
             f"POST {HTTP_PATH} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
             f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n"

@@ -50,15 +50,18 @@ class _GuardedH11(H11Protocol):
     _deadline: asyncio.TimerHandle | None = None
 
     def _arm(self) -> None:
+        """Start the deadline, unless it is running."""
         if self._deadline is None:
             self._deadline = self.loop.call_later(self.request_timeout, self._too_slow)
 
     def _disarm(self) -> None:
+        """Stop the deadline: the request arrived whole, or the connection is gone."""
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
 
     def _too_slow(self) -> None:
+        """The deadline passed with the request still incomplete: hang up."""
         self._deadline = None
         if not self.transport.is_closing():
             self.transport.close()
