@@ -1,6 +1,7 @@
 """HTTP server load benchmark: many concurrent sessions of seeded tool calls over loopback.
 
-Run: ``.venv/bin/python benchmarks/http_load.py [--sessions 200] [--calls 5] [--rounds 3] [--json]``
+Run: ``.venv/bin/python benchmarks/http_load.py [--sessions 200] [--calls 5] [--rounds 3] [--json]
+[--baseline-src OLD/src]``
 
 Each round starts ``--sessions`` client threads at once; each thread opens one keep-alive
 connection and runs one episode: ``POST /reset``, ``--calls`` seeded ``POST /step`` calls (lends,
@@ -16,7 +17,9 @@ session's final ``state_sha256`` and rows must equal those of the same calls run
 
 Baseline, measured in the same run: the same operations in-process, one thread, no HTTP
 (``Environment(...)`` for reset, ``Environment.call`` for step, ``state_digest`` for state,
-``close`` for delete).
+``close`` for delete). With ``--baseline-src``, a second server runs from that source tree (an
+earlier checkout's ``src``), the two servers take turns round by round, and the table gets a row
+for each and their throughput ratio.
 """
 
 from __future__ import annotations
@@ -143,17 +146,23 @@ def in_process(domain: CompiledDomain, plans: list[list[Call]]) -> dict[str, Any
     return {"wall_s": wall, "requests": len(latencies), "latencies": latencies}
 
 
-def start_server(mode: str, domain: str, max_sessions: int) -> tuple[str, Any]:
-    """The server's URL and a handle to stop it."""
-    if mode == "thread":
+def start_server(
+    mode: str, domain: str, max_sessions: int, src: str | None = None
+) -> tuple[str, Any]:
+    """The server's URL and a handle to stop it (``src``: run the server from that tree)."""
+    if mode == "thread" and src is None:
         server = EnvHTTPServer(
             DomainSource(load_domain(domain)), port=0, max_sessions=max_sessions
         ).start()
         return server.url, server
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
     proc = subprocess.Popen(
         [sys.executable, "-c", _SERVER, domain, str(max_sessions)],
         stdout=subprocess.PIPE,
         text=True,
+        env=env,
     )
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()
@@ -198,24 +207,52 @@ def summarize(args: argparse.Namespace, rounds: list[dict[str, Any]]) -> dict[st
     }
 
 
-def print_table(args: argparse.Namespace, summary: dict[str, Any]) -> bool:
-    """Print the summary as a markdown row; True when every session stayed isolated."""
-    ok = all(n == args.sessions for n in summary["isolated"])
-    print(f"machine: {summary['machine']}; server: {args.server}; median of {args.rounds} rounds")
+def print_table(args: argparse.Namespace, summaries: dict[str, dict[str, Any]]) -> bool:
+    """Print the summaries as markdown rows; True when every session stayed isolated."""
+    first = next(iter(summaries.values()))
+    print(f"machine: {first['machine']}; server: {args.server}; median of {args.rounds} rounds")
     print()
     print(
-        "| sessions | calls/session | requests | HTTP req/s | HTTP p50 | HTTP p95 | HTTP p99 "
-        "| in-process ops/s | in-process p50 | isolated |"
+        "| server | sessions | calls/session | requests | HTTP req/s | HTTP p50 | HTTP p95 "
+        "| HTTP p99 | in-process ops/s | in-process p50 | isolated |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|")
-    s = summary
-    print(
-        f"| {args.sessions} | {args.calls} | {s['requests_per_round']:,} | {s['http_rps']:,.0f} "
-        f"| {s['http_p50_ms']:.1f} ms | {s['http_p95_ms']:.1f} ms | {s['http_p99_ms']:.1f} ms "
-        f"| {s['inprocess_ops_per_s']:,.0f} | {s['inprocess_p50_us']:.0f} us "
-        f"| {'yes' if ok else 'NO'} ({min(s['isolated'])}/{args.sessions}) |"
-    )
+    print("|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|")
+    ok = True
+    for label, s in summaries.items():
+        isolated_ok = all(n == args.sessions for n in s["isolated"])
+        ok = ok and isolated_ok
+        print(
+            f"| {label} | {args.sessions} | {args.calls} | {s['requests_per_round']:,} "
+            f"| {s['http_rps']:,.0f} | {s['http_p50_ms']:.1f} ms | {s['http_p95_ms']:.1f} ms "
+            f"| {s['http_p99_ms']:.1f} ms | {s['inprocess_ops_per_s']:,.0f} "
+            f"| {s['inprocess_p50_us']:.0f} us "
+            f"| {'yes' if isolated_ok else 'NO'} ({min(s['isolated'])}/{args.sessions}) |"
+        )
+    if "baseline" in summaries:
+        ratio = summaries["this tree"]["http_rps"] / summaries["baseline"]["http_rps"]
+        print(f"\nthroughput, this tree / baseline: {ratio:.2f}")
     return ok
+
+
+def run_rounds(
+    args: argparse.Namespace, urls: dict[str, str], domain: CompiledDomain
+) -> dict[str, list[dict[str, Any]]]:
+    """``args.rounds`` rounds on each server, the servers taking turns round by round."""
+    rounds: dict[str, list[dict[str, Any]]] = {label: [] for label in urls}
+    for url in urls.values():
+        load_round(url, [random_calls(random.Random(-1 - i), args.calls) for i in range(20)])
+    for r in range(args.rounds):
+        rng = random.Random(f"{args.seed}-{r}")
+        plans = [
+            random_calls(random.Random(rng.random()), args.calls) for _ in range(args.sessions)
+        ]
+        baseline = in_process(domain, plans)
+        for label, url in urls.items():
+            result = load_round(url, plans)
+            result["isolated"] = isolated(domain, plans, result.pop("finals"))
+            result["baseline"] = baseline
+            rounds[label].append(result)
+    return rounds
 
 
 def main() -> None:
@@ -224,32 +261,32 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=5, help="Tool calls per session.")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--server", choices=["subprocess", "thread"], default="subprocess")
+    parser.add_argument("--baseline-src", help="Also serve from this source tree, in turns.")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="Print JSON instead of markdown.")
     args = parser.parse_args()
 
     domain = CompiledDomain.from_spec(load_domain("mock"))
-    url, handle = start_server(args.server, "mock", max(1024, args.sessions))
-    rounds: list[dict[str, Any]] = []
+    sources = {"this tree": None, "baseline": args.baseline_src}
+    handles: list[Any] = []
+    urls: dict[str, str] = {}
     try:
-        load_round(url, [random_calls(random.Random(-1 - i), args.calls) for i in range(20)])
-        for r in range(args.rounds):
-            rng = random.Random(f"{args.seed}-{r}")
-            plans = [
-                random_calls(random.Random(rng.random()), args.calls) for _ in range(args.sessions)
-            ]
-            result = load_round(url, plans)
-            result["isolated"] = isolated(domain, plans, result.pop("finals"))
-            result["baseline"] = in_process(domain, plans)
-            rounds.append(result)
+        for label, src in sources.items():
+            if label == "baseline" and src is None:
+                continue
+            url, handle = start_server(args.server, "mock", max(1024, args.sessions), src)
+            urls[label] = url
+            handles.append(handle)
+        rounds = run_rounds(args, urls, domain)
     finally:
-        stop_server(handle)
+        for handle in handles:
+            stop_server(handle)
 
-    summary = summarize(args, rounds)
+    summaries = {label: summarize(args, r) for label, r in rounds.items()}
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json.dumps(summaries, indent=2))
         return
-    ok = print_table(args, summary)
+    ok = print_table(args, summaries)
     if not ok:
         raise SystemExit("state leaked between sessions")
 

@@ -207,7 +207,7 @@ def test_http_transport_end_to_end() -> None:
         port = sock.getsockname()[1]
     served = build_server("mock")
     config = uvicorn.Config(
-        http_app(served.server), host="127.0.0.1", port=port, log_level="warning"
+        http_app(served.server, port=port), host="127.0.0.1", port=port, log_level="warning"
     )
     web = uvicorn.Server(config)
 

@@ -10,7 +10,9 @@ from veritask.serve import (
     DEFAULT_HOST,
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_SESSIONS,
+    DEFAULT_MAX_STATE_BYTES,
     DEFAULT_PORT,
+    REQUEST_TIMEOUT,
     open_source,
     require_http,
 )
@@ -45,21 +47,46 @@ from veritask.serve import (
     show_default=True,
     help="Sessions open at once; /reset answers 503 beyond.",
 )
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME[:PORT]",
+    help="Another Host name clients use (repeatable; '*' accepts any). Loopback names are in.",
+)
+@click.option(
+    "--max-state-bytes",
+    type=click.IntRange(min=0),
+    default=DEFAULT_MAX_STATE_BYTES,
+    show_default=True,
+    help="Largest database a session's writes may leave; a write beyond is refused (0: no cap).",
+)
+@click.option(
+    "--request-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=REQUEST_TIMEOUT,
+    show_default=True,
+    help="Seconds a client has to send each request; slower connections are closed.",
+)
 @click.option("--log-requests", is_flag=True, help="Log every request to stderr.")
 def serve_cmd(
     domain_or_dir: str,
     host: str,
     port: int,
     allow_remote: bool,
+    allowed_hosts: tuple[str, ...],
     idle_timeout: float,
     max_sessions: int,
+    max_state_bytes: int,
+    request_timeout: float,
     log_requests: bool,
 ) -> None:
     """Serve DOMAIN_OR_DIR over HTTP: POST /reset, POST /step, GET /state, DELETE /session/ID.
 
     DOMAIN_OR_DIR is a domain (every session starts from its seed state) or a dataset directory
     (every session starts from a task's origin; steps are rewarded by proximity to its target).
-    Each session has its own database; sessions never share state.
+    Each session has its own database; sessions never share state. Requests must name the
+    server by a loopback name (or an --allowed-host) and, from a browser, come from it.
     """
     try:
         require_http()
@@ -81,8 +108,11 @@ def serve_cmd(
             host,
             port,
             allow_remote=allow_remote,
+            allowed_hosts=allowed_hosts,
             idle_timeout=idle_timeout or None,
             max_sessions=max_sessions,
+            max_state_bytes=max_state_bytes or None,
+            request_timeout=request_timeout,
             log_requests=log_requests,
             on_ready=lambda url: click.echo(f"serving {what} at {url} (Ctrl-C to stop)", err=True),
         )

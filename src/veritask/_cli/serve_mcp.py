@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from veritask._cli._common import spec_arg
+from veritask.serve import check_bind
 
 
 @click.command("serve-mcp")
@@ -37,12 +38,39 @@ from veritask._cli._common import spec_arg
     show_default=True,
     help="Port to bind with --transport http.",
 )
-def serve_mcp_cmd(domain: str, state: str | None, transport: str, host: str, port: int) -> None:
+@click.option(
+    "--allow-remote",
+    is_flag=True,
+    help="Allow a non-loopback --host. The server has no authentication.",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME[:PORT]",
+    help="Another Host name clients use (repeatable; '*' accepts any). Loopback names are in.",
+)
+def serve_mcp_cmd(
+    domain: str,
+    state: str | None,
+    transport: str,
+    host: str,
+    port: int,
+    allow_remote: bool,
+    allowed_hosts: tuple[str, ...],
+) -> None:
     """Serve DOMAIN's tools over the Model Context Protocol (needs the `mcp` package).
 
     Every call acts on one environment that lives as long as the server; policy violations come
-    back as tool errors carrying {code, message, violated_rule, hint}.
+    back as tool errors carrying {code, message, violated_rule, hint}. Over HTTP the server
+    binds loopback unless --allow-remote, and answers only requests naming an allowed Host
+    (and, from a browser, an allowed Origin).
     """
+    if transport == "http":
+        try:
+            check_bind(host, allow_remote)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
     spec = spec_arg(domain)
     try:
         from veritask.serve import mcp_server
@@ -61,7 +89,14 @@ def serve_mcp_cmd(domain: str, state: str | None, transport: str, host: str, por
             f"serving {spec.name} over MCP at http://{shown}:{port}{mcp_server.HTTP_PATH}",
             err=True,
         )
-        mcp_server.run_http(spec, state_path, host=host, port=port)
+        mcp_server.run_http(
+            spec,
+            state_path,
+            host=host,
+            port=port,
+            allow_remote=allow_remote,
+            allowed_hosts=allowed_hosts,
+        )
     except KeyboardInterrupt:
         pass
 

@@ -12,13 +12,19 @@ rules live here; the transports are modules of their own, each needing its extra
 """
 
 from veritask.serve._net import (
+    ANY_HOST,
     CONNECTION_TIMEOUT,
     DEFAULT_HOST,
+    DEFAULT_MAX_STATE_BYTES,
     DEFAULT_PORT,
     HTTP_INSTALL_HINT,
+    LOOPBACK_NAMES,
     MAX_BODY_BYTES,
     MAX_HEAD_BYTES,
+    REQUEST_TIMEOUT,
+    allowed_hosts,
     check_bind,
+    host_error,
     is_loopback,
     require_http,
 )
@@ -42,14 +48,18 @@ from veritask.serve._source import (
 )
 
 __all__ = [
+    "ANY_HOST",
     "CONNECTION_TIMEOUT",
     "DEFAULT_HOST",
     "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_MAX_SESSIONS",
+    "DEFAULT_MAX_STATE_BYTES",
     "DEFAULT_PORT",
     "HTTP_INSTALL_HINT",
+    "LOOPBACK_NAMES",
     "MAX_BODY_BYTES",
     "MAX_HEAD_BYTES",
+    "REQUEST_TIMEOUT",
     "Action",
     "DatasetSource",
     "DomainSource",
@@ -59,7 +69,9 @@ __all__ = [
     "ResetRequest",
     "StepRequest",
     "TaskStart",
+    "allowed_hosts",
     "check_bind",
+    "host_error",
     "is_loopback",
     "open_source",
     "require_http",

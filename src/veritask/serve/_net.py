@@ -1,9 +1,14 @@
-"""Transport settings and binding rules shared by the servers (no HTTP dependency)."""
+"""Transport settings, binding rules and the Host/Origin allow-list shared by the servers.
+
+No HTTP dependency: the HTTP app, the uvicorn server and the MCP server all build on these.
+"""
 
 from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Iterable, Mapping
+from urllib.parse import urlsplit
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -13,6 +18,15 @@ MAX_HEAD_BYTES = 64 << 10
 """Largest request line plus headers accepted."""
 CONNECTION_TIMEOUT = 300
 """Seconds a keep-alive connection may sit idle between requests before it is closed."""
+REQUEST_TIMEOUT = 10.0
+"""Seconds a client has to send a whole request (head and body), counted from the connection's
+opening or the request's first byte; a slower connection is closed."""
+DEFAULT_MAX_STATE_BYTES = 64 << 20
+"""Largest database a session may grow to by its writes; a write beyond it is rejected."""
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+"""Host names accepted by default (with the bound port)."""
+ANY_HOST = "*"
+"""An allow-list entry that turns the Host and Origin checks off."""
 HTTP_INSTALL_HINT = "pip install 'veritask[http]'"
 
 
@@ -59,3 +73,63 @@ def check_bind(host: str, allow_remote: bool) -> None:
             f"refusing to bind non-loopback host {host!r}: the server has no authentication;"
             " pass allow_remote (--allow-remote) to expose it"
         )
+
+
+def _split_host(entry: str) -> tuple[str, str | None]:
+    """``(name, port)`` of ``name``, ``name:port``, ``[v6]``, ``[v6]:port`` or a bare IPv6."""
+    entry = entry.strip().lower()
+    if entry.startswith("["):
+        name, _, rest = entry.partition("]")
+        return name + "]", rest[1:] if rest.startswith(":") else None
+    if entry.count(":") > 1:  # a bare IPv6 address has no port
+        return f"[{entry}]", None
+    name, _, port = entry.partition(":")
+    return name, port or None
+
+
+def allowed_hosts(port: int, extra: Iterable[str] = ()) -> frozenset[str]:
+    """The ``Host`` header values a server bound to ``port`` accepts.
+
+    The loopback names with ``port``, plus each ``extra`` entry: ``name`` (with ``port``),
+    ``name:port`` as given, or :data:`ANY_HOST` to accept any host. On port 80 a bare name is
+    accepted too (a client leaves the default port out).
+
+    Args:
+        port: The port the server is bound to.
+        extra: More names clients use to reach the server (its public name, an address).
+    """
+    hosts: set[str] = set()
+    for entry in (*LOOPBACK_NAMES, *extra):
+        if entry.strip() == ANY_HOST:
+            return frozenset({ANY_HOST})
+        name, given = _split_host(entry)
+        hosts.add(f"{name}:{given or port}")
+        if (given or str(port)) == "80":
+            hosts.add(name)
+    return frozenset(hosts)
+
+
+def host_error(headers: Mapping[str, str], allowed: frozenset[str]) -> tuple[int, str, str] | None:
+    """Why a request's ``Host`` or ``Origin`` is refused, as ``(status, code, message)``.
+
+    A ``Host`` outside ``allowed`` is a 421 (DNS rebinding: a page on another name reaching a
+    loopback server); an ``Origin`` whose host is outside ``allowed`` is a 403 (a cross-site
+    request from a browser). A request without ``Origin`` (any non-browser client) passes the
+    second check; one without ``Host`` (HTTP/1.0) passes the first.
+
+    Args:
+        headers: The request's headers (lower-case names).
+        allowed: What :func:`allowed_hosts` returned.
+    """
+    if ANY_HOST in allowed:
+        return None
+    host = headers.get("host")
+    if host is not None and host.lower() not in allowed:
+        return 421, "HOST_NOT_ALLOWED", f"Host {host!r} is not served here"
+    origin = headers.get("origin")
+    if origin is None:
+        return None
+    parts = urlsplit(origin.lower())
+    if parts.scheme in ("http", "https") and parts.netloc in allowed:
+        return None
+    return 403, "ORIGIN_NOT_ALLOWED", f"cross-site requests from {origin!r} are refused"

@@ -3,7 +3,9 @@
 Each session is an :class:`~veritask.task.EnvSession` (its own in-memory SQLite database) kept in
 a :class:`~veritask.task.SessionStore` (capacity, idle expiry, one lock per session). Request
 bodies are validated by pydantic models; a refused request raises :class:`RequestError`, which a
-transport turns into ``{"error": {"code", "message"}}`` with its status.
+transport turns into ``{"error": {"code", "message"}}`` with its status. A session's database
+may not grow past ``max_state_bytes``: a write that would take it there is undone and comes back
+as a ``STATE_TOO_LARGE`` tool error.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, StrictInt, StringConstraints, ValidationError
 
-from veritask.env import Environment, proximity
+from veritask.env import Environment, ToolError, ToolResult, proximity
+from veritask.serve._net import DEFAULT_MAX_STATE_BYTES
 from veritask.serve._source import EnvSource, RequestError, TaskStart
 from veritask.task import EnvSession, SessionStore, SessionStoreFull, UnknownSession
 
@@ -119,16 +122,50 @@ def _open(start: TaskStart) -> EnvSession:
     )
 
 
+def too_large(tool: str, limit: int) -> ToolResult:
+    """The tool error of a write refused because the database would grow past ``limit``."""
+    error = ToolError(
+        "STATE_TOO_LARGE",
+        f"this write would grow the session's database past {limit} bytes; it was undone",
+        None,
+        "Reset the session, or stop adding rows.",
+    )
+    return ToolResult(tool=tool, ok=False, error=error, state_changed=False)
+
+
 @dataclass(eq=False)
 class _Served:
-    """A served session: what it started from and the session itself."""
+    """A served session: what it started from, the session and its last accepted image."""
 
     start: TaskStart
     session: EnvSession
+    accepted: bytes = b""
+
+    def __post_init__(self) -> None:
+        self.accepted = self.start.origin
 
     def restart(self, start: TaskStart) -> None:
         old, self.session, self.start = self.session, _open(start), start
+        self.accepted = start.origin
         old.close()
+
+    def call(self, tool: str, arguments: Any, limit: int | None) -> ToolResult:
+        """One tool call; a write leaving the database over ``limit`` bytes is undone.
+
+        The image taken to measure an accepted write is kept: it is what the next refused
+        write restores, so each write costs one copy of the database and no more.
+        """
+        result = self.session.call(tool, arguments)
+        spec = self.session.domain.tools.get(tool)
+        if limit is None or not result.ok or spec is None or not spec.writes:
+            return result
+        env = self.session.env
+        image = env.image()
+        if len(image) <= limit:
+            self.accepted = image
+            return result
+        env.restore(self.accepted)
+        return too_large(tool, limit)
 
     def close(self) -> None:
         self.session.close()
@@ -144,10 +181,12 @@ class EnvService:
         source: Where sessions start from.
         idle_timeout: Seconds after which an unused session is closed; None never expires.
         max_sessions: Open sessions allowed at once; ``/reset`` answers 503 beyond.
+        max_state_bytes: Largest database a session's writes may leave (None: no cap).
         clock: Monotonic time source (tests pass a fake one).
 
     Raises:
-        ValueError: A non-positive ``idle_timeout`` or ``max_sessions`` below 1.
+        ValueError: A non-positive ``idle_timeout`` or ``max_state_bytes``, or
+            ``max_sessions`` below 1.
     """
 
     def __init__(
@@ -156,15 +195,19 @@ class EnvService:
         *,
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
+        max_state_bytes: int | None = DEFAULT_MAX_STATE_BYTES,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if idle_timeout is not None and idle_timeout <= 0:
             raise ValueError("idle_timeout must be positive (or None for never)")
         if max_sessions < 1:
             raise ValueError("max_sessions must be at least 1")
+        if max_state_bytes is not None and max_state_bytes <= 0:
+            raise ValueError("max_state_bytes must be positive (or None for no cap)")
         self.source = source
         self.idle_timeout = idle_timeout
         self.max_sessions = max_sessions
+        self.max_state_bytes = max_state_bytes
         self.store: SessionStore[_Served] = SessionStore(
             capacity=max_sessions, idle_timeout=idle_timeout, clock=clock
         )
@@ -223,7 +266,7 @@ class EnvService:
         request = parse_body(StepRequest, body)
         action = request.action
         with self._use(request.session_id) as served:
-            result = served.session.call(action.tool, action.arguments)
+            result = served.call(action.tool, action.arguments, self.max_state_bytes)
             distance = served.session.distance
             initial = served.start.initial_distance
             steps = served.session.calls
@@ -264,5 +307,6 @@ class EnvService:
             "tasks": len(self.source.task_ids()),
             "sessions": len(self),
             "max_sessions": self.max_sessions,
+            "max_state_bytes": self.max_state_bytes,
             "idle_timeout": self.idle_timeout,
         }

@@ -19,9 +19,13 @@ status, never a traceback):
 - ``DELETE /session/ID`` closes a session; ``GET /health`` and ``GET /tasks`` describe the server.
   Sessions unused for ``idle_timeout`` seconds are closed by the app's lifespan task.
 
-Handlers run on the event loop: a tool call on an in-memory database takes tens of microseconds,
-so a request never waits on a worker thread. Bodies carry a ``Content-Length`` of at most
-:data:`~veritask.serve.MAX_BODY_BYTES` (413 beyond; chunked uploads are refused with 411), and a
+Work on a session (parsing the body, the call, reading the state) runs in Starlette's thread
+pool, so a large ``GET /state`` or a slow call never holds up the event loop, and a request that
+waits for a session's lock waits in a worker thread. Before any routing, a request is refused
+(JSON, ``Connection: close``) when its ``Host`` is not in the allow-list (421) or its ``Origin``
+names another site (403), when its head is over :data:`~veritask.serve.MAX_HEAD_BYTES` (431), or
+when its framing is wrong: bodies carry a ``Content-Length`` of at most
+:data:`~veritask.serve.MAX_BODY_BYTES` (413 beyond; chunked uploads are refused with 411). A
 trailing slash is ignored. Needs the ``http`` extra (``pip install 'veritask[http]'``).
 """
 
@@ -32,24 +36,27 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, TypeVar
 from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from veritask.serve._net import MAX_BODY_BYTES
+from veritask.serve._net import MAX_BODY_BYTES, MAX_HEAD_BYTES, host_error
 from veritask.serve._service import EnvService, json_default
 from veritask.serve._source import RequestError
 
 log = logging.getLogger("veritask.http")
+
+T = TypeVar("T")
 
 
 def json_response(status: int, payload: Mapping[str, Any], *, close: bool = False) -> Response:
@@ -98,14 +105,29 @@ def _flag(request: Request, name: str) -> bool:
     return _query(request, name, "0").lower() in {"1", "true", "yes"}
 
 
-def framing_error(scope: Scope) -> RequestError | None:
-    """Other HTTP versions, chunked uploads and bodies over :data:`MAX_BODY_BYTES`, refused."""
+def head_size(scope: Scope) -> int:
+    """Bytes of the request line and headers as received (give or take the separators)."""
+    line = len(scope["raw_path"] or b"") + len(scope["query_string"]) + len(scope["method"]) + 16
+    return line + sum(len(name) + len(value) + 4 for name, value in scope["headers"])
+
+
+def framing_error(scope: Scope, hosts: frozenset[str]) -> RequestError | None:
+    """A request refused before routing: a foreign ``Host`` or ``Origin``, a head over
+    :data:`MAX_HEAD_BYTES`, another HTTP version, a chunked upload or a body over
+    :data:`MAX_BODY_BYTES`."""
+    headers = Headers(scope=scope)
+    refused = host_error(headers, hosts)
+    if refused is not None:
+        return RequestError(*refused)
+    if head_size(scope) > MAX_HEAD_BYTES:
+        return RequestError(
+            431, "HEADERS_TOO_LARGE", f"request heads are limited to {MAX_HEAD_BYTES} bytes"
+        )
     version = scope["http_version"]
     if version not in ("1.0", "1.1"):
         return RequestError(
             505, "HTTP_VERSION_NOT_SUPPORTED", f"{'HTTP/' + version!r} is not supported"
         )
-    headers = Headers(scope=scope)
     if "transfer-encoding" in headers:
         return RequestError(411, "LENGTH_REQUIRED", "send a Content-Length, not chunks")
     raw = headers.get("content-length", "0")
@@ -117,11 +139,13 @@ def framing_error(scope: Scope) -> RequestError | None:
 
 
 class _Transport:
-    """ASGI middleware: ignores a trailing slash, refuses bad framing before the body is read
-    (answering with ``Connection: close``), and logs each request with its status and time."""
+    """ASGI middleware: ignores a trailing slash, refuses foreign hosts, oversized heads and bad
+    framing before the body is read (answering with ``Connection: close``), and logs each
+    request with its status and time."""
 
-    def __init__(self, app: ASGIApp, log_requests: bool = False) -> None:
+    def __init__(self, app: ASGIApp, hosts: frozenset[str], log_requests: bool = False) -> None:
         self.app = app
+        self.hosts = hosts
         self.level = logging.INFO if log_requests else logging.DEBUG
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -137,7 +161,7 @@ class _Transport:
                 status[0] = message["status"]
             await send(message)
 
-        error = framing_error(scope)
+        error = framing_error(scope, self.hosts)
         if error is not None:
             await json_response(error.status, error.to_json(), close=True)(
                 scope, receive, send_status
@@ -169,31 +193,49 @@ async def _on_http_exception(request: Request, exc: Exception) -> Response:
     return json_response(status, RequestError(status, "HTTP_ERROR", detail).to_json())
 
 
+async def _on_disconnect(request: Request, _: Exception) -> Response:
+    # the client hung up (or was cut off by the request timeout) before its body arrived
+    log.debug("client left during %s %s", request.method, request.url.path)
+    return json_response(400, {"error": {"code": "CLIENT_DISCONNECTED", "message": "gone"}})
+
+
 async def _on_internal(request: Request, exc: Exception) -> Response:
     log.error("internal error on %s %s", request.method, request.url.path, exc_info=exc)
     return json_response(500, {"error": {"code": "INTERNAL", "message": "internal server error"}})
 
 
+async def off_loop(work: Callable[[], T]) -> T:
+    """Run ``work`` in Starlette's thread pool: session locks, big reads and the encoding of
+    big answers stay off the event loop."""
+    return await run_in_threadpool(work)
+
+
 def _routes(service: EnvService) -> list[Route]:
     async def reset(request: Request) -> Response:
-        body = parse_object(await request.body(), allow_empty=True)
-        return json_response(200, service.reset(body))
+        raw = await request.body()
+        return await off_loop(
+            lambda: json_response(200, service.reset(parse_object(raw, allow_empty=True)))
+        )
 
     async def step(request: Request) -> Response:
-        body = parse_object(await request.body(), allow_empty=False)
-        return json_response(200, service.step(body))
+        raw = await request.body()
+        return await off_loop(
+            lambda: json_response(200, service.step(parse_object(raw, allow_empty=False)))
+        )
 
     async def state(request: Request) -> Response:
         session_id = _query(request, "session_id", "")
         if not session_id:
             raise RequestError(400, "BAD_REQUEST", "session_id (a string) is required")
-        return json_response(200, service.state(session_id, rows=_flag(request, "rows")))
+        rows = _flag(request, "rows")
+        return await off_loop(lambda: json_response(200, service.state(session_id, rows=rows)))
 
     async def session(request: Request) -> Response:
         session_id = request.path_params["session_id"]
         if request.method == "DELETE":
-            return json_response(200, service.delete(session_id))
-        return json_response(200, service.state(session_id, rows=_flag(request, "rows")))
+            return await off_loop(lambda: json_response(200, service.delete(session_id)))
+        rows = _flag(request, "rows")
+        return await off_loop(lambda: json_response(200, service.state(session_id, rows=rows)))
 
     async def health(_: Request) -> Response:
         return json_response(200, service.health())
@@ -211,7 +253,9 @@ def _routes(service: EnvService) -> list[Route]:
     ]
 
 
-def make_app(service: EnvService, *, log_requests: bool = False) -> Starlette:
+def make_app(
+    service: EnvService, *, hosts: frozenset[str], log_requests: bool = False
+) -> Starlette:
     """The Starlette application serving ``service`` (see the module docstring for endpoints).
 
     Every answer, errors included, is JSON: :class:`RequestError` from the service, routing
@@ -220,6 +264,8 @@ def make_app(service: EnvService, *, log_requests: bool = False) -> Starlette:
 
     Args:
         service: The sessions to serve.
+        hosts: The ``Host`` values accepted (see :func:`~veritask.serve.allowed_hosts`); an
+            ``Origin`` must name one of them too.
         log_requests: Log every request at INFO level (DEBUG otherwise).
     """
 
@@ -233,10 +279,11 @@ def make_app(service: EnvService, *, log_requests: bool = False) -> Starlette:
 
     return Starlette(
         routes=_routes(service),
-        middleware=[Middleware(_Transport, log_requests=log_requests)],
+        middleware=[Middleware(_Transport, hosts=hosts, log_requests=log_requests)],
         exception_handlers={
             RequestError: _on_request_error,
             HTTPException: _on_http_exception,
+            ClientDisconnect: _on_disconnect,
             Exception: _on_internal,
         },
         lifespan=lifespan,

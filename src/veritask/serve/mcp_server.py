@@ -17,19 +17,34 @@ handlers); the protocol objects are built from their wire form, which both accep
 
 from __future__ import annotations
 
+import functools
 import json
+import re
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 import mcp.types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 from veritask import __version__
 from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment, ToolResult
 from veritask.policy import DomainSpec, render_wiki
+from veritask.serve._net import (
+    ANY_HOST,
+    CONNECTION_TIMEOUT,
+    MAX_HEAD_BYTES,
+    check_bind,
+    is_loopback,
+)
+from veritask.serve._net import allowed_hosts as host_allow_list
 from veritask.task import EnvSession
 
 if TYPE_CHECKING:
@@ -177,13 +192,122 @@ def build_server(
     return EnvironmentServer(server, session)
 
 
+# -- stdio: every line gets an answer ----------------------------------------------------------
+
+# mcp 2.x validates wire messages with a type adapter; 1.x with the JSONRPCMessage root model.
+_ADAPTER: Any = getattr(types, "jsonrpc_message_adapter", None)
+_LEGACY_MESSAGE: Any = None if _ADAPTER is not None else types.JSONRPCMessage
+_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+_TOKEN = re.compile(_STRING + r"|[{}\[\]]")
+_COLON = re.compile(r"\s*:\s*")
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+
+
+def _validate(line: str) -> None:
+    """Parse ``line`` as the SDK's stdio reader does; raises what the SDK would drop."""
+    if _ADAPTER is not None:
+        _ADAPTER.validate_json(line, by_name=False)
+    else:
+        _LEGACY_MESSAGE.model_validate_json(line)
+
+
+def _wire(message: dict[str, Any]) -> Any:
+    """A JSON-RPC message object the SDK's writer accepts, from its wire form."""
+    if _ADAPTER is not None:
+        return _ADAPTER.validate_python(message, by_name=False)
+    return _LEGACY_MESSAGE.model_validate(message)
+
+
+def request_id(line: str) -> str | int | None:
+    """The top-level ``"id"`` of a JSON-RPC line, found without decoding nested values.
+
+    A request too deeply nested (or otherwise unacceptable) for the SDK's parser still gets its
+    answer under its own id; None when there is no usable id.
+    """
+    depth = 0
+    for match in _TOKEN.finditer(line):
+        token = match.group()
+        if token in ("{", "["):
+            depth += 1
+        elif token in ("}", "]"):
+            depth -= 1
+        elif depth == 1 and token == '"id"':
+            colon = _COLON.match(line, match.end())
+            if colon is None or line[colon.end() : colon.end() + 1] in ("{", "["):
+                continue
+            try:
+                value, _ = json.JSONDecoder().raw_decode(line, colon.end())
+            except ValueError:
+                return None
+            usable = isinstance(value, str | int) and not isinstance(value, bool)
+            return value if usable else None
+    return None
+
+
+def rpc_error(line: str) -> Any | None:
+    """The JSON-RPC error answering ``line``, or None when the SDK accepts it.
+
+    Text that is not JSON is a parse error (-32700, id null); JSON the SDK refuses (not a
+    JSON-RPC message, nested past its parser's depth limit, a lone surrogate) is an invalid
+    request (-32600) under the request's own id when it has one.
+    """
+    try:
+        _validate(line)
+        return None
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        errors = exc.errors() if isinstance(exc, ValidationError) else []
+        detail = str(errors[0]["msg"]) if errors else str(exc)
+    try:
+        json.loads(line)
+    except RecursionError:
+        pass  # JSON, but deeper than Python's own parser goes
+    except ValueError:
+        error = {"code": PARSE_ERROR, "message": f"Parse error: {detail[:200]}"}
+        return _wire({"jsonrpc": "2.0", "id": None, "error": error})
+    error = {"code": INVALID_REQUEST, "message": f"Invalid Request: {detail[:200]}"}
+    return _wire({"jsonrpc": "2.0", "id": request_id(line), "error": error})
+
+
+async def _checked_lines(
+    lines: AsyncIterable[str], replies: MemoryObjectSendStream[SessionMessage]
+) -> AsyncIterator[str]:
+    """The lines the SDK accepts; the others are answered here through ``replies``."""
+    async with replies:
+        async for line in lines:
+            if not line.strip():
+                continue
+            error = rpc_error(line)
+            if error is None:
+                yield line
+            else:
+                await replies.send(SessionMessage(error))
+
+
+async def _forward(replies: MemoryObjectReceiveStream[SessionMessage], out: Any) -> None:
+    """Write the answers to refused lines on a clone of the server's output stream."""
+    async with replies, out:
+        async for message in replies:
+            await out.send(message)
+
+
 async def serve_stdio(server: Server[Any]) -> None:
     """Serve one client over the process's stdin and stdout until it disconnects.
+
+    The SDK drops a line it cannot parse without a word, so its client would wait for ever;
+    here every such line is answered with a JSON-RPC error (see :func:`rpc_error`).
 
     Args:
         server: The MCP server to run.
     """
-    async with stdio_server() as (read_stream, write_stream):
+    send, receive = anyio.create_memory_object_stream[SessionMessage](64)
+    stdin = open(0, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+    lines: Any = _checked_lines(anyio.wrap_file(stdin), send)
+    async with (
+        stdio_server(stdin=lines) as (read_stream, write_stream),
+        anyio.create_task_group() as tg,
+    ):
+        tg.start_soon(_forward, receive, write_stream.clone())
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
@@ -197,33 +321,54 @@ class _HttpEndpoint:
         await self._manager.handle_request(scope, receive, send)
 
 
-def http_app(server: Server[Any], host: str = DEFAULT_HOST) -> Starlette:
+def transport_security(hosts: frozenset[str]) -> TransportSecuritySettings:
+    """The SDK's DNS-rebinding settings for an allow-list from :func:`~veritask.serve.allowed_hosts`.
+
+    ``Host`` must be one of ``hosts`` and an ``Origin``, when present, must name one of them:
+    the same rule as the HTTP environment server's. :data:`~veritask.serve.ANY_HOST` turns the
+    checks off.
+    """
+    if ANY_HOST in hosts:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=sorted(hosts),
+        allowed_origins=sorted(f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")),
+    )
+
+
+def http_app(
+    server: Server[Any],
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    allowed_hosts: Iterable[str] = (),
+) -> Starlette:
     """The streamable-HTTP ASGI application serving ``server`` at ``/mcp``.
 
-    DNS-rebinding protection is on when ``host`` is a loopback address.
+    Requests must name the server by an allowed ``Host`` (the loopback names with ``port``,
+    ``host`` itself when it is not loopback, and ``allowed_hosts``), and a browser's ``Origin``
+    must be one of them: DNS rebinding and cross-site requests are refused (421 / 403).
 
     Args:
         server: The MCP server to expose.
         host: The address the application will be bound to.
+        port: The port it will be bound to.
+        allowed_hosts: More names clients may use (see :func:`~veritask.serve.allowed_hosts`).
 
     Returns:
         A Starlette application (its lifespan runs the session manager).
     """
+    names = [*allowed_hosts, *([] if is_loopback(host) else [host])]
+    security = transport_security(host_allow_list(port, names))
     if hasattr(server, "streamable_http_app"):
-        app: Starlette = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+        app: Starlette = server.streamable_http_app(
+            streamable_http_path=HTTP_PATH, host=host, transport_security=security
+        )
         return app
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-    from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
     from starlette.routing import Route
 
-    security = None
-    if host in ("127.0.0.1", "localhost", "::1"):
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
     manager = StreamableHTTPSessionManager(app=server, security_settings=security)
     return Starlette(
         routes=[Route(HTTP_PATH, endpoint=_HttpEndpoint(manager))],
@@ -232,19 +377,38 @@ def http_app(server: Server[Any], host: str = DEFAULT_HOST) -> Starlette:
 
 
 async def serve_http(
-    server: Server[Any], host: str = DEFAULT_HOST, port: int = DEFAULT_PORT
+    server: Server[Any],
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    *,
+    allow_remote: bool = False,
+    allowed_hosts: Iterable[str] = (),
 ) -> None:
     """Serve ``server`` over streamable HTTP at ``http://host:port/mcp`` until interrupted.
 
     Args:
         server: The MCP server to run.
-        host: The address to bind (loopback by default; anything else exposes the environment
-            to the network without authentication).
+        host: The address to bind; loopback unless ``allow_remote`` (there is no
+            authentication).
         port: The TCP port to bind.
+        allow_remote: Allow a non-loopback ``host``.
+        allowed_hosts: More names clients may use in ``Host`` (see :func:`http_app`).
+
+    Raises:
+        ValueError: ``host`` is not loopback and ``allow_remote`` is false.
     """
     import uvicorn
 
-    config = uvicorn.Config(http_app(server, host), host=host, port=port, log_level="warning")
+    check_bind(host, allow_remote)
+    app = http_app(server, host, port, allowed_hosts)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        timeout_keep_alive=CONNECTION_TIMEOUT,
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+    )
     await uvicorn.Server(config).serve()
 
 
@@ -269,18 +433,37 @@ def run_http(
     state: str | Path | None = None,
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
+    *,
+    allow_remote: bool = False,
+    allowed_hosts: Iterable[str] = (),
 ) -> None:
     """Build a server for ``domain`` and serve it over streamable HTTP (blocking).
 
     Args:
         domain: A built-in domain name, a spec file path, a loaded spec or a compiled domain.
         state: A SQLite state file to start from; the seed state when None.
-        host: The address to bind (loopback by default).
+        host: The address to bind; loopback unless ``allow_remote``.
         port: The TCP port to bind.
+        allow_remote: Allow a non-loopback ``host`` (the server has no authentication).
+        allowed_hosts: More names clients may use in ``Host`` (see :func:`http_app`).
+
+    Raises:
+        ValueError: ``host`` is not loopback and ``allow_remote`` is false (checked before the
+            server is built).
     """
+    check_bind(host, allow_remote)
     served = build_server(domain, state)
     try:
-        anyio.run(serve_http, served.server, host, port)
+        anyio.run(
+            functools.partial(
+                serve_http,
+                served.server,
+                host,
+                port,
+                allow_remote=allow_remote,
+                allowed_hosts=tuple(allowed_hosts),
+            )
+        )
     finally:
         served.close()
 
@@ -293,9 +476,12 @@ __all__ = [
     "build_server",
     "call_result",
     "http_app",
+    "request_id",
+    "rpc_error",
     "run_http",
     "run_stdio",
     "serve_http",
     "serve_stdio",
     "tool_definitions",
+    "transport_security",
 ]

@@ -2,30 +2,114 @@
 
 One event loop serves every connection; connections are kept alive between requests for up to
 :data:`~veritask.serve.CONNECTION_TIMEOUT` seconds, and request heads are limited to
-:data:`~veritask.serve.MAX_HEAD_BYTES` (both through uvicorn's own settings). The server binds
-loopback by default and refuses a non-loopback address unless ``allow_remote=True``: there is no
-authentication, only unguessable session ids. A request uvicorn cannot parse as HTTP gets
-uvicorn's own ``400`` answer and the connection is closed.
+:data:`~veritask.serve.MAX_HEAD_BYTES` (uvicorn's own settings, and the app for a head that
+arrived whole). The server binds loopback by default and refuses a non-loopback address unless
+``allow_remote=True``: there is no authentication, only unguessable session ids. Requests must
+name an allowed ``Host`` (the loopback names with the bound port, plus ``allowed_hosts``).
+
+uvicorn's keep-alive timeout covers only the idle time between requests, and any byte resets
+it, so a client trickling a request head byte by byte would hold its connection for ever. The
+protocol here is uvicorn's h11 protocol with one addition, a deadline on receiving each request
+(:data:`~veritask.serve.REQUEST_TIMEOUT`, from the connection's opening or the request's first
+byte to its last), and one change: a request that is not HTTP gets a JSON 400, like every other
+error, instead of uvicorn's plain text.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
+import h11
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from veritask.serve._net import (
     CONNECTION_TIMEOUT,
     DEFAULT_HOST,
+    DEFAULT_MAX_STATE_BYTES,
     DEFAULT_PORT,
     MAX_HEAD_BYTES,
+    REQUEST_TIMEOUT,
     check_bind,
+    is_loopback,
 )
+from veritask.serve._net import allowed_hosts as host_allow_list
 from veritask.serve._service import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, EnvService
 from veritask.serve._source import EnvSource
 from veritask.serve.app import make_app
+
+
+class _GuardedH11(H11Protocol):
+    """uvicorn's h11 protocol with a deadline on receiving each request and JSON 400s."""
+
+    request_timeout = REQUEST_TIMEOUT
+    _deadline: asyncio.TimerHandle | None = None
+
+    def _arm(self) -> None:
+        """Start the deadline, unless it is running."""
+        if self._deadline is None:
+            self._deadline = self.loop.call_later(self.request_timeout, self._too_slow)
+
+    def _disarm(self) -> None:
+        """Stop the deadline: the request arrived whole, or the connection is gone."""
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _too_slow(self) -> None:
+        """The deadline passed with the request still incomplete: hang up."""
+        self._deadline = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        """A new connection: its first request must arrive within the deadline."""
+        super().connection_made(transport)
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        """Bytes of a request: start the deadline on its first byte, stop it on its last."""
+        if self.conn.their_state is h11.IDLE:
+            self._arm()
+        super().data_received(data)
+        if self.conn.their_state not in (h11.IDLE, h11.SEND_BODY):
+            self._disarm()
+
+    def on_response_complete(self) -> None:
+        """An answer went out; a pipelined request already buffered gets its own deadline."""
+        super().on_response_complete()
+        if self.conn.their_state is h11.IDLE and self.conn.trailing_data[0]:
+            self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """The connection closed: no deadline to keep."""
+        self._disarm()
+        super().connection_lost(exc)
+
+    def send_400_response(self, msg: str) -> None:
+        """Answer a request that is not HTTP (or whose head is too long) in JSON and hang up."""
+        body = json.dumps({"error": {"code": "BAD_REQUEST", "message": msg}}).encode()
+        headers = [
+            (b"content-type", b"application/json; charset=utf-8"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]
+        for event in (
+            h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+            h11.Data(data=body),
+            h11.EndOfMessage(),
+        ):
+            self.transport.write(self.conn.send(event) or b"")
+        self.transport.close()
+
+
+def guarded_protocol(request_timeout: float) -> type[H11Protocol]:
+    """The protocol class given to uvicorn (``http=``), with its request deadline in seconds."""
+    return type("GuardedH11", (_GuardedH11,), {"request_timeout": request_timeout})
 
 
 class EnvHTTPServer:
@@ -39,8 +123,13 @@ class EnvHTTPServer:
         host: Address to bind; loopback unless ``allow_remote``.
         port: Port to bind; 0 picks a free one (read it back from ``port``).
         allow_remote: Allow a non-loopback ``host``. The server has no authentication.
+        allowed_hosts: Names clients may use in ``Host`` besides the loopback ones (``name``
+            with the bound port, ``name:port``, or ``"*"`` for any; see
+            :func:`~veritask.serve.allowed_hosts`). A non-loopback ``host`` is added itself.
         idle_timeout: Seconds after which an unused session is closed; None never expires.
         max_sessions: Open sessions allowed at once.
+        max_state_bytes: Largest database a session's writes may leave (None: no cap).
+        request_timeout: Seconds a client has to send each request, head and body.
         log_requests: Log every request at INFO level (DEBUG otherwise).
 
     Raises:
@@ -55,15 +144,32 @@ class EnvHTTPServer:
         port: int = DEFAULT_PORT,
         *,
         allow_remote: bool = False,
+        allowed_hosts: Iterable[str] = (),
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
+        max_state_bytes: int | None = DEFAULT_MAX_STATE_BYTES,
+        request_timeout: float = REQUEST_TIMEOUT,
         log_requests: bool = False,
     ) -> None:
         check_bind(host, allow_remote)
-        self.service = EnvService(source, idle_timeout=idle_timeout, max_sessions=max_sessions)
+        if request_timeout <= 0:
+            raise ValueError("request_timeout must be positive")
+        self.service = EnvService(
+            source,
+            idle_timeout=idle_timeout,
+            max_sessions=max_sessions,
+            max_state_bytes=max_state_bytes,
+        )
+        bind_host = host.strip("[]")
+        family = socket.AF_INET6 if ":" in bind_host else socket.AF_INET
+        self._sock = socket.create_server((bind_host, port), family=family, backlog=1024)
+        self._address: tuple[str, int] = self._sock.getsockname()[:2]
+        names = [*allowed_hosts, *([] if is_loopback(host) else [host])]
+        self.allowed_hosts = host_allow_list(self.port, names)
+        """The ``Host`` values this server answers."""
         config = uvicorn.Config(
-            make_app(self.service, log_requests=log_requests),
-            http="h11",
+            make_app(self.service, hosts=self.allowed_hosts, log_requests=log_requests),
+            http=guarded_protocol(request_timeout),
             ws="none",
             lifespan="on",
             log_config=None,
@@ -75,10 +181,6 @@ class EnvHTTPServer:
             h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         )
         self._server = uvicorn.Server(config)
-        bind_host = host.strip("[]")
-        family = socket.AF_INET6 if ":" in bind_host else socket.AF_INET
-        self._sock = socket.create_server((bind_host, port), family=family, backlog=1024)
-        self._address: tuple[str, int] = self._sock.getsockname()[:2]
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -144,8 +246,11 @@ def serve(
     port: int = DEFAULT_PORT,
     *,
     allow_remote: bool = False,
+    allowed_hosts: Iterable[str] = (),
     idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     max_sessions: int = DEFAULT_MAX_SESSIONS,
+    max_state_bytes: int | None = DEFAULT_MAX_STATE_BYTES,
+    request_timeout: float = REQUEST_TIMEOUT,
     log_requests: bool = False,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
@@ -156,8 +261,11 @@ def serve(
         host: Address to bind; loopback unless ``allow_remote``.
         port: Port to bind; 0 picks a free one.
         allow_remote: Allow a non-loopback ``host``. The server has no authentication.
+        allowed_hosts: Names clients may use in ``Host`` besides the loopback ones.
         idle_timeout: Seconds after which an unused session is closed; None never expires.
         max_sessions: Open sessions allowed at once.
+        max_state_bytes: Largest database a session's writes may leave (None: no cap).
+        request_timeout: Seconds a client has to send each request, head and body.
         log_requests: Log every request at INFO level.
         on_ready: Called with the server's URL once the socket is bound.
 
@@ -170,8 +278,11 @@ def serve(
         host,
         port,
         allow_remote=allow_remote,
+        allowed_hosts=allowed_hosts,
         idle_timeout=idle_timeout,
         max_sessions=max_sessions,
+        max_state_bytes=max_state_bytes,
+        request_timeout=request_timeout,
         log_requests=log_requests,
     )
     try:
