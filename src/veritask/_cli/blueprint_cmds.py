@@ -10,12 +10,16 @@ import click
 
 from veritask._cli._common import echo_json, spec_arg
 from veritask.blueprint import (
+    FusionError,
     build_tool_graph,
     check_tool_graph,
     enumerate_paths,
+    example_failures,
+    fuse_specs,
     graph_to_json,
     task_template,
 )
+from veritask.policy import SpecError, dump_spec
 
 
 @click.command("tool-graph")
@@ -79,6 +83,43 @@ def _print_summary(payload: dict[str, Any]) -> None:
         click.echo(f"      {template['text']}")
 
 
+@click.command("fuse")
+@click.argument("domains", nargs=-1, required=True)
+@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Fused spec.yaml.")
+@click.option("--person", default="persons", show_default=True, help="Name of the person table.")
+@click.option("--name", default=None, help="Name of the fused domain (default: a_b).")
+@click.option("--json", "as_json", is_flag=True, help="Print the fusion report as JSON.")
+def fuse_cmd(
+    domains: tuple[str, ...], out: str, person: str, name: str | None, as_json: bool
+) -> None:
+    """Fuse two or more domains into one spec: namespaced tables, one shared person table,
+    harmonized rules. The fused spec is validated and every example is run before it is saved."""
+    try:
+        fusion = fuse_specs([spec_arg(d) for d in domains], person=person, name=name)
+    except (FusionError, SpecError) as exc:
+        raise click.ClickException(f"fusion refused: {exc}") from None
+    failures = example_failures(fusion.spec)
+    if failures:
+        raise click.ClickException("fused examples fail:\n" + "\n".join(failures[:20]))
+    header = f"Fused from {', '.join(fusion.services)} by veritask fuse; edit the sources instead."
+    Path(out).write_text(dump_spec(fusion.spec, header))
+    report = {**fusion.to_json(), "examples": "all pass", "out": out}
+    if as_json:
+        echo_json(report)
+        return
+    click.echo(
+        f"{report['name']}: {report['tables']} tables, {report['rules']} rules,"
+        f" {report['effects']} effects, {report['persons']} persons -> {out}"
+    )
+    for decision in fusion.decisions:
+        click.echo(
+            f"  {decision.kind}: kept {decision.kept}, dropped {decision.dropped} ({decision.reason})"
+        )
+    for note in fusion.notes:
+        click.echo(f"  note: {note}")
+
+
 def register(group: click.Group) -> None:
     """Attach this module's commands to the CLI group."""
     group.add_command(tool_graph_cmd)
+    group.add_command(fuse_cmd)
