@@ -7,6 +7,7 @@ import click
 from veritask import __version__
 from veritask._cli import (
     architect_cmd,
+    blueprint_cmds,
     env_cmds,
     logic_cmds,
     rollout_cmds,
@@ -31,6 +32,7 @@ serve_http.register(cli)
 logic_cmds.register(cli)
 architect_cmd.register(cli)
 simulate_cmds.register(cli)
+blueprint_cmds.register(cli)
 
 
 def main() -> None:

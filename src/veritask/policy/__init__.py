@@ -1,6 +1,7 @@
 """Domain specs and their compilation into SQL, tool schemas and wiki policy text."""
 
 from veritask.policy._actor import actor_table
+from veritask.policy._dump import dump_spec
 from veritask.policy._importer import import_sql
 from veritask.policy._issues import SpecError, SpecIssue
 from veritask.policy._load import (
@@ -52,6 +53,7 @@ __all__ = [
     "actor_table",
     "build_tools",
     "compile_sql",
+    "dump_spec",
     "import_sql",
     "load_spec",
     "load_spec_with_lines",

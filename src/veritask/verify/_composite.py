@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING, Any
 from veritask.task import TaskPackage
 from veritask.verify._actions import actions
 from veritask.verify._communicate import communicate
+from veritask.verify._confirm import confirmation
 from veritask.verify._state import state_exact, state_subset
 from veritask.verify._verdict import ComponentResult, Verdict, VerificationError
 
 if TYPE_CHECKING:
     from veritask.task import Trajectory
 
-COMPONENTS = ("state_exact", "state_subset", "actions", "communicate")
+COMPONENTS = ("state_exact", "state_subset", "actions", "communicate", "confirmation")
 """Reward-basis names ``verify`` can evaluate."""
 
 
@@ -37,6 +38,7 @@ def _evaluators(
         ),
         "actions": lambda: actions(traj, package.witness),
         "communicate": lambda: communicate(traj, _require(facts, "communicate", "facts")),
+        "confirmation": lambda: confirmation(traj),
     }
 
 

@@ -1,0 +1,125 @@
+"""Commands over tool graphs and fused domains: tool-graph, fuse."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from veritask._cli._common import echo_json, spec_arg
+from veritask.blueprint import (
+    FusionError,
+    build_tool_graph,
+    check_tool_graph,
+    enumerate_paths,
+    example_failures,
+    fuse_specs,
+    graph_to_json,
+    task_template,
+)
+from veritask.policy import SpecError, dump_spec
+
+
+@click.command("tool-graph")
+@click.argument("domain")
+@click.option("--min-len", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--max-len", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option(
+    "--max-paths", type=click.IntRange(min=1), default=200, show_default=True, help="Path cap."
+)
+@click.option("--out", type=click.Path(dir_okay=False), help="Save the graph (node-link JSON).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (graph, checks, templates).")
+def tool_graph_cmd(
+    domain: str, min_len: int, max_len: int, max_paths: int, out: str | None, as_json: bool
+) -> None:
+    """Build a domain's tool dependency graph, check its topology, enumerate task templates.
+
+    Exits with status 1 when a topology check fails."""
+    spec = spec_arg(domain)
+    graph = build_tool_graph(spec)
+    issues = check_tool_graph(graph)
+    paths = enumerate_paths(graph, min_len, max_len, max_paths)
+    templates = [task_template(spec, graph, p) for p in paths]
+    data = graph_to_json(graph)
+    if out:
+        Path(out).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    payload: dict[str, Any] = {
+        "domain": spec.name,
+        "nodes": graph.number_of_nodes(),
+        "edges": graph.number_of_edges(),
+        "source": graph.graph["source"],
+        "checks": {
+            check: [i.message for i in issues if i.check == check]
+            for check in ("single_source", "reachability", "acyclicity")
+        },
+        "paths": len(paths),
+        "templates": [t.to_json() for t in templates],
+        "graph": data,
+    }
+    if as_json:
+        echo_json(payload)
+    else:
+        _print_summary(payload)
+    if issues:
+        raise SystemExit(1)
+
+
+def _print_summary(payload: dict[str, Any]) -> None:
+    click.echo(
+        f"{payload['domain']}: {payload['nodes']} tools, {payload['edges']} edges,"
+        f" source {payload['source']}"
+    )
+    for check, messages in payload["checks"].items():
+        click.echo(f"  {check}: {'ok' if not messages else '; '.join(messages)}")
+    for edge in payload["graph"]["edges"]:
+        label = ",".join(edge["kinds"])
+        detail = ", ".join(edge["args"] or edge["rules"])
+        click.echo(f"  {edge['source']} -> {edge['target']} [{label}: {detail}]")
+    click.echo(f"  {payload['paths']} paths; first templates:")
+    for template in payload["templates"][:5]:
+        click.echo(f"    {' -> '.join(template['tools'])}")
+        click.echo(f"      {template['text']}")
+
+
+@click.command("fuse")
+@click.argument("domains", nargs=-1, required=True)
+@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Fused spec.yaml.")
+@click.option("--person", default="persons", show_default=True, help="Name of the person table.")
+@click.option("--name", default=None, help="Name of the fused domain (default: a_b).")
+@click.option("--json", "as_json", is_flag=True, help="Print the fusion report as JSON.")
+def fuse_cmd(
+    domains: tuple[str, ...], out: str, person: str, name: str | None, as_json: bool
+) -> None:
+    """Fuse two or more domains into one spec: namespaced tables, one shared person table,
+    harmonized rules. The fused spec is validated and every example is run before it is saved."""
+    try:
+        fusion = fuse_specs([spec_arg(d) for d in domains], person=person, name=name)
+    except (FusionError, SpecError) as exc:
+        raise click.ClickException(f"fusion refused: {exc}") from None
+    failures = example_failures(fusion.spec)
+    if failures:
+        raise click.ClickException("fused examples fail:\n" + "\n".join(failures[:20]))
+    header = f"Fused from {', '.join(fusion.services)} by veritask fuse; edit the sources instead."
+    Path(out).write_text(dump_spec(fusion.spec, header))
+    report = {**fusion.to_json(), "examples": "all pass", "out": out}
+    if as_json:
+        echo_json(report)
+        return
+    click.echo(
+        f"{report['name']}: {report['tables']} tables, {report['rules']} rules,"
+        f" {report['effects']} effects, {report['persons']} persons -> {out}"
+    )
+    for decision in fusion.decisions:
+        click.echo(
+            f"  {decision.kind}: kept {decision.kept}, dropped {decision.dropped} ({decision.reason})"
+        )
+    for note in fusion.notes:
+        click.echo(f"  note: {note}")
+
+
+def register(group: click.Group) -> None:
+    """Attach this module's commands to the CLI group."""
+    group.add_command(tool_graph_cmd)
+    group.add_command(fuse_cmd)
