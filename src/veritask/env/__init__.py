@@ -5,6 +5,7 @@ from veritask.env._environment import CompiledDomain, Environment
 from veritask.env._notebook import bind_new_old, evaluate_on_rows
 from veritask.env._proximity import DEFAULT_EPS, proximity
 from veritask.env._result import ToolError, ToolResult
+from veritask.env._rowcheck import RowChecker
 from veritask.env._state import (
     Layout,
     Snapshot,
@@ -22,6 +23,7 @@ __all__ = [
     "CompiledDomain",
     "Environment",
     "Layout",
+    "RowChecker",
     "Snapshot",
     "StateDiff",
     "TableDiff",

@@ -1,6 +1,7 @@
 """Domain specs and their compilation into SQL, tool schemas and wiki policy text."""
 
 from veritask.policy._actor import actor_table
+from veritask.policy._bounds import check_bounds
 from veritask.policy._importer import import_sql
 from veritask.policy._issues import SpecError, SpecIssue
 from veritask.policy._load import load_spec, parse_spec, spec_from_data
@@ -43,6 +44,7 @@ __all__ = [
     "Wiki",
     "actor_table",
     "build_tools",
+    "check_bounds",
     "compile_sql",
     "import_sql",
     "load_spec",

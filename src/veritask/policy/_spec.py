@@ -40,6 +40,8 @@ class Column(_Model):
         insertable: an insert tool may set it (False: the default applies on insert).
         updatable: an update tool may change it.
         technical: excluded from state diffs (autoincrement ids, timestamps).
+        values: a pool the synthesizer draws made-up values of this column from.
+        faker: a Faker provider (``name``, ``city``, ``company``...) for made-up values.
     """
 
     name: Identifier
@@ -57,6 +59,8 @@ class Column(_Model):
     insertable: bool = True
     updatable: bool = True
     technical: bool = False
+    values: list[Scalar] | None = Field(default=None, min_length=1)
+    faker: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]*$")
 
     @property
     def writable_on_insert(self) -> bool:

@@ -18,7 +18,7 @@ from veritask.synth._architect_artifacts import (
 )
 from veritask.synth._architect_checks import PlanLimits
 from veritask.synth._architect_seed import Seed, SeedError, SeedHints, load_seed, parse_seed
-from veritask.synth._designer import Scene, SymbolicSetDesigner
+from veritask.synth._designer import DesignError, Scene, SymbolicSetDesigner
 from veritask.synth._explorer import Episode, SymbolicExplorer
 from veritask.synth._generate import (
     GenerateSummary,
@@ -38,6 +38,7 @@ __all__ = [
     "ArchitectReport",
     "ArchitectResult",
     "ComplexityPlan",
+    "DesignError",
     "DomainModel",
     "Episode",
     "Exploration",
