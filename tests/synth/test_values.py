@@ -16,9 +16,9 @@ from veritask.env import CompiledDomain, Environment, RowChecker
 from veritask.policy import Column, SpecError, check_bounds, parse_spec
 from veritask.synth import generate
 from veritask.synth._analysis import DomainModel
-from veritask.synth._designer import SymbolicSetDesigner, faker_for
+from veritask.synth._designer import DesignError, Scene, SymbolicSetDesigner, faker_for
 from veritask.synth._sampler import Sampler, StateView
-from veritask.synth._unit import UnitWorker, rotation
+from veritask.synth._unit import SceneStage, UnitWorker, rotation
 from veritask.synth._values import keep_time_order, meaning_provider, person_table
 from veritask.task import load_dataset
 
@@ -203,3 +203,18 @@ def test_users_are_spread_over_the_cast(tmp_path: Path) -> None:
     generate("mock", 60, 5, tmp_path / "mock")
     users = Counter(p.user_profile.user_id for p in load_dataset(tmp_path / "mock"))
     assert max(users.values()) / sum(users.values()) <= 0.5, users
+
+
+class _NoScene(SymbolicSetDesigner):
+    def design(self, index: int, seed: int, fill: bool = True) -> Scene:
+        raise DesignError("the seed rows do not load")
+
+
+def test_a_unit_that_cannot_be_designed_is_reported(tmp_path: Path) -> None:
+    stage = SceneStage("mock", 0, 10, tmp_path)
+    stage.setup()
+    assert stage._worker is not None
+    stage._worker.designer = _NoScene(stage._worker.domain, stage._worker.model)
+    result = stage.run(stage.units()[0])
+    assert result.packages == 0 and result.discarded == {"scene could not be designed": 10}
+    assert stage.done(stage.units()[0])

@@ -12,7 +12,7 @@ from faker import Faker
 from veritask.env import Environment
 from veritask.policy import Column, Table, Transaction
 from veritask.synth._analysis import DomainModel, row_key, target_key
-from veritask.synth._values import free_text, keep_time_order, kind_variant
+from veritask.synth._values import free_text, is_time, keep_time_order, kind_variant
 
 _TEXT_TRIES = 8
 
@@ -142,6 +142,8 @@ class Sampler:
         }
         pool |= self.model.numbers.get((table.name, col.name), set())
         for src_table, src_col in sorted(self.model.sources.get((table.name, col.name), set())):
+            if is_time(self.model.spec.table(src_table).column(src_col)) != is_time(col):
+                continue  # a step is probed against steps, an amount against amounts
             for r in self.view.rows(src_table):
                 if _is_number(r[src_col]):
                     pool |= {r[src_col] - 1, r[src_col], r[src_col] + 1}

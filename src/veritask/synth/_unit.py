@@ -171,13 +171,9 @@ class UnitWorker:
         """Design the unit's scene and produce ``count`` certified packages."""
         ds = DatasetDir(out)
         scene_seed = derive_seed(domain, seed, "scene", unit)
-        try:
-            scene = self.designer.design(
-                unit, scene_seed, fill=unit % PRISTINE_EVERY != PRISTINE_EVERY - 1
-            )
-        except DesignError as exc:
-            ds.write_part(unit, [])
-            return UnitResult(unit, 0, {"scene could not be designed": count}, [str(exc)])
+        scene = self.designer.design(
+            unit, scene_seed, fill=unit % PRISTINE_EVERY != PRISTINE_EVERY - 1
+        )
         env = Environment(self.domain, scene.origin)
         view = StateView(self.model, env)
         internal = text_keys(self.spec, scene.origin)
@@ -361,4 +357,8 @@ class SceneStage:
             self.setup()
         assert self._worker is not None
         index, count, first = unit.params
-        return self._worker.run(self.domain, self.seed, index, count, first, self.out)
+        try:
+            return self._worker.run(self.domain, self.seed, index, count, first, self.out)
+        except DesignError as exc:  # reported with the run's discards, never a traceback
+            DatasetDir(self.out).write_part(index, [])
+            return UnitResult(index, 0, {"scene could not be designed": count}, [str(exc)])
