@@ -17,6 +17,7 @@ import shutil
 import sqlite3
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,9 @@ def run_domain(domain: str, n: int, seed: int, root: Path) -> dict[str, Any]:
     check = check_dataset(out).to_json()
     check_s = time.perf_counter() - t1
     report = report_dataset(out)
-    changed = sum(1 for p in load_dataset(out) if not p.refusal and p.origin != p.target)
+    packages = load_dataset(out)
+    changed = sum(1 for p in packages if not p.refusal and p.origin != p.target)
+    users = Counter(p.user_profile.user_id for p in packages)
     return {
         "domain": domain,
         "tasks": summary.tasks,
@@ -53,6 +56,8 @@ def run_domain(domain: str, n: int, seed: int, root: Path) -> dict[str, Any]:
         "L3": report["difficulty"]["L3"] / report["tasks"],
         "refusal_share": report["refusal_share"],
         "mean_witness_calls": report["mean_witness_calls"],
+        "users": len(users),
+        "max_user_share": max(users.values()) / len(packages) if packages else 0.0,
         "discarded": summary.discarded,
     }
 
@@ -60,8 +65,9 @@ def run_domain(domain: str, n: int, seed: int, root: Path) -> dict[str, Any]:
 def markdown(rows: list[dict[str, Any]], machine: str) -> str:
     head = (
         "| domain | tasks | packages/s/worker | check replays/s | certified | spoiler-free | duplicates | "
-        "non-refusal, target != origin | boundary density | rule cov. | tool cov. | L1 | L3 | refusals | mean calls |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "non-refusal, target != origin | boundary density | rule cov. | tool cov. | L1 | L3 | refusals | mean calls | "
+        "users | max user share |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     )
     lines = [f"Machine: {machine}", "", head]
     for r in rows:
@@ -69,7 +75,8 @@ def markdown(rows: list[dict[str, Any]], machine: str) -> str:
             f"| {r['domain']} | {r['tasks']} | {r['packages_per_s_per_worker']} | {r['replays_per_s']} | "
             f"{r['certified']} | {r['spoiler_free']} | {r['duplicates']} | {r['non_refusal_changed']} | {r['boundary_density']:.3f} | "
             f"{r['rule_coverage']:.3f} | {r['tool_coverage']:.3f} | {r['L1']:.1%} | {r['L3']:.1%} | "
-            f"{r['refusal_share']:.1%} | {r['mean_witness_calls']} |"
+            f"{r['refusal_share']:.1%} | {r['mean_witness_calls']} | {r['users']} | "
+            f"{r['max_user_share']:.1%} |"
         )
     return "\n".join(lines)
 

@@ -368,10 +368,13 @@ def test_description_that_keeps_leaking_is_discarded(tmp_path: Path) -> None:
 
 
 def diverging_consultant(messages: list[Message]) -> Message:
-    """Asked for anything, cancels the client's first trip: an irreversible write."""
+    """Asked for anything, cancels the first draft trip without bookings: an irreversible
+    write."""
     log = tool_log(messages)
     if not log:
-        return _call("query_travel_requests", user_id="u_staff_01")
+        return _call(
+            "query_travel_requests", status="DRAFT", flight_booking_count=0, hotel_booking_count=0
+        )
     if len(log) == 1:
         trip = log[0][2]["rows"][0]
         return _call("update_travel_requests", id=trip["id"], status="CANCELLED")

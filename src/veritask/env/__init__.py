@@ -17,6 +17,7 @@ from veritask.env._examples import (
 from veritask.env._notebook import bind_new_old, evaluate_on_rows
 from veritask.env._proximity import DEFAULT_EPS, proximity
 from veritask.env._result import ToolError, ToolResult
+from veritask.env._rowcheck import RowChecker
 from veritask.env._state import (
     Layout,
     Snapshot,
@@ -38,6 +39,7 @@ __all__ = [
     "Environment",
     "ExampleFailure",
     "Layout",
+    "RowChecker",
     "Snapshot",
     "StateDiff",
     "TableDiff",

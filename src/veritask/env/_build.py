@@ -122,7 +122,8 @@ def build_image(spec: DomainSpec, rows: Rows | None = None) -> bytes:
     Foreign keys and CHECK constraints are enforced while loading. The image is rebased: it is
     the root that states reached from it are diffed against. Everything runs under a
     ``BuildGuard`` (no ATTACH, no PRAGMA beyond the build's own, no writes outside the spec's
-    tables); a refusal raises ValueError naming what was refused.
+    tables); a refusal raises ValueError naming what was refused, and so do rows that break a
+    constraint (CHECK, NOT NULL, UNIQUE, foreign keys).
     """
     compiled = _compiled(spec)
     guard = BuildGuard(spec)
@@ -133,7 +134,10 @@ def build_image(spec: DomainSpec, rows: Rows | None = None) -> bytes:
         conn.set_authorizer(guard)
         with guard.during("load"):
             conn.execute("BEGIN")
-            insert_rows(conn, spec, spec.seed if rows is None else rows)
+            try:
+                insert_rows(conn, spec, spec.seed if rows is None else rows)
+            except sqlite3.IntegrityError as exc:
+                raise ValueError(f"rows break the schema: {exc}") from None
             conn.execute("COMMIT")
             violations = conn.execute("PRAGMA foreign_key_check").fetchall()
         if violations:

@@ -1,6 +1,7 @@
 """Domain specs and their compilation into SQL, tool schemas and wiki policy text."""
 
 from veritask.policy._actor import actor_table
+from veritask.policy._bounds import check_bounds
 from veritask.policy._dump import dump_spec
 from veritask.policy._importer import import_sql
 from veritask.policy._issues import SpecError, SpecIssue
@@ -52,6 +53,7 @@ __all__ = [
     "Wiki",
     "actor_table",
     "build_tools",
+    "check_bounds",
     "compile_sql",
     "dump_spec",
     "import_sql",

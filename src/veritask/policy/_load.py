@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -250,6 +252,7 @@ def _check_columns(table: Table, loc: Loc) -> Iterator[tuple[Loc, str]]:
         if col.autoincrement and not (col.primary_key and col.type == "INTEGER"):
             yield (*cloc, "autoincrement"), "autoincrement needs an INTEGER primary key"
         yield from _check_enum_default(col, cloc)
+        yield from _check_value_source(col, cloc)
     if sum(c.primary_key for c in table.columns) > 1:
         yield (*loc, "columns"), "at most one primary-key column is supported"
     for j, group in enumerate(table.unique):
@@ -263,6 +266,57 @@ def _check_columns(table: Table, loc: Loc) -> Iterator[tuple[Loc, str]]:
 def _check_enum_default(col: Column, cloc: Loc) -> Iterator[tuple[Loc, str]]:
     if col.enum is not None and col.default is not None and col.default not in col.enum:
         yield (*cloc, "default"), f"default {col.default!r} is not one of {col.enum}"
+
+
+_VALUE_TYPES: dict[str, tuple[type, ...]] = {
+    "TEXT": (str,),
+    "INTEGER": (int,),
+    "REAL": (int, float),
+}
+
+
+def _check_value_source(col: Column, cloc: Loc) -> Iterator[tuple[Loc, str]]:
+    """``values`` and ``faker``: one of them, on a column tools may write, of the column's type."""
+    if col.values is None and col.faker is None:
+        return
+    if col.values is not None and col.faker is not None:
+        yield (*cloc, "faker"), "give either values or faker, not both"
+    if col.references or col.primary_key or col.computed:
+        yield (
+            (*cloc, "values" if col.values is not None else "faker"),
+            ("only columns with made-up values (not keys, foreign keys or computed) take a pool"),
+        )
+    for k, value in enumerate(col.values or []):
+        if isinstance(value, bool) or not isinstance(value, _VALUE_TYPES[col.type]):
+            yield (*cloc, "values", k), f"{value!r} is not a {col.type} value"
+        elif col.enum is not None and value not in col.enum:
+            yield (*cloc, "values", k), f"{value!r} is not one of {col.enum}"
+    if col.faker is not None and col.faker not in faker_providers():
+        yield (*cloc, "faker"), f"unknown Faker provider {col.faker!r} (e.g. name, city, company)"
+
+
+@functools.cache
+def faker_providers() -> frozenset[str]:
+    """The Faker providers (en_US) a column's ``faker`` may name: those callable without
+    arguments."""
+    from faker import Faker
+
+    names: set[str] = set()
+    for provider in Faker("en_US")["en_US"].get_providers():
+        for name in dir(provider):
+            method = getattr(provider, name, None)
+            if name.startswith("_") or not callable(method) or name.startswith("seed"):
+                continue
+            try:
+                params = inspect.signature(method).parameters.values()
+            except (TypeError, ValueError):
+                continue
+            if all(p.default is not inspect.Parameter.empty or p.kind in _VARIADIC for p in params):
+                names.add(name)
+    return frozenset(names)
+
+
+_VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
 
 
 def check_references(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from veritask._util import canonical_json, sha256_text
 
 Identifier = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=63)]
 RuleId = Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Z0-9_]*$", max_length=80)]
@@ -40,6 +40,8 @@ class Column(_Model):
         insertable: an insert tool may set it (False: the default applies on insert).
         updatable: an update tool may change it.
         technical: excluded from state diffs (autoincrement ids, timestamps).
+        values: a pool the synthesizer draws made-up values of this column from.
+        faker: a Faker provider (``name``, ``city``, ``company``...) for made-up values.
     """
 
     name: Identifier
@@ -57,6 +59,8 @@ class Column(_Model):
     insertable: bool = True
     updatable: bool = True
     technical: bool = False
+    values: list[Scalar] | None = Field(default=None, min_length=1)
+    faker: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]*$")
 
     @property
     def writable_on_insert(self) -> bool:
@@ -267,6 +271,11 @@ class DomainSpec(_Model):
         return {t.name: [c.name for c in t.columns if c.technical] for t in self.tables}
 
     def spec_hash(self) -> str:
-        """A stable sha256 of the spec's canonical JSON form."""
-        payload = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(payload.encode()).hexdigest()
+        """A stable sha256 of the spec's canonical JSON form.
+
+        Fields left at their defaults are left out, so a new optional field of the format does
+        not change the hash of specs that do not use it (datasets stay checkable across
+        versions); a spec that sets it hashes differently.
+        """
+        data = self.model_dump(mode="json", exclude_defaults=True)
+        return sha256_text(canonical_json(data))

@@ -26,7 +26,7 @@ from veritask.synth._architect_run import (
     run_architect,
 )
 from veritask.synth._architect_seed import Seed, SeedError, SeedHints, load_seed, parse_seed
-from veritask.synth._designer import Scene, SymbolicSetDesigner
+from veritask.synth._designer import DesignError, Scene, SymbolicSetDesigner
 from veritask.synth._explorer import Episode, SymbolicExplorer
 from veritask.synth._generate import (
     GenerateSummary,
@@ -48,6 +48,7 @@ __all__ = [
     "ArchitectResult",
     "ArchitectStage",
     "ComplexityPlan",
+    "DesignError",
     "DomainModel",
     "Episode",
     "Exploration",

@@ -24,6 +24,7 @@ from veritask.policy import (
 )
 from veritask.policy._sql import rule_condition
 from veritask.policy._tools import ToolKind
+from veritask.synth._values import ValueRules
 
 _NEW_COL = re.compile(r"\bNEW\.([A-Za-z_][A-Za-z0-9_]*)")
 _NEW_CMP = re.compile(r"\bNEW\.([A-Za-z_][A-Za-z0-9_]*)\s*(?:<=|>=|<|>|=|!=)\s*(-?\d+)")
@@ -66,6 +67,8 @@ class DomainModel:
     write_transactions: list[Transaction] = field(default_factory=list)
     tools: dict[str, ToolSpec] = field(default_factory=dict)
     """The spec's tools by name: what a tool name means (kind, table, key), never parsed."""
+    values: ValueRules | None = field(default=None, repr=False, compare=False)
+    """Where made-up values come from and the schema bounds they keep (see ``_values``)."""
 
     @classmethod
     def from_spec(cls, spec: DomainSpec) -> DomainModel:
@@ -80,10 +83,18 @@ class DomainModel:
                 model.public_keys.add(table.name)
         model.numbers = _boundary_numbers(spec)
         model.sources = number_sources(spec)
+        model.values = ValueRules.from_spec(spec, model.actor)
         model.write_transactions = list(spec.transactions) or _default_transactions(
             spec, model.tools
         )
         return model
+
+    @property
+    def value_rules(self) -> ValueRules:
+        """The value-generation rules (derived on first use for a model built by hand)."""
+        if self.values is None:
+            self.values = ValueRules.from_spec(self.spec, self.actor)
+        return self.values
 
     def tool(self, name: str) -> ToolSpec:
         """The tool called ``name``; KeyError when the spec has none."""

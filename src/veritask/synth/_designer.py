@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import copy
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from faker import Faker
 
 from veritask.env import CompiledDomain, Environment, build_image
-from veritask.policy import Rule, Table, Transaction
+from veritask.policy import Column, Rule, Table, Transaction
 from veritask.synth._analysis import DomainModel, row_key
 from veritask.synth._explorer import SymbolicExplorer
-from veritask.synth._sampler import Sampler, StateView
+from veritask.synth._sampler import Sampler, StateView, mimic
+from veritask.synth._values import is_time, person_table, variant
 
 _FAKER: dict[str, Faker] = {}
 
@@ -33,6 +35,10 @@ def faker_for(seed: int) -> Faker:
         fk = _FAKER["en"] = Faker("en_US")
     fk.seed_instance(seed)
     return fk
+
+
+class DesignError(RuntimeError):
+    """No origin state can be designed (the spec's own seed does not load)."""
 
 
 @dataclass
@@ -64,6 +70,10 @@ def _clonable(model: DomainModel, table: Table) -> bool:
     return True
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _new_key(existing: list[str], rng: random.Random, taken: set[str]) -> str:
     base = rng.choice(existing) if existing else "row"
     prefix = base.rsplit("_", 1)[0] if "_" in base else base
@@ -92,7 +102,7 @@ class SymbolicSetDesigner:
         for table in self.model.spec.tables:
             if _clonable(self.model, table):
                 self._inject(table, rows, rng, faker)
-        env = Environment(self.domain, build_image(self.model.spec, rows))
+        env = Environment(self.domain, self._image(rows))
         view = StateView(self.model, env)
         sampler = Sampler(self.model, view, rng, faker)
         actors = [
@@ -105,45 +115,142 @@ class SymbolicSetDesigner:
         rng.shuffle(actors)
         return Scene(index=index, seed=seed, origin=origin, cast=actors, edge=edge)
 
+    def _image(self, rows: dict[str, list[dict[str, Any]]]) -> bytes:
+        """The database of ``rows``; the seed alone when the injected rows do not load (a
+        constraint the scratch checks cannot see, such as a table-level UNIQUE over foreign
+        keys). Raises DesignError when not even the seed loads."""
+        try:
+            return build_image(self.model.spec, rows)
+        except ValueError:
+            pass
+        try:
+            return build_image(self.model.spec)
+        except ValueError as exc:
+            raise DesignError(f"the seed rows do not load: {exc}") from None
+
     # -- phase 1 ---------------------------------------------------------------------------
 
     def _inject(
         self, table: Table, rows: dict[str, list[dict[str, Any]]], rng: random.Random, faker: Faker
     ) -> None:
+        """Add 2-5 clones of the table's rows, each checked against the schema before use."""
         existing = rows.get(table.name, [])
         if not existing:
             return
         pk = table.primary_key[0].name
         taken = {str(r[pk]) for r in existing}
-        label = self.model.label[table.name]
-        person = table.name == self.model.actor
         for _ in range(rng.randint(2, 5)):
-            clone = dict(rng.choice(existing))
+            source = rng.choice(existing)
+            clone = self._clone(table, source, rng, faker)
             clone[pk] = _new_key([str(r[pk]) for r in existing], rng, taken)
-            if label:
-                clone[label] = (
-                    faker.name()
-                    if person
-                    else f"{faker.last_name()} {rng.choice(['Group', 'Works', 'House', 'Point', 'Central'])}"
-                )
-            for col in table.columns:
-                if col.primary_key or col.references or col.name == label:
-                    continue
-                if col.computed:
-                    clone[col.name] = (
-                        col.default if col.default is not None else clone.get(col.name)
-                    )
-                elif col.enum is not None and rng.random() < 0.3:
-                    clone[col.name] = rng.choice(col.enum)
-                elif (
-                    col.type in ("INTEGER", "REAL")
-                    and col.enum is None
-                    and isinstance(clone.get(col.name), int | float)
-                ):
-                    scaled = clone[col.name] * rng.uniform(0.6, 1.5)
-                    clone[col.name] = round(scaled) if col.type == "INTEGER" else round(scaled, 2)
-            existing.append(clone)
+            if self._fits(table, clone, source, existing, rng, faker):
+                existing.append(clone)
         rows[table.name] = existing
+
+    def _clone(
+        self, table: Table, source: dict[str, Any], rng: random.Random, faker: Faker
+    ) -> dict[str, Any]:
+        """A look-alike of ``source``: a new name and perturbed attributes."""
+        clone = dict(source)
+        label = self.model.label[table.name]
+        for col in table.columns:
+            if col.primary_key or col.references:
+                continue
+            if col.name == label:
+                clone[col.name] = self._label(table, col, str(source[col.name]), rng, faker)
+            else:
+                clone[col.name] = self._perturb(table, col, source.get(col.name), rng, faker)
+        return clone
+
+    def _label(self, table: Table, col: Column, like: str, rng: random.Random, faker: Faker) -> str:
+        """A new name for a clone of the row named ``like``: the spec's pool or provider, a
+        person's name for people, else another member of the same catalogue."""
+        rules = self.model.value_rules
+        if rules.provider(table, col) == "name" or (
+            not col.values and person_table(table, self.model.actor)
+        ):
+            return rules.person_name(like, faker)
+        drawn = rules.drawn(table, col, rng, faker)
+        return str(drawn) if drawn is not None else variant(like, rng)
+
+    def _perturb(
+        self, table: Table, col: Column, value: Any, rng: random.Random, faker: Faker
+    ) -> Any:
+        """An attribute of a clone: computed columns reset, a few enums redrawn, numbers scaled
+        inside the column's CHECK interval, time points kept."""
+        rules = self.model.value_rules
+        if col.computed:
+            return col.default if col.default is not None else value
+        if col.values or col.faker:
+            drawn = rules.drawn(table, col, rng, faker)
+            return drawn if rules.allowed(table.name, col.name, drawn) else value
+        if col.enum is not None:
+            if rng.random() >= 0.3:
+                return value
+            options = [v for v in col.enum if rules.allowed(table.name, col.name, v)]
+            return rng.choice(options) if options else value
+        if col.type in ("INTEGER", "REAL") and _is_number(value) and not is_time(col):
+            scaled = rules.clamp(table.name, col, value * rng.uniform(0.6, 1.5))
+            return scaled if rules.allowed(table.name, col.name, scaled) else value
+        return value
+
+    def _fits(
+        self,
+        table: Table,
+        clone: dict[str, Any],
+        source: dict[str, Any],
+        existing: list[dict[str, Any]],
+        rng: random.Random,
+        faker: Faker,
+    ) -> bool:
+        """Make ``clone`` satisfy the schema (a column that breaks its constraints takes the
+        source's value back, a unique one a fresh value); False when it still cannot."""
+        rules = self.model.value_rules
+        for name in rules.violations(table.name, clone):
+            clone[name] = source.get(name)
+        if rules.violations(table.name, clone):
+            return False
+        label = self.model.label[table.name]
+        for col in table.columns:
+            if col.primary_key or not (col.unique or col.name == label):
+                continue
+            used = {r.get(col.name) for r in existing}
+            if clone.get(col.name) in used and not self._freshen(
+                table, col, clone, used, rng, faker
+            ):
+                return False
+        return all(
+            tuple(clone.get(c) for c in group)
+            not in {tuple(r.get(c) for c in group) for r in existing}
+            for group in table.unique
+        )
+
+    def _freshen(
+        self,
+        table: Table,
+        col: Column,
+        clone: dict[str, Any],
+        used: set[Any],
+        rng: random.Random,
+        faker: Faker,
+    ) -> bool:
+        """Give ``clone`` a value of ``col`` no other row has (and its constraints allow)."""
+        value = clone.get(col.name)
+        for _ in range(20):
+            if col.type in ("INTEGER", "REAL") and _is_number(value):
+                fresh: Any = max(v for v in used if _is_number(v)) + 1
+            elif col.name == self.model.label[table.name] and isinstance(value, str):
+                fresh = self._label(table, col, value, rng, faker)
+            else:
+                fresh = (
+                    mimic(str(value), rng)
+                    if re.search(r"\d", str(value))
+                    else f"{value} {rng.randint(2, 99)}"
+                )
+            if fresh not in used and self.model.value_rules.allowed(table.name, col.name, fresh):
+                clone[col.name] = fresh
+                return True
+        return False
 
     # -- phase 2 ---------------------------------------------------------------------------
 

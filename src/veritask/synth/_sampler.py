@@ -12,17 +12,9 @@ from faker import Faker
 from veritask.env import Environment
 from veritask.policy import Column, Table, Transaction
 from veritask.synth._analysis import DomainModel, row_key, target_key
+from veritask.synth._values import free_text, is_time, keep_time_order, kind_variant
 
-_PURPOSE_HINTS = (
-    "purpose",
-    "reason",
-    "description",
-    "notes",
-    "note",
-    "comment",
-    "title",
-    "subject",
-)
+_TEXT_TRIES = 8
 
 
 def mimic(value: str, rng: random.Random) -> str:
@@ -103,7 +95,6 @@ class Sampler:
         self.view = view
         self.rng = rng
         self.faker = faker
-        self._phrases = [f"{faker.bs().capitalize()} in {faker.city()}" for _ in range(6)]
         self._pools: dict[tuple[str, str, int], list[int | float]] = {}
 
     def target_rows(self, tx: Transaction, actor: Any) -> list[dict[str, Any]]:
@@ -151,6 +142,8 @@ class Sampler:
         }
         pool |= self.model.numbers.get((table.name, col.name), set())
         for src_table, src_col in sorted(self.model.sources.get((table.name, col.name), set())):
+            if is_time(self.model.spec.table(src_table).column(src_col)) != is_time(col):
+                continue  # a step is probed against steps, an amount against amounts
             for r in self.view.rows(src_table):
                 if _is_number(r[src_col]):
                     pool |= {r[src_col] - 1, r[src_col], r[src_col] + 1}
@@ -165,21 +158,50 @@ class Sampler:
             kind = col.name.rsplit("_", 1)[-1]
             base = [v for k, v in target.items() if _is_number(v) and k.rsplit("_", 1)[-1] == kind]
             pool |= {v + d for v in base for d in (0, 1, 2, 3, 4)}
-        if not pool:
-            pool = {1, 2, 5, 10}
-        return sorted(v for v in pool if not isinstance(v, bool) and v >= 0)
+        rules = self.model.value_rules
+        kept = sorted(
+            v for v in pool if _is_number(v) and v >= 0 and rules.allowed(table.name, col.name, v)
+        )
+        return kept or self._fallback_numbers(table, col)
+
+    def _fallback_numbers(self, table: Table, col: Column) -> list[int | float]:
+        """Small numbers the column's constraints allow, for a column no rule or row informs."""
+        rules = self.model.value_rules
+        low, _ = rules.bounds.get((table.name, col.name), (None, None))
+        start = low if low is not None and low > 0 else 0
+        candidates = [start + d for d in (1, 2, 5, 10)] if start else [1, 2, 5, 10]
+        kept = [v for v in candidates if rules.allowed(table.name, col.name, v)]
+        return kept or ([start] if rules.allowed(table.name, col.name, start) else [])
 
     def text_value(self, table: Table, col: Column) -> str:
-        """A new text value: a sentence for free text, else the shape of an existing value."""
+        """A new text value, natural for the column and inside its constraints: the spec's pool
+        or Faker provider, a provider its meaning calls for, a sentence in the style of the
+        column's free text, a code shaped like the existing ones, or an existing value."""
+        rules = self.model.value_rules
+        value = ""
+        for _ in range(_TEXT_TRIES):
+            value = self._text_candidate(table, col)
+            if rules.allowed(table.name, col.name, value):
+                return value
         existing = [r[col.name] for r in self.view.rows(table.name) if isinstance(r[col.name], str)]
-        if any(h in col.name for h in _PURPOSE_HINTS) or not existing:
-            return self.rng.choice(self._phrases)
-        sample = self.rng.choice(existing)
-        return (
-            mimic(sample, self.rng)
-            if re.search(r"\d", sample)
-            else f"{sample} {self.rng.randint(2, 99)}"
+        return self.rng.choice(existing) if existing else value
+
+    def _text_candidate(self, table: Table, col: Column) -> str:
+        rules = self.model.value_rules
+        drawn = rules.drawn(table, col, self.rng, self.faker)
+        if drawn is not None:
+            return str(drawn)
+        existing: list[str] = sorted(
+            {r[col.name] for r in self.view.rows(table.name) if isinstance(r[col.name], str)}
         )
+        if free_text(col) or not existing:
+            return rules.free_text(existing, self.rng, self.faker)
+        sample = self.rng.choice(existing)
+        if re.search(r"\d", sample):
+            return mimic(sample, self.rng)
+        if col.name == self.model.label.get(table.name) or col.unique:
+            return kind_variant(sample, self.rng, self.faker)
+        return sample
 
     def value(
         self, tx: Transaction, col: Column, actor: Any, target: dict[str, Any] | None, naive: bool
@@ -197,8 +219,11 @@ class Sampler:
                 nums = [
                     v for k, v in target.items() if _is_number(v) and k != table.primary_key[0].name
                 ]
-                return self.rng.choice([0, max(nums)]) if nums else 0
-            return self.rng.choice(self.number_pool(table, col, target))
+                naive_pick = self.rng.choice([0, max(nums)]) if nums else 0
+                if self.model.value_rules.allowed(table.name, col.name, naive_pick):
+                    return naive_pick
+            pool = self.number_pool(table, col, target)
+            return self.rng.choice(pool) if pool else None
         return self.text_value(table, col)
 
     def _enum_value(
@@ -215,10 +240,9 @@ class Sampler:
             and self.rng.random() < 0.8
         ):
             return self.rng.choice(life.inactive_values)
-        options = [v for v in col.enum if target is None or v != target.get(col.name)] or list(
-            col.enum
-        )
-        return self.rng.choice(options)
+        allowed = [v for v in col.enum if self.model.value_rules.allowed(table.name, col.name, v)]
+        options = [v for v in allowed if target is None or v != target.get(col.name)] or allowed
+        return self.rng.choice(options) if options else None
 
     def sample(
         self, tx: Transaction, actor: Any, target: dict[str, Any] | None = None
@@ -248,4 +272,5 @@ class Sampler:
                     return None
                 continue
             args[name] = value
+        keep_time_order(self.model.value_rules.order.get(table.name, []), args, target, decided)
         return args

@@ -7,9 +7,11 @@ and writes its packages atomically.
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from veritask import __version__
 from veritask._util import derive_seed
@@ -19,7 +21,7 @@ from veritask.model import CostLedger
 from veritask.pipeline import Unit
 from veritask.policy import Rule, render_wiki
 from veritask.synth._analysis import DomainModel
-from veritask.synth._designer import Scene, SymbolicSetDesigner, faker_for
+from veritask.synth._designer import DesignError, Scene, SymbolicSetDesigner, faker_for
 from veritask.synth._explorer import Episode, SymbolicExplorer
 from veritask.synth._projector import Projection, SymbolicProjector
 from veritask.synth._sampler import Sampler, StateView
@@ -39,6 +41,24 @@ PRISTINE_EVERY = 4
 """Every fourth scene keeps the seed records as the spec's examples assume them."""
 REFUSAL_EVERY = 3
 """At most one refusal task in every third unit (under 5% of a run)."""
+
+
+EVEN_FIRST = 2
+"""Cast members tried for an aimed task before the users its rule's examples name."""
+
+
+def rotation(task_index: int, retry: int, count: int) -> int:
+    """Which of ``count`` rules task ``task_index`` aims at on its ``retry``-th try.
+
+    ``(stride * task_index + retry) % count`` with a stride coprime with ``count`` (the first one
+    from the golden-ratio point of ``count`` up): consecutive tasks spread over the rules, any
+    ``count`` consecutive tasks aim at every rule once, and a task's retries walk through every
+    rule too, whatever ``count`` is.
+    """
+    stride = max(1, round(count * 0.618))
+    while math.gcd(stride, count) != 1:
+        stride += 1
+    return (stride * task_index + retry) % count
 
 
 class SpoilerLeak(RuntimeError):
@@ -75,12 +95,10 @@ class UnitWorker:
         self.checker = Environment(self.domain)
 
     def _aim(self, task_index: int, retry: int) -> Rule | None:
-        """The rule task ``task_index`` aims at on its ``retry``-th try: a rotation over the
-        spec's rules (7 is coprime with any rule count a spec is likely to have, and the
-        rotation only depends on the task index and its own retries)."""
+        """The rule task ``task_index`` aims at on its ``retry``-th try: see ``rotation``."""
         if not self.rules:
             return None
-        return self.rules[(task_index * 7 + retry * 3) % len(self.rules)]
+        return self.rules[rotation(task_index, retry, len(self.rules))]
 
     def _episode(
         self,
@@ -96,31 +114,7 @@ class UnitWorker:
         first = (self.model.transaction_for(aim) if aim else None) or rng.choice(
             self.model.write_transactions
         )
-        actors = list(scene.cast)
-        rng.shuffle(actors)
-        if aim is not None:
-            # users the spec's own boundary examples act for come first
-            env.restore(scene.origin)
-            view.invalidate()
-            named = [
-                explorer.actor_of(c.tool, c.args)
-                for ex in aim.examples
-                for c in ex.calls
-                if c.expect == aim.id
-            ]
-            named = [a for a in dict.fromkeys(named) if a is not None and a in actors]
-            actors = named + [a for a in actors if a not in named]
-        if aim is not None and scene.edge.get(aim.id):
-            # a quota aim: start with the users who own the records placed at the boundary
-            parent = aim.threshold.quantity.split(".")[0] if aim.threshold else ""
-            env.restore(scene.origin)
-            view.invalidate()
-            owners = list(
-                dict.fromkeys(
-                    view.owner(parent, r) for k in scene.edge[aim.id] if (r := view.get(parent, k))
-                )
-            )
-            actors = [a for a in owners if a is not None] + [a for a in actors if a not in owners]
+        actors = self._cast_order(scene, env, view, explorer, rng, aim)
         # First look for an episode that collides with the aimed rule (coverage), then any.
         for aimed, allow in ((True, refusal_ok), (False, False)):
             for actor in actors[: 7 if aimed else 4]:
@@ -132,6 +126,44 @@ class UnitWorker:
                 if episode is not None and (not aimed or aim is None or aim.id in episode.rejected):
                     return episode
         return None
+
+    def _cast_order(
+        self,
+        scene: Scene,
+        env: Environment,
+        view: StateView,
+        explorer: SymbolicExplorer,
+        rng: random.Random,
+        aim: Rule | None,
+    ) -> list[Any]:
+        """Who a task is tried for, in order. The cast is shuffled, so users are drawn evenly.
+        A quota aim needs the owners of the records the Set Designer placed at its boundary:
+        they come first (they differ from scene to scene). The users the aim's own examples act
+        for are the same in every scene: they come only after ``EVEN_FIRST`` others, so they
+        serve when the aim needs them and do not crowd out the rest of the cast."""
+        actors = list(scene.cast)
+        rng.shuffle(actors)
+        if aim is None:
+            return actors
+        env.restore(scene.origin)
+        view.invalidate()
+        named = [
+            explorer.actor_of(c.tool, c.args)
+            for ex in aim.examples
+            for c in ex.calls
+            if c.expect == aim.id
+        ]
+        named = [a for a in dict.fromkeys(named) if a is not None and a in actors]
+        others = [a for a in actors if a not in named]
+        order = others[:EVEN_FIRST] + named + others[EVEN_FIRST:]
+        if scene.edge.get(aim.id) and aim.threshold is not None:
+            parent = aim.threshold.quantity.split(".")[0]
+            owners = [
+                view.owner(parent, r) for k in scene.edge[aim.id] if (r := view.get(parent, k))
+            ]
+            first = [a for a in dict.fromkeys(owners) if a is not None]
+            order = first + [a for a in order if a not in first]
+        return order
 
     def run(
         self, domain: str, seed: int, unit: int, count: int, first_index: int, out: Path
@@ -326,4 +358,8 @@ class SceneStage:
         assert self._worker is not None
         index, count, first = unit.params
         name = self._worker.spec.name  # ids and seeds follow the spec's name, not its path
-        return self._worker.run(name, self.seed, index, count, first, self.out)
+        try:
+            return self._worker.run(name, self.seed, index, count, first, self.out)
+        except DesignError as exc:  # reported with the run's discards, never a traceback
+            DatasetDir(self.out).write_part(index, [])
+            return UnitResult(index, 0, {"scene could not be designed": count}, [str(exc)])
