@@ -12,7 +12,7 @@ import random
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from veritask._util import derive_seed
 
@@ -78,6 +78,10 @@ class Family:
             never the inputs; the text-only gate checks it agrees with the validator pool and
             raises ``Undetermined`` when the text admits no answer or several.
     """
+
+    in_process: ClassVar[bool] = True
+    """Whether the family's code runs in this process (built-ins) rather than in a sandboxed
+    worker; Gate 1 then times it in CPU seconds, which other processes do not inflate."""
 
     id: str
     version: str

@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from veritask.logic._family import CATEGORIES, Category, Family, Inputs, Validator
 from veritask.logic._sandbox import SandboxCall, SandboxLimits, SandboxResult, SandboxWorker
@@ -228,6 +228,7 @@ class FileFamily(Family):
     source: str = ""
     path: str | None = None
     worker: SandboxWorker | None = field(default=None, repr=False)
+    in_process: ClassVar[bool] = False
 
     def close(self) -> None:
         """Stop the worker (a later call starts a fresh one)."""
