@@ -53,11 +53,25 @@ def solution(inputs):
 
 def size(inputs):
     return len(inputs["numbers"])
+
+
+def solve_text(question):
+    import re
+
+    listed = re.search(r": ([-0-9, ]+)[.?]", question)
+    return sum(int(n) for n in listed.group(1).split(", ")) if listed else None
 """
-PARITY_FILE = SUM_FILE.replace(
-    "Add up these numbers: [Input Slot 1]. What is the total?",
-    "Is the total of these numbers even: [Input Slot 1]?",
-).replace('return sum(inputs["numbers"])', 'return sum(inputs["numbers"]) % 2 == 0')
+PARITY_FILE = (
+    SUM_FILE.replace(
+        "Add up these numbers: [Input Slot 1]. What is the total?",
+        "Is the total of these numbers even: [Input Slot 1]?",
+    )
+    .replace('return sum(inputs["numbers"])', 'return sum(inputs["numbers"]) % 2 == 0')
+    .replace(
+        'return sum(int(n) for n in listed.group(1).split(", ")) if listed else None',
+        'return sum(int(n) for n in listed.group(1).split(", ")) % 2 == 0 if listed else None',
+    )
+)
 PARITY_FILE = PARITY_FILE.replace("Answer with the integer only.", "Answer yes or no.")
 SLOTS_FILE = SUM_FILE.replace(
     "numbers: [Input Slot 1].", "numbers ([Input Slot 2]): [Input Slot 1]."

@@ -70,6 +70,13 @@ def check(inputs, answer_text):
 
 def size(inputs):
     return len(inputs["numbers"])
+
+
+def solve_text(question):
+    import re
+
+    listed = re.search(r"numbers: ([-0-9, ]+)\. What", question)
+    return sum(int(n) for n in listed.group(1).split(", ")) if listed else None
 '''
 
 

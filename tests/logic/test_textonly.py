@@ -135,10 +135,13 @@ def test_undetermined_text_fails_the_gate_with_the_reason() -> None:
     assert "more failing instance(s) not listed" in gate.problems[-1]
 
 
-def test_family_without_a_text_solver_is_reported_not_failed() -> None:
+def test_family_without_a_text_solver_fails_the_gate() -> None:
+    """Every family, evolved ones included, must supply a text-only solver (issue: "Evolved
+    families must supply one too")."""
     family = replace(builtin_families()["arithmetic_chain"], text_solver=None)
     report = gate1_static(family, per_level=5)
-    assert report.passed, report.problems
+    assert not report.passed
+    assert report.problems[0].startswith("no text solver")
     assert report.figures["text_only"] == "no text solver"
 
 

@@ -116,6 +116,11 @@ def solution(inputs):             # a validator; more may be named solution_<nam
     # Answers are compared after canonicalization: ints as digits, True/False as yes/no,
     # lists joined with ", ", text lowercased with whitespace collapsed.
 
+def solve_text(question):         # the text-only solver
+    # Parse the rendered question text (nothing else) and return the answer, or None when the
+    # text does not determine a unique answer. It proves every question is answerable from its
+    # text alone; a family without it, or with a question it cannot answer, fails the gate.
+
 Optional: def check(inputs, answer_text) -> bool (only when several answers are right) and
 def size(inputs) -> int (the problem size; it must grow with difficulty).
 

@@ -164,6 +164,12 @@ def overlap_problems(overlap: Mapping[int, float], max_share: float = MAX_OVERLA
     ]
 
 
+NO_TEXT_SOLVER = (
+    "no text solver: every family must show that its questions are answerable from their text "
+    "alone (a family file defines solve_text(question))"
+)
+
+
 @dataclass
 class TextOnlyGate:
     """The text-only check and the adjacent-level overlap of one family.
@@ -182,8 +188,9 @@ class TextOnlyGate:
 
     @property
     def problems(self) -> list[str]:
-        """Every problem: text-only failures, then overlapping levels."""
-        return [*self.text.summary(), *overlap_problems(self.overlap)]
+        """Every problem: a missing text solver or its failures, then overlapping levels."""
+        missing = [] if self.has_solver else [NO_TEXT_SOLVER]
+        return [*missing, *self.text.summary(), *overlap_problems(self.overlap)]
 
     @property
     def passed(self) -> bool:
