@@ -325,32 +325,3 @@ def drive_user(coro: Coroutine[Any, Any, Turn]) -> Turn:
         return result
     coro.close()
     raise RuntimeError("the user simulator suspended; it must not await anything")
-
-
-async def run_episode(
-    task: str | int | TaskPackage,
-    client: Any,
-    model: str,
-    dataset: str | Path,
-    *,
-    max_turns: int = 30,
-    **create_kwargs: Any,
-) -> Trajectory:
-    """Drive a whole episode against an OpenAI-compatible async client (``client.chat.completions
-    .create``), the pattern AReaL's and rLLM's workflows use; returns the verified Trajectory."""
-    env = VeritaskEnv(dataset)
-    obs = env.reset(task)
-    for _ in range(max_turns * 4):
-        response = await client.chat.completions.create(
-            model=model, messages=env.messages, tools=obs.tools, **create_kwargs
-        )
-        choice = response.choices[0].message
-        message = (
-            choice.model_dump(exclude_none=True) if hasattr(choice, "model_dump") else dict(choice)
-        )
-        message.setdefault("role", "assistant")
-        if env.step(message).done:
-            break
-    traj = env.trajectory()
-    env.close()
-    return traj
