@@ -180,3 +180,15 @@ def test_tool_call_parsing() -> None:
     assert bad["function"]["name"] == "__invalid__"
     assert strip_tool_calls(text) == "ok"
     assert parse_tool_calls("no calls") == []
+
+
+def test_skyrl_registration(dataset: str) -> None:
+    skyrl_gym = pytest.importorskip("skyrl_gym")
+    from veritask.integrations.skyrl import register
+
+    register()
+    row = skyrl_rows(dataset)[0]
+    env = skyrl_gym.make("veritask", env_config={}, extras=row)
+    assert isinstance(env, VeritaskTextEnv)
+    assert env.init(row["prompt"])[1]["task_id"] == row["extra_info"]["task_id"]
+    env.close()
