@@ -6,7 +6,7 @@ HASH := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 CORE_STAMP := $(VENV)/.core-$(HASH)
 STAMP := $(VENV)/.dev-$(HASH)
 
-.PHONY: demo test test-verifiers lint typecheck bench clean
+.PHONY: demo test lint typecheck bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,26 +33,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: lint typecheck test-verifiers
+test: lint typecheck
 	$(BIN)/python -m pytest
-
-# verifiers 0.3.x pins mcp<2, which conflicts with the MCP server's SDK, so its integration tests
-# run in a virtualenv of their own.
-VVENV := .venv-verifiers
-VSTAMP := $(VVENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
-
-$(VSTAMP): pyproject.toml
-	$(PYTHON) -m venv $(VVENV)
-	$(VVENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VVENV)/bin/python -m pip install --quiet -e '.[verifiers]' 'pytest>=8,<10'
-	rm -f $(VVENV)/.installed-*
-	touch $(VSTAMP)
-
-test-verifiers: $(VSTAMP)
-	$(VVENV)/bin/python -m pytest -p no:cacheprovider tests/integrations/test_verifiers_env.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/env_bench.py
 
 clean:
-	rm -rf $(VENV) $(VVENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import pickle
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from veritask.integrations import EnvFactory, VeritaskEnv, run_episode
+from veritask.integrations import EnvFactory, VeritaskEnv
 from veritask.synth import generate
 
 
@@ -99,30 +98,6 @@ def test_malformed_tool_call_is_an_error_not_a_crash(dataset: str) -> None:
         }
     )
     assert "INVALID_ARGUMENTS" in out.messages[0]["content"]
-
-
-class _Client:
-    """A stand-in for an OpenAI-compatible async client, replaying the witness."""
-
-    def __init__(self, calls: list[Any]) -> None:
-        self.queue = [_call(i, c.tool, c.args) for i, c in enumerate(calls)] + [
-            {"role": "assistant", "content": "Done."}
-        ] * 10
-        self.chat = SimpleNamespace(completions=SimpleNamespace(create=self.create))
-
-    async def create(self, **kwargs: Any) -> Any:
-        assert kwargs["model"] == "m" and kwargs["tools"]
-        message = self.queue.pop(0)
-        return SimpleNamespace(
-            choices=[SimpleNamespace(message=SimpleNamespace(model_dump=lambda **_: dict(message)))]
-        )
-
-
-def test_run_episode_with_an_openai_style_client(dataset: str) -> None:
-    env = VeritaskEnv(dataset)
-    pkg = env.source.packages[_non_refusal(env)]
-    traj = asyncio.run(run_episode(pkg.id, _Client(pkg.witness), "m", dataset))
-    assert traj.reward == 1.0 and traj.task_id == pkg.id
 
 
 def test_unknown_task_id(dataset: str) -> None:

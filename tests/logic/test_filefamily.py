@@ -30,7 +30,7 @@ from veritask.logic import (
     score_answer,
 )
 
-SUM_FAMILY = '''
+SUM_FAMILY = r'''
 """Sum of a list, with a set-based tie to show the fixed hash seed."""
 
 import random  # allowed, but generate must only use its rng argument

@@ -1,11 +1,21 @@
-"""Trainer integrations: the episode API, TRL, verifiers and verl (servers are in veritask.serve)."""
+"""Trainer integrations: the episode API, the OpenAI-endpoint episode, TRL, verifiers, verl and
+the thin adapters for AReaL, SkyRL and ART (servers are in veritask.serve)."""
 
 from veritask.integrations._session import (
     EnvFactory,
     Observation,
     StepResult,
     VeritaskEnv,
-    run_episode,
+    replay_reward,
 )
+from veritask.integrations.episode import EpisodeResult, run_episode
 
-__all__ = ["EnvFactory", "Observation", "StepResult", "VeritaskEnv", "run_episode"]
+__all__ = [
+    "EnvFactory",
+    "EpisodeResult",
+    "Observation",
+    "StepResult",
+    "VeritaskEnv",
+    "replay_reward",
+    "run_episode",
+]

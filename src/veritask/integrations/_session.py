@@ -40,6 +40,18 @@ def dataset_source(dataset: str) -> TaskSource:
     return TaskSource.load(dataset)
 
 
+def task_package(dataset: str | Path, task_id: str) -> TaskPackage:
+    """The package of a task of a dataset directory.
+
+    Raises:
+        KeyError: No such task.
+    """
+    found = next((p for p in dataset_source(str(dataset)).packages if p.id == task_id), None)
+    if found is None:
+        raise KeyError(f"no task {task_id!r} in {dataset}")
+    return found
+
+
 @dataclass
 class Observation:
     """What a policy sees after ``reset``: system prompt, first user message and tools."""
@@ -80,10 +92,7 @@ class VeritaskEnv:
         if isinstance(task, TaskPackage):
             return task
         if isinstance(task, str):
-            found = next((p for p in packages if p.id == task), None)
-            if found is None:
-                raise KeyError(f"no task {task!r} in {self.dataset}")
-            return found
+            return task_package(self.dataset, task)
         index = task if isinstance(task, int) else (seed or 0)
         return packages[index % len(packages)]
 
@@ -180,18 +189,29 @@ class VeritaskEnv:
         """``call_tool`` for async callers."""
         return self.call_tool(name, arguments, call_id)
 
-    def step(self, message: dict[str, Any]) -> StepResult:
-        """Feed one assistant message: tool calls are executed (their results returned as tool
-        messages); a text message gets the scripted user's answer, and ``###STOP###`` ends it."""
+    def _run_calls(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        """Append an assistant message and run its tool calls; their tool messages."""
         self.messages.append(message)
         turn = len(self.messages) - 1
-        calls = message.get("tool_calls") or []
         out: list[dict[str, Any]] = []
-        for call in calls:
+        for call in message.get("tool_calls") or []:
             fn = call.get("function") or {}
             name, raw = str(fn.get("name", "")), fn.get("arguments") or "{}"
             out.append(self._execute(name, raw, str(call.get("id", "")), turn)[0])
-        if not calls:
+        return out
+
+    def replay(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        """Record one assistant message of a conversation held elsewhere: its tool calls run
+        (their tool messages are recorded and returned), and the user is not asked."""
+        out = self._run_calls(message)
+        self.messages.extend(out)
+        return out
+
+    def step(self, message: dict[str, Any]) -> StepResult:
+        """Feed one assistant message: tool calls are executed (their results returned as tool
+        messages); a text message gets the scripted user's answer, and ``###STOP###`` ends it."""
+        out = self._run_calls(message)
+        if not message.get("tool_calls"):
             reply = drive_user(self._user.respond(self.messages))
             if STOP in (reply.message.get("content") or ""):
                 self.done = True
@@ -263,6 +283,35 @@ def opening_prompts(
     return out
 
 
+def _arguments(arguments: Any) -> dict[str, Any]:
+    """A call's arguments as a mapping (unparsable JSON is kept so the call fails visibly)."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError:
+            return {"__unparsable__": arguments}
+    return dict(arguments) if isinstance(arguments, Mapping) else {}
+
+
+def replay_reward(
+    dataset: str | Path, task_id: str, calls: list[tuple[str, Any]]
+) -> dict[str, Any]:
+    """Replay ``(tool, arguments)`` calls, in order, on a fresh episode of a task and verify
+    it: ``VeritaskEnv.reward()``'s ``{"reward", "breakdown", "proximity", "violations"}``.
+
+    This is how adapters whose tools ran somewhere else (another process, a trainer's own
+    tool loop) compute the verified reward on the host: the state is rebuilt from the calls.
+    """
+    env = VeritaskEnv(str(dataset))
+    env.reset(task_id)
+    try:
+        for i, (name, arguments) in enumerate(calls, 1):
+            env.record_call(name, _arguments(arguments), f"call_{i}")
+        return env.reward()
+    finally:
+        env.close()
+
+
 def drive_user(coro: Coroutine[Any, Any, Turn]) -> Turn:
     """Run a coroutine that never suspends (the scripted user's), in or outside an event loop.
 
@@ -276,32 +325,3 @@ def drive_user(coro: Coroutine[Any, Any, Turn]) -> Turn:
         return result
     coro.close()
     raise RuntimeError("the user simulator suspended; it must not await anything")
-
-
-async def run_episode(
-    task: str | int | TaskPackage,
-    client: Any,
-    model: str,
-    dataset: str | Path,
-    *,
-    max_turns: int = 30,
-    **create_kwargs: Any,
-) -> Trajectory:
-    """Drive a whole episode against an OpenAI-compatible async client (``client.chat.completions
-    .create``), the pattern AReaL's and rLLM's workflows use; returns the verified Trajectory."""
-    env = VeritaskEnv(dataset)
-    obs = env.reset(task)
-    for _ in range(max_turns * 4):
-        response = await client.chat.completions.create(
-            model=model, messages=env.messages, tools=obs.tools, **create_kwargs
-        )
-        choice = response.choices[0].message
-        message = (
-            choice.model_dump(exclude_none=True) if hasattr(choice, "model_dump") else dict(choice)
-        )
-        message.setdefault("role", "assistant")
-        if env.step(message).done:
-            break
-    traj = env.trajectory()
-    env.close()
-    return traj

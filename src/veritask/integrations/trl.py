@@ -31,14 +31,17 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import json
-import keyword
-import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Optional
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from veritask.integrations._session import VeritaskEnv, dataset_source, opening_prompts
-from veritask.policy._tools import Param, ToolSpec
+from veritask.integrations._session import (
+    VeritaskEnv,
+    dataset_source,
+    opening_prompts,
+    replay_reward,
+)
+from veritask.integrations._tools import tool_docstring, tool_parameters
+from veritask.policy._tools import ToolSpec
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -55,9 +58,7 @@ __all__ = [
     "violation_penalty",
 ]
 
-_PY_TYPES: dict[str, type] = {"string": str, "integer": int, "number": float, "boolean": bool}
 _RESERVED = frozenset({"reset", "get_reward"})
-_SECTION = re.compile(r"\b(Args|Returns|Raises):")
 
 
 class VeritaskTRLEnv:
@@ -144,44 +145,6 @@ def _texts(prompt: Any) -> list[str]:
 # -- generated tool methods -------------------------------------------------------------------
 
 
-def _annotation(param: Param) -> Any:
-    base: Any = _PY_TYPES[param.json_type]
-    if param.enum is not None:
-        base = Literal[tuple(param.enum)]
-    return base if param.required else Optional[base]  # noqa: UP045 - a runtime typing object
-
-
-def _parameter(name: str, annotation: Any, required: bool) -> inspect.Parameter:
-    """A keyword-only parameter named exactly like the tool's argument, even a Python keyword
-    (``class``): TRL calls tools with keywords only, and ``get_json_schema`` reads the names."""
-    default = inspect.Parameter.empty if required else None
-    if name.isidentifier() and not keyword.iskeyword(name):
-        return inspect.Parameter(
-            name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
-        )
-    param = inspect.Parameter(
-        "_arg", inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
-    )
-    object.__setattr__(param, "_name", name)
-    return param
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _docstring(spec: ToolSpec) -> str:
-    description = _SECTION.sub(lambda m: f"{m.group(1)} -", spec.description.strip())
-    lines = [description or f"Call {spec.name}."]
-    if spec.params:
-        lines += ["", "Args:"]
-        for name, param in spec.params.items():
-            text = _SECTION.sub(lambda m: f"{m.group(1)} -", _one_line(param.description))
-            lines.append(f"    {name}: {text or f'The {name} argument.'}")
-    lines += ["", "Returns:", "    The tool's JSON result, or a JSON error explaining the refusal."]
-    return "\n".join(lines)
-
-
 def _tool_method(spec: ToolSpec) -> Callable[..., str]:
     """A method whose signature and docstring describe ``spec`` and which runs it."""
     name = spec.name
@@ -189,11 +152,11 @@ def _tool_method(spec: ToolSpec) -> Callable[..., str]:
     def method(self: VeritaskTRLEnv, **arguments: Any) -> str:
         return self._call(name, arguments)
 
-    params = [_parameter(n, _annotation(p), p.required) for n, p in spec.params.items()]
+    params = tool_parameters(spec)
     self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
     method.__name__ = name
     method.__qualname__ = f"VeritaskTRLEnv.{name}"
-    method.__doc__ = _docstring(spec)
+    method.__doc__ = tool_docstring(spec)
     method.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [self_param, *params], return_annotation=str
     )
@@ -339,21 +302,7 @@ def _tool_calls(completion: Any) -> list[tuple[str, Any]]:
 def score_completion(dataset: str, task_id: str, completion: Any) -> dict[str, Any]:
     """Replay the tool calls of a conversational completion on a fresh episode and verify it:
     ``VeritaskEnv.reward()``'s ``{"reward", "breakdown", "proximity", "violations"}``."""
-    env = VeritaskEnv(str(dataset))
-    env.reset(task_id)
-    try:
-        for i, (name, arguments) in enumerate(_tool_calls(completion), 1):
-            if isinstance(arguments, str):
-                try:
-                    arguments = json.loads(arguments)
-                except json.JSONDecodeError:
-                    arguments = {"__unparsable__": arguments}
-            _record_call(
-                env, name, arguments if isinstance(arguments, Mapping) else {}, f"call_{i}"
-            )
-        return env.reward()
-    finally:
-        env.close()
+    return replay_reward(dataset, task_id, _tool_calls(completion))
 
 
 def _per_completion(

@@ -223,7 +223,9 @@ def _env_class() -> type[vf.MultiTurnEnv]:
     return VeritaskVerifiersEnv
 
 
-def _default_dataset(domain: str, num_tasks: int, seed: int) -> str:
+def default_dataset(domain: str, num_tasks: int, seed: int) -> str:
+    """``num_tasks`` tasks of ``domain`` generated with ``seed`` into
+    ``$XDG_CACHE_HOME/veritask/verifiers`` (deterministic, resumable); returns the directory."""
     from veritask.synth import generate
 
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -264,7 +266,7 @@ def load_environment(
     import verifiers as vf
 
     if dataset_dir is None:
-        dataset_dir = _default_dataset(domain or "travel", num_tasks, seed)
+        dataset_dir = default_dataset(domain or "travel", num_tasks, seed)
     dataset_dir = str(dataset_dir)
     dataset = veritask_dataset(dataset_dir, domain=domain)
     domains = sorted({json.loads(i)["domain"] for i in dataset["info"]})

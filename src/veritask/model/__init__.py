@@ -5,6 +5,8 @@ test doubles enter through :func:`register_provider`. The ``openai`` SDK is impo
 when an ``openai:`` provider is built (by ``get_provider``), so it is not re-exported here.
 """
 
+from typing import Any
+
 from veritask.model._cache import CachedProvider, RequestCache
 from veritask.model._convert import from_chat_completion, normalize_message, to_chat_request
 from veritask.model._hash import TRANSPORT_FIELDS, canonical_request, request_hash
@@ -30,6 +32,14 @@ from veritask.model._types import (
     ScriptExhausted,
 )
 from veritask.model._usage import Usage
+
+
+def openai_choice(choice: Any) -> Any:
+    """``ModelOutput.choice`` as the ``openai`` SDK's ``Choice`` (imports the SDK)."""
+    from veritask.model._openai import openai_choice as convert
+
+    return convert(choice)
+
 
 __all__ = [
     "TRANSPORT_FIELDS",
@@ -58,6 +68,7 @@ __all__ = [
     "get_provider",
     "load_recording",
     "normalize_message",
+    "openai_choice",
     "parse_model",
     "register_provider",
     "registered_schemes",

@@ -115,4 +115,5 @@ def from_chat_completion(payload: Mapping[str, Any], prices: Prices | None = Non
         message=normalize_message(message),
         usage=usage_from(payload.get("usage"), prices),
         finish_reason=choice.get("finish_reason"),
+        choice=dict(choice),
     )

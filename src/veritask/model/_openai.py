@@ -63,6 +63,14 @@ def _describe(exc: openai.OpenAIError) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def openai_choice(choice: Mapping[str, Any]) -> Any:
+    """A raw choice (``ModelOutput.choice``) as the SDK's ``Choice`` object, for trainers whose
+    trajectories hold those (ART)."""
+    from openai.types.chat.chat_completion import Choice
+
+    return Choice.model_validate(dict(choice))
+
+
 @dataclass
 class _LoopBound:
     """What an SDK client needs that belongs to one event loop."""
@@ -91,6 +99,9 @@ class OpenAIProvider:
         base_delay: First backoff delay in seconds (doubles each retry).
         max_delay: Cap on one backoff delay in seconds.
         retry_seed: Seed of the jitter's random generator.
+        http_client: An ``httpx.AsyncClient`` for the SDK to send requests with (a trainer's
+            own pooled client, or an in-process transport in tests). The caller owns it:
+            ``aclose`` leaves it open.
     """
 
     def __init__(
@@ -106,6 +117,7 @@ class OpenAIProvider:
         base_delay: float = 1.0,
         max_delay: float = 60.0,
         retry_seed: int = 0,
+        http_client: Any | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
@@ -125,6 +137,9 @@ class OpenAIProvider:
             "max_retries": 0,
             "timeout": timeout,
         }
+        self._owns_http = http_client is None
+        if http_client is not None:
+            self._client_options["http_client"] = http_client
         self._bound: _LoopBound | None = None
 
     def __repr__(self) -> str:
@@ -150,9 +165,10 @@ class OpenAIProvider:
         return from_chat_completion(payload, self._prices)
 
     async def aclose(self) -> None:
-        """Close the HTTP client of the running event loop (call before the loop ends)."""
+        """Close the HTTP client of the running event loop (call before the loop ends); a
+        caller's ``http_client`` stays open."""
         bound, self._bound = self._bound, None
-        if bound is not None and bound.loop is asyncio.get_running_loop():
+        if bound is not None and bound.loop is asyncio.get_running_loop() and self._owns_http:
             await bound.client.close()
 
     def _loop_bound(self) -> _LoopBound:

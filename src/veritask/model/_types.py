@@ -101,12 +101,16 @@ class ModelOutput:
             ``cached_calls=1``.
         finish_reason: The server's finish reason (``stop``, ``tool_calls``, ``length``...).
         cached: True when served from a cache rather than a model.
+        choice: The server's first choice as it sent it (logprobs, token ids and any extra
+            fields kept), for trainers that learn from the raw completion; None when the
+            output did not come from a chat-completions response. Not part of ``to_dict``.
     """
 
     message: dict[str, Any]
     usage: Usage = field(default_factory=_one_call)
     finish_reason: str | None = None
     cached: bool = False
+    choice: dict[str, Any] | None = None
 
     @property
     def text(self) -> str:

@@ -19,6 +19,7 @@ from veritask.reward._dense import (
     turn_rewards,
     violated_rule,
 )
+from veritask.reward._export import per_turn_advantages, per_turn_rewards
 from veritask.reward._grpo import (
     FilterResult,
     TurnReduce,
@@ -41,6 +42,8 @@ __all__ = [
     "final_reward",
     "grpo_advantages",
     "min_step_reward_per_turn",
+    "per_turn_advantages",
+    "per_turn_rewards",
     "proximity",
     "reward_breakdown",
     "rewards_by_turn",
