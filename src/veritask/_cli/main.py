@@ -9,6 +9,7 @@ from veritask._cli import (
     architect_cmd,
     blueprint_cmds,
     env_cmds,
+    evolve_cmds,
     logic_cmds,
     rollout_cmds,
     serve_http,
@@ -33,6 +34,7 @@ logic_cmds.register(cli)
 architect_cmd.register(cli)
 simulate_cmds.register(cli)
 blueprint_cmds.register(cli)
+evolve_cmds.register(cli)
 
 
 def main() -> None:

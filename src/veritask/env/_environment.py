@@ -6,7 +6,7 @@ import math
 import re
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -449,6 +449,26 @@ class Environment:
         t = self.spec.table(table)
         sql = f"SELECT {self._columns_sql(t.name)} FROM {quote_ident(t.name)} ORDER BY rowid"
         return [self._as_dict(t.name, r) for r in self._conn.execute(sql)]
+
+    def select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one read-only ``SELECT`` (or ``WITH ... SELECT``) under the authorizer.
+
+        For predicates over the current state (per-task checkers): the statement runs in read
+        mode, so any write, ``ATTACH``, ``PRAGMA`` or schema change is denied by the authorizer,
+        and text that does not start with ``SELECT`` or ``WITH`` is refused before it reaches
+        SQLite.
+
+        Raises:
+            DatabaseError: The statement is not a query, or SQLite refused or failed it.
+        """
+        head = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
+        if head not in ("SELECT", "WITH"):
+            raise DatabaseError(f"only SELECT statements may run here, not {head or 'nothing'!r}")
+        self._mode = "read"
+        try:
+            return [tuple(row) for row in self._conn.execute(sql, tuple(params))]
+        except sqlite3.Error as exc:
+            raise DatabaseError(f"query failed: {exc}") from exc
 
     def _execute(self, sql: str, params: tuple[Any, ...] = (), mode: Mode = "read") -> list[Row]:
         """Run raw SQL under an authorizer mode; for tests of the enforcement layer only."""

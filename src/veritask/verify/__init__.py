@@ -6,6 +6,13 @@ components of a task's ``reward_basis`` and multiplies their scores.
 """
 
 from veritask.verify._actions import actions
+from veritask.verify._checkers import (
+    Checker,
+    CheckerError,
+    evaluate_checkers,
+    make_checkers,
+    partial_credit,
+)
 from veritask.verify._communicate import communicate
 from veritask.verify._compare import values_match
 from veritask.verify._composite import COMPONENTS, verify
@@ -19,6 +26,8 @@ from veritask.verify._verdict import ComponentResult, Verdict, VerificationError
 __all__ = [
     "COMPONENTS",
     "TAXONOMY",
+    "Checker",
+    "CheckerError",
     "ComponentResult",
     "Finding",
     "JudgeAnswer",
@@ -29,10 +38,13 @@ __all__ = [
     "actions",
     "communicate",
     "confirmation",
+    "evaluate_checkers",
     "gold_diff_for",
     "is_confirmation",
     "is_write",
     "judge",
+    "make_checkers",
+    "partial_credit",
     "pass_at_k",
     "pass_hat_k",
     "pass_hat_k_table",

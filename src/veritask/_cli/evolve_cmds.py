@@ -1,0 +1,140 @@
+"""``veritask evolve run|status|report``: the self-evolving data engine, and ``veritask curate``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from veritask._cli._common import echo_json, provider_arg
+
+
+@click.group("evolve")
+def evolve_group() -> None:
+    """Plan streams that synthesize, verify, roll out, attribute and reflect (AReaL-SEA)."""
+
+
+@evolve_group.command("run")
+@click.option("--domains", required=True, help="Comma-separated built-in domains or spec files.")
+@click.option("--plans", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--iterations", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--candidates", type=click.IntRange(min=1), default=40, show_default=True,
+              help="Candidates synthesized per domain, stream and iteration.")  # fmt: skip
+@click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Candidates per iteration that go on to verification.")  # fmt: skip
+@click.option("--agent", default="random", show_default=True, help="The assistant.")
+@click.option("--user", default="scripted", show_default=True, help="The user simulator.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--model", help="Provider spec for the model roles (plans, verification, reflection)."
+)
+@click.option("--no-task-verification", is_flag=True, help="Ablation: roll out every candidate.")
+@click.option("--no-reflection", is_flag=True, help="Ablation: keep each stream's first plans.")
+@click.option("--out", type=click.Path(file_okay=False), required=True, help="Dataset directory.")
+@click.option("--json", "as_json", is_flag=True)
+def run_cmd(**opts: Any) -> None:
+    """Run (or resume) N plan streams for K iterations; the dataset is their union."""
+    from veritask.evolve import EvolveConfig, StreamSettings, Synthesizer, evolve
+    from veritask.pipeline import RunConflict
+    from veritask.synth import GENERATOR, generate
+
+    settings = StreamSettings(
+        assistant=opts["agent"],
+        user=opts["user"],
+        seed=opts["seed"],
+        task_verification=not opts["no_task_verification"],
+        reflection=not opts["no_reflection"],
+    )
+    config = EvolveConfig(
+        domains=tuple(d.strip() for d in opts["domains"].split(",") if d.strip()),
+        plans=opts["plans"],
+        iterations=opts["iterations"],
+        candidates=opts["candidates"],
+        batch=opts["batch"],
+        settings=settings,
+        model=opts["model"],
+    )
+    model = provider_arg(opts["model"]) if opts["model"] else None
+    try:
+        summary = evolve(
+            config, opts["out"], Synthesizer(f"symbolic:{GENERATOR}", generate), model=model
+        )
+    except (RunConflict, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    if opts["as_json"]:
+        echo_json({"out": str(summary.out), "tasks": summary.tasks, "units": summary.units,
+                   "resumed_units": summary.resumed_units, "totals": summary.report["totals"]})  # fmt: skip
+        return
+    click.echo(f"{summary.tasks} tasks in {summary.out} ({summary.units} units, "
+               f"{summary.resumed_units} resumed)")  # fmt: skip
+
+
+@evolve_group.command("status")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True)
+def status_cmd(directory: str, as_json: bool) -> None:
+    """Units done and pending of an evolve run."""
+    from veritask.evolve import status
+
+    try:
+        found = status(directory)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        echo_json(found)
+        return
+    state = "finished" if found["finished"] else f"pending: {', '.join(found['pending'])}"
+    click.echo(f"{found['done']}/{found['units']} units done; {state}")
+
+
+@evolve_group.command("report")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True)
+def report_cmd(directory: str, as_json: bool) -> None:
+    """Per stream and iteration: candidates, verified, TASK/TRAJECTORY, accepted, plan changes."""
+    from veritask.evolve import read_report
+
+    try:
+        report = read_report(directory)
+    except FileNotFoundError:
+        raise click.ClickException(f"{directory} has no finished evolve run") from None
+    if as_json:
+        echo_json(report)
+        return
+    click.echo("stream   iter  cand  sel  ver  ok  TASK  TRAJ  acc  plan changes")
+    for r in report["iterations"]:
+        changed = ", ".join(sorted(r["plan_diff"])) or "-"
+        click.echo(
+            f"{r['stream']:<8} {r['iteration']:>4} {r['candidates']:>5} {r['selected']:>4} "
+            f"{r['verified']:>4} {r['succeeded']:>3} {r['TASK']:>5} {r['TRAJECTORY']:>5} "
+            f"{r['accepted']:>4}  {changed}"
+        )
+    click.echo(json.dumps(report["totals"], sort_keys=True))
+
+
+@click.command("curate")
+@click.argument("trajectories", type=click.Path(exists=True, dir_okay=False))
+@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Task ids kept (text).")
+@click.option("--json", "as_json", is_flag=True)
+def curate_cmd(trajectories: str, out: str, as_json: bool) -> None:
+    """Dynamic filter: keep tasks whose pass rate over their group is strictly between 0 and 1."""
+    from veritask.export import read_trajectories
+    from veritask.reward import filter_groups
+
+    groups: dict[str, list[float]] = {}
+    for traj in read_trajectories(trajectories):
+        groups.setdefault(traj.task_id, []).append(1.0 if traj.reward == 1.0 else 0.0)
+    kept = filter_groups(groups).kept
+    Path(out).write_text("".join(f"{task_id}\n" for task_id in kept), encoding="utf-8")
+    if as_json:
+        echo_json({"groups": len(groups), "kept": len(kept), "out": out})
+        return
+    click.echo(f"{len(kept)} of {len(groups)} tasks kept (0 < pass rate < 1) -> {out}")
+
+
+def register(group: click.Group) -> None:
+    """Add the ``evolve`` group and ``curate`` to the CLI."""
+    group.add_command(evolve_group)
+    group.add_command(curate_cmd)

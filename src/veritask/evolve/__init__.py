@@ -1,0 +1,90 @@
+"""Floor 8: the self-evolving data engine (AReaL-SEA on certified, grounded tasks).
+
+- Plans: ``SynthesisPlan`` / ``EvaluationPlan`` pairs, versioned per iteration; a covering
+  design over domains x rules x archetypes x tiers (``enumerate_plans``) and its ``coverage``;
+  model-made plans asked one after another with the earlier ones in context.
+- Streams: per plan pair and iteration, synthesis through a caller-given ``Synthesizer``, plan-
+  driven selection, deterministic task verification (certificate, grounded, spoiler-free,
+  duplicate, difficulty, per-task SQL checkers), rollouts with any assistant, attribution of
+  failures by execution (``attribute``: TASK when a text-only solver fails too, TRAJECTORY when
+  it succeeds), and reflection (symbolic weight shifts, or a model's revision).
+- The run: ``evolve`` / ``evolve_async`` as pipeline units with a run manifest, exact resume, a
+  dataset directory assembled from the units, and a report.
+"""
+
+from veritask.evolve._assemble import read_report, status
+from veritask.evolve._attribution import (
+    Attributed,
+    Attribution,
+    FaithfulSolver,
+    Solver,
+    attribute,
+    run_role,
+)
+from veritask.evolve._coverage import coverage, enumerate_plans
+from veritask.evolve._model_roles import Judgment, model_judgment, model_plans, model_reflection
+from veritask.evolve._plans import (
+    ARCHETYPES,
+    FAILURE_TAXONOMY,
+    PLAN_SCHEMA,
+    TIERS,
+    EvaluationPlan,
+    PlanPair,
+    SynthesisPlan,
+    plan_diff,
+)
+from veritask.evolve._reflect import Evidence, features, reflect
+from veritask.evolve._run import (
+    RUN_DIR,
+    EvolveConfig,
+    EvolveStage,
+    EvolveSummary,
+    domain_rules,
+    evolve,
+    evolve_async,
+)
+from veritask.evolve._stream import StreamRoles, StreamSettings, Synthesize, Synthesizer
+from veritask.evolve._verify import TaskVerdict, candidate_score, select, verify_task
+
+__all__ = [
+    "ARCHETYPES",
+    "FAILURE_TAXONOMY",
+    "PLAN_SCHEMA",
+    "RUN_DIR",
+    "TIERS",
+    "Attributed",
+    "Attribution",
+    "EvaluationPlan",
+    "Evidence",
+    "EvolveConfig",
+    "EvolveStage",
+    "EvolveSummary",
+    "FaithfulSolver",
+    "Judgment",
+    "PlanPair",
+    "Solver",
+    "StreamRoles",
+    "StreamSettings",
+    "SynthesisPlan",
+    "Synthesize",
+    "Synthesizer",
+    "TaskVerdict",
+    "attribute",
+    "candidate_score",
+    "coverage",
+    "domain_rules",
+    "enumerate_plans",
+    "evolve",
+    "evolve_async",
+    "features",
+    "model_judgment",
+    "model_plans",
+    "model_reflection",
+    "plan_diff",
+    "read_report",
+    "reflect",
+    "run_role",
+    "select",
+    "status",
+    "verify_task",
+]
