@@ -15,6 +15,7 @@ from veritask._cli import (
     serve_mcp,
     simulate_cmds,
     synth_cmds,
+    view_cmd,
 )
 
 
@@ -33,6 +34,7 @@ logic_cmds.register(cli)
 architect_cmd.register(cli)
 simulate_cmds.register(cli)
 blueprint_cmds.register(cli)
+view_cmd.register(cli)
 
 
 def main() -> None:
