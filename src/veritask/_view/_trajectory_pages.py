@@ -63,7 +63,7 @@ def timeline(traj: Trajectory) -> list[dict[str, Any]]:
             {
                 "index": index,
                 "role": str(message.get("role", "?")),
-                "content": content if isinstance(content, str) else pretty(content),
+                "content": content if isinstance(content, str | None) else pretty(content),
                 "calls": calls,
                 "step": step,
                 "error": pretty(step.error) if step is not None and step.error else None,
