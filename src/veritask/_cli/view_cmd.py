@@ -14,10 +14,10 @@ DEFAULT_PORT = 8766
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option(
     "--port",
-    type=click.IntRange(0, 65535),
+    type=click.IntRange(1, 65535),
     default=DEFAULT_PORT,
     show_default=True,
-    help="Port to listen on (loopback only; 0: any free port).",
+    help="Port to listen on (loopback only).",
 )
 @click.option(
     "--out",
