@@ -16,6 +16,7 @@ from veritask._cli import (
     serve_mcp,
     simulate_cmds,
     synth_cmds,
+    view_cmd,
 )
 
 
@@ -35,6 +36,7 @@ architect_cmd.register(cli)
 simulate_cmds.register(cli)
 blueprint_cmds.register(cli)
 evolve_cmds.register(cli)
+view_cmd.register(cli)
 
 
 def main() -> None:

@@ -1,0 +1,32 @@
+"""``veritask view``: a static site from each kind of path; clean errors for others."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from veritask._cli.main import cli
+
+
+def test_out_writes_a_site_for_each_kind(
+    dataset: Path, trajectories: Path, logic_file: Path, tmp_path: Path
+) -> None:
+    for name, args in {
+        "ds": [str(dataset)],
+        "traj": [str(trajectories), "--dataset", str(dataset)],
+        "logic": [str(logic_file)],
+    }.items():
+        out = tmp_path / name
+        result = CliRunner().invoke(cli, ["view", *args, "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        assert (out / "index.html").exists() and (out / "static" / "filter.js").exists()
+
+
+def test_paths_it_cannot_show_are_clean_errors(dataset: Path, tmp_path: Path) -> None:
+    other = tmp_path / "notes.jsonl"
+    other.write_text('{"hello": 1}\n')
+    result = CliRunner().invoke(cli, ["view", str(other), "--out", str(tmp_path / "x")])
+    assert result.exit_code == 1 and "neither trajectories nor logic" in result.output
+    result = CliRunner().invoke(cli, ["view", str(dataset / "states"), "--out", str(tmp_path)])
+    assert result.exit_code == 1 and "manifest.jsonl" in result.output
