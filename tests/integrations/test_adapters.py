@@ -192,3 +192,96 @@ def test_skyrl_registration(dataset: str) -> None:
     assert isinstance(env, VeritaskTextEnv)
     assert env.init(row["prompt"])[1]["task_id"] == row["extra_info"]["task_id"]
     env.close()
+
+
+def _rllm_modules() -> dict[str, Any]:
+    """rLLM's ``rllm.types`` (``Step``, ``Trajectory``, ``Episode``) and ``rllm.eval.types``
+    (``EvalOutput``, ``Signal``) with the fields ``rllm/types.py`` and ``rllm/eval/types.py``
+    declare and the adapter uses (rLLM is not on PyPI)."""
+    from dataclasses import dataclass, field
+
+    from pydantic import BaseModel, Field
+
+    class Step(BaseModel):
+        chat_completions: list[dict[str, Any]] = Field(default_factory=list)
+        model_response: str = ""
+        reward: float = 0.0
+        done: bool = False
+
+    class Trajectory(BaseModel):
+        name: str = "default_traj_name"
+        task: Any = None
+        steps: list[Step] = Field(default_factory=list)
+        reward: float | None = None
+        metadata: dict | None = None
+
+    class Episode(BaseModel):
+        task: Any = None
+        trajectories: list[Trajectory] = Field(default_factory=list)
+
+    @dataclass
+    class Signal:
+        name: str
+        value: float
+        metadata: dict = field(default_factory=dict)
+
+    @dataclass
+    class EvalOutput:
+        reward: float
+        is_correct: bool
+        signals: list[Signal] = field(default_factory=list)
+        metadata: dict = field(default_factory=dict)
+
+    rllm = types.ModuleType("rllm")
+    rllm_types = types.SimpleNamespace(Step=Step, Trajectory=Trajectory, Episode=Episode)
+    eval_types = types.SimpleNamespace(EvalOutput=EvalOutput, Signal=Signal)
+    return {
+        "rllm": rllm,
+        "rllm.types": rllm_types,
+        "rllm.eval": rllm,
+        "rllm.eval.types": eval_types,
+    }
+
+
+@pytest.fixture
+def rllm(monkeypatch: pytest.MonkeyPatch) -> Any:
+    try:
+        import rllm.types as real  # the real package when installed
+    except ImportError:
+        for name, module in _rllm_modules().items():
+            monkeypatch.setitem(sys.modules, name, module)
+        real = sys.modules["rllm.types"]
+    return real
+
+
+@pytest.mark.parametrize("mode", ["oracle", "noop"])
+def test_rllm_flow_and_evaluator(dataset: str, task: TaskPackage, mode: str, rllm: Any) -> None:
+    from veritask.integrations.rllm import VeritaskEvaluator, VeritaskFlow, rllm_rows
+
+    row = next(r for r in rllm_rows(dataset) if r["task_id"] == task.id)
+    rllm_task = types.SimpleNamespace(id=row["id"], instruction=row["instruction"], metadata=row)
+    config = types.SimpleNamespace(base_url=BASE, model="policy", session_uid="s", metadata={})
+
+    async def play() -> Any:
+        async with _endpoint(_witness(task, mode)) as http:
+            return await VeritaskFlow(http_client=http).arun(rllm_task, config)
+
+    traj = asyncio.run(play())
+    assert traj.reward == _expected(mode)
+    assert traj.steps and traj.steps[-1].done
+    assert traj.steps[0].chat_completions[-1]["role"] == "assistant"
+    episode = rllm.Episode(task=row, trajectories=[traj])
+    out = VeritaskEvaluator().evaluate(rllm_task, episode)
+    assert out.reward == _expected(mode) and out.is_correct is (mode == "oracle")
+    assert {s.name for s in out.signals} == {"proximity", "violations"}
+
+
+def test_rllm_evaluator_refuses_foreign_or_missing_runs(dataset: str, rllm: Any) -> None:
+    from veritask.integrations.rllm import VeritaskEvaluator
+
+    empty = rllm.Episode(task={}, trajectories=[rllm.Trajectory()])
+    assert VeritaskEvaluator().evaluate({"task_id": "x"}, empty).reward == 0.0
+    meta = {"veritask": {"task_id": "a", "dataset_dir": dataset, "calls": []}}
+    other = rllm.Episode(trajectories=[rllm.Trajectory(metadata=meta)])
+    with pytest.raises(ValueError, match="episode played"):
+        VeritaskEvaluator().evaluate({"task_id": "b"}, other)

@@ -1,5 +1,6 @@
 """Trainer integrations: the episode API, the OpenAI-endpoint episode, TRL, verifiers, verl and
-the thin adapters for AReaL, SkyRL and ART (servers are in veritask.serve)."""
+the thin adapters for AReaL, rLLM, SkyRL and ART (servers, OpenEnv included, are in
+veritask.serve)."""
 
 from veritask.integrations._session import (
     EnvFactory,

@@ -1,0 +1,1 @@
+"""The veritask OpenEnv server package (see ../openenv.yaml)."""
