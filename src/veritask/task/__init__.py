@@ -19,7 +19,7 @@ from veritask.task._package import (
 )
 from veritask.task._report import report_dataset
 from veritask.task._session import EnvSession
-from veritask.task._spoiler import find_spoilers, text_keys
+from veritask.task._spoiler import decided_spoilers, find_spoilers, text_keys
 from veritask.task._store import Closable, SessionStore, SessionStoreFull, UnknownSession
 from veritask.task._tau2 import export_tau2
 from veritask.task._trajectory import StopReason, ToolStep, Trajectory
@@ -54,6 +54,7 @@ __all__ = [
     "cost_report",
     "dataset_ledger",
     "export_tau2",
+    "decided_spoilers",
     "find_spoilers",
     "grounding",
     "load_dataset",
