@@ -108,7 +108,8 @@ class FaithfulAgent:
         elif spec.writes:
             self.seen.setdefault(spec.table, []).append(payload)
             self.job = None
-            self.say = {"text": "Done: that change is made."}
+            if not self.queue:  # more of the same request to do: carry on before reporting
+                self.say = {"text": "Done: that change is made."}
 
     # -- acting ----------------------------------------------------------------------------
 

@@ -410,6 +410,9 @@ class SymbolicExplorer:
             if c in tx.parameters and c != key and c not in fixed
         ]
         self.rng.shuffle(cols)
+        # what the agent decides comes first: an agent fixes those before it asks the user
+        decided = self.decided(tx, args)
+        cols.sort(key=lambda c: c not in decided)
         if key is not None and not cols:
             cols = [key]  # the rule is about the record itself: pick another record
         fallback = None
