@@ -22,6 +22,8 @@ from veritask.task import Ask, RowRef
 
 MAX_TRIES = 12
 """Writes one request may take before the agent gives up on it."""
+LINK_DEPTH = 2
+"""How far the agent follows links from the row it writes to read the records formulas use."""
 
 
 @dataclass
@@ -149,10 +151,64 @@ class FaithfulAgent:
                 return step
             if slot not in job.keys:
                 return None
+        args = self._args(job, tool)
+        read = self._linked_read(job, tool.table, self._new_row(job, tool, args), LINK_DEPTH)
+        if read is not None:
+            return read
         job.writes += 1
         if job.writes > MAX_TRIES:
             return None
-        return tool.name, self._args(job, tool)
+        return tool.name, self._required(job, tool, args)
+
+    def _new_row(self, job: _Job, tool: ToolSpec, args: dict[str, Any]) -> dict[str, Any]:
+        """The row the write would make: the record as last seen (updates) overlaid by args."""
+        old = self._old_row(job, tool)
+        return {**(old or {}), **args}
+
+    def _old_row(self, job: _Job, tool: ToolSpec) -> dict[str, Any] | None:
+        if tool.kind != "update" or "target" not in job.keys:
+            return None
+        key = tool.key or "id"
+        rows = [r for r in self.seen.get(tool.table, []) if r.get(key) == job.keys["target"]]
+        return rows[-1] if rows else None
+
+    def _linked_read(
+        self, job: _Job, table: str, row: dict[str, Any], depth: int
+    ) -> tuple[str, dict[str, Any]] | None:
+        """A read of a record the row links to (and the records those link to), once per
+        request, so the policy's formulas can be worked out on current rows."""
+        for col in self.spec.table(table).columns:
+            value = row.get(col.name)
+            if col.references is None or value is None:
+                continue
+            parent, parent_col = col.references.split(".")
+            text = json.dumps(["link", parent, parent_col, value], sort_keys=True, default=str)
+            if text not in job.lookups:
+                job.lookups.add(text)
+                return f"query_{parent}", {parent_col: value}
+            seen = [r for r in self.seen.get(parent, []) if r.get(parent_col) == value]
+            if seen and depth > 1:
+                found = self._linked_read(job, parent, seen[-1], depth - 1)
+                if found is not None:
+                    return found
+        return None
+
+    def _required(self, job: _Job, tool: ToolSpec, args: dict[str, Any]) -> dict[str, Any]:
+        """Fill a required column nobody stated from the policy's formula for it, when a
+        calculation rule gives one (an insert cannot leave it out)."""
+        if tool.kind != "insert":
+            return args
+        stated = self._stated(job, tool)
+        for col in self.spec.table(tool.table).columns:
+            if col.name in args or col.name in stated or not col.required_on_insert:
+                continue
+            for rule in self._formulas(tool, None):
+                if rule.repair is not None and rule.repair.column == col.name:
+                    value = self._formula(tool, args, job, rule.repair.value)
+                    if value is not None:
+                        args[col.name] = job.decided[col.name] = value
+                        break
+        return args
 
     def _key_column(self, slot: str, tool: ToolSpec) -> tuple[str, str]:
         """(table, column) whose value a named record supplies."""
@@ -273,7 +329,7 @@ class FaithfulAgent:
                 return True
         return self._other_choice(job, tool, rule, stated)
 
-    def _formulas(self, tool: ToolSpec, rule: Rule) -> list[Rule]:
+    def _formulas(self, tool: ToolSpec, rule: Rule | None) -> list[Rule]:
         """The rule itself when it has a formula, then the table's other calculation rules."""
         others = [
             r
@@ -283,7 +339,7 @@ class FaithfulAgent:
             and tool.kind in r.on
             and r is not rule
         ]
-        return ([rule] if rule.repair is not None else []) + others
+        return ([rule] if rule is not None and rule.repair is not None else []) + others
 
     def _formula(self, tool: ToolSpec, args: dict[str, Any], job: _Job, expr: str) -> Any:
         """A policy formula over the rows seen: NEW is the row the write would make."""
