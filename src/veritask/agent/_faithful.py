@@ -12,6 +12,7 @@ the end-to-end proof that tasks are solvable from their text.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,9 @@ from veritask.task import Ask, RowRef
 
 MAX_TRIES = 12
 """Writes one request may take before the agent gives up on it."""
+CATALOGUE_ROWS = 100
+"""Rows one catalogue read asks for."""
+_TABLES = re.compile(r"\b(?:FROM|JOIN)\s+([a-z][a-z0-9_]*)", re.I)
 LINK_DEPTH = 2
 """How far the agent follows links from the row it writes to read the records formulas use."""
 
@@ -62,6 +66,7 @@ class FaithfulAgent:
         self.read = 0
         self.count = 0
         self.say: dict[str, Any] | None = None
+        self.catalogues: set[str] = set()
 
     # -- listening -------------------------------------------------------------------------
 
@@ -153,6 +158,8 @@ class FaithfulAgent:
                 return None
         args = self._args(job, tool)
         read = self._linked_read(job, tool.table, self._new_row(job, tool, args), LINK_DEPTH)
+        if read is None:
+            read = self._catalogue_read(tool)
         if read is not None:
             return read
         job.writes += 1
@@ -191,6 +198,18 @@ class FaithfulAgent:
                 found = self._linked_read(job, parent, seen[-1], depth - 1)
                 if found is not None:
                     return found
+        return None
+
+    def _catalogue_read(self, tool: ToolSpec) -> tuple[str, dict[str, Any]] | None:
+        """A read of a catalogue (a reference table) the policy's formulas for this write look
+        up, once per conversation: formulas join them on more than the row's own links."""
+        for rule in self._formulas(tool, None):
+            text = rule.repair.value if rule.repair is not None else ""
+            for table in _TABLES.findall(f"{text} {rule.condition}"):
+                tier = next((t.tier for t in self.spec.tables if t.name == table), None)
+                if tier == "reference" and table not in self.catalogues:
+                    self.catalogues.add(table)
+                    return f"query_{table}", {"limit": CATALOGUE_ROWS}
         return None
 
     def _required(self, job: _Job, tool: ToolSpec, args: dict[str, Any]) -> dict[str, Any]:
