@@ -26,7 +26,7 @@ MAX_TRIES = 12
 CATALOGUE_ROWS = 100
 """Rows one catalogue read asks for."""
 _TABLES = re.compile(r"\b(?:FROM|JOIN)\s+([a-z][a-z0-9_]*)", re.I)
-LINK_DEPTH = 2
+LINK_DEPTH = 3
 """How far the agent follows links from the row it writes to read the records formulas use."""
 
 
@@ -223,6 +223,8 @@ class FaithfulAgent:
                 continue
             for rule in self._formulas(tool, None):
                 if rule.repair is not None and rule.repair.column == col.name:
+                    if rule.when and not self._formula(tool, args, job, rule.when):
+                        continue
                     value = self._formula(tool, args, job, rule.repair.value)
                     if value is not None:
                         args[col.name] = job.decided[col.name] = value
@@ -252,7 +254,7 @@ class FaithfulAgent:
         if text not in job.lookups:
             job.lookups.add(text)
             return f"query_{ref.table}", match
-        rows = [r for r in self.seen.get(table, []) if _matches(r, match)]
+        rows = [r for r in self._current(table) if _matches(r, match)]
         keys = {json.dumps(r.get(column), default=str) for r in rows}
         if len(keys) == 1:
             job.keys[slot] = rows[-1][column]
@@ -271,11 +273,20 @@ class FaithfulAgent:
             out[col] = found
         return out
 
+    def _current(self, table: str) -> list[dict[str, Any]]:
+        """The rows of ``table`` seen so far, each record in the last version seen."""
+        keys = [c.name for c in self.spec.table(table).primary_key]
+        latest: dict[str, dict[str, Any]] = {}
+        for row in self.seen.get(table, []):
+            ident = [row.get(k) for k in keys] if keys else row
+            latest[json.dumps(ident, sort_keys=True, default=str)] = row
+        return list(latest.values())
+
     def _known_key(self, table: str, col: str, parent: RowRef) -> Any:
         fk = self.spec.table(table).column(col).references or ""
         parent_table, parent_col = fk.split(".")
         plain = {k: v for k, v in parent.match.items() if not isinstance(v, RowRef)}
-        rows = [r for r in self.seen.get(parent_table, []) if _matches(r, plain)]
+        rows = [r for r in self._current(parent_table) if _matches(r, plain)]
         keys = {json.dumps(r.get(parent_col), default=str) for r in rows}
         return rows[-1][parent_col] if len(keys) == 1 else None
 
