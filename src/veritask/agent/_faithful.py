@@ -67,6 +67,7 @@ class FaithfulAgent:
         self.count = 0
         self.say: dict[str, Any] | None = None
         self.catalogues: set[str] = set()
+        self.authenticated = False
 
     # -- listening -------------------------------------------------------------------------
 
@@ -124,6 +125,12 @@ class FaithfulAgent:
         if self.say is not None:
             said, self.say = self.say, None
             return Turn(self._text(said))
+        if self.user_id is not None and not self.authenticated:
+            # look the user up first, as the policy's authentication protocol asks
+            self.authenticated = True
+            key = self.spec.table(self.actor).primary_key
+            if key:
+                return self._call(f"query_{self.actor}", {key[0].name: self.user_id})
         if self.job is None and self.queue:
             self.job = _Job(self.queue.pop(0))
         if self.job is None:
@@ -132,7 +139,9 @@ class FaithfulAgent:
         if call is None:
             self.job = None
             return Turn(text_message("I could not identify the record you mean."))
-        tool, args = call
+        return self._call(*call)
+
+    def _call(self, tool: str, args: dict[str, Any]) -> Turn:
         self.pending = (tool, args)
         self.count += 1
         return Turn(tool_call_message(f"call_{self.count}", tool, json.dumps(args, sort_keys=True)))
