@@ -168,7 +168,9 @@ class DomainModel:
         ]
         if not options:
             return None
-        return max(options, key=lambda tx: (len(set(args) & set(tx.parameters)), -len(tx.parameters)))
+        return max(
+            options, key=lambda tx: (len(set(args) & set(tx.parameters)), -len(tx.parameters))
+        )
 
     def rules_for(self, tool: str) -> list[Rule]:
         """Rules guarding the tool's table and event."""

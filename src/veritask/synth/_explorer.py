@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from veritask.env import Environment, ToolResult
-from veritask.policy import Call, Column, Rule, ToolSpec, Transaction
+from veritask.policy import Call, Rule, ToolSpec, Transaction
 from veritask.synth._analysis import DomainModel, implicated_columns, row_key, target_key
 from veritask.synth._refs import AskMaker, lookups
 from veritask.synth._sampler import Sampler, StateView
@@ -492,9 +492,7 @@ class SymbolicExplorer:
             return None
         args, target = first
         start = len(self.witness)
-        trace = SubGoalTrace(
-            tx=tx, args=args, result={}, target=dict(target) if target else None
-        )
+        trace = SubGoalTrace(tx=tx, args=args, result={}, target=dict(target) if target else None)
         return self._pursue(trace, tool, args, target, actor, start)
 
     def _targets(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from veritask.policy import Transaction
-from veritask.synth._analysis import DomainModel, column_words, humanize, row_key, target_key
+from veritask.synth._analysis import DomainModel, column_words, humanize, row_key
 from veritask.synth._explorer import Episode, Hit, SubGoalTrace
 from veritask.synth._refs import AskMaker, part_text, ref_text
 from veritask.synth._sampler import StateView
@@ -194,7 +194,9 @@ class SymbolicProjector:
             opened = ", ".join(self._parts(made[0], actor))
             name = hit.created.tx.name.lower()
             return f"IF the agent explains that this is not possible ({plain(message)}), THEN agree to {name} ({opened}) and {instead}."
-        return f"IF the agent explains that this is not possible ({plain(message)}), THEN {instead}."
+        return (
+            f"IF the agent explains that this is not possible ({plain(message)}), THEN {instead}."
+        )
 
     def _beliefs(self, prev: Ask, changed: set[str], actor: Any) -> list[str]:
         tried = self._parts(prev, actor, changed)
@@ -254,7 +256,9 @@ class SymbolicProjector:
             fallbacks=[Fallback(rule=rule.id)],
         )
 
-    def _subgoal(self, view: StateView, trace: SubGoalTrace, actor: Any) -> tuple[SubGoal, list[str]]:
+    def _subgoal(
+        self, view: StateView, trace: SubGoalTrace, actor: Any
+    ) -> tuple[SubGoal, list[str]]:
         ask = self._ask(view, trace, actor)
         fallbacks, triggers, beliefs = self._fallbacks(view, trace, ask, actor)
         sub = SubGoal(

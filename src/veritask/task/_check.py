@@ -21,9 +21,9 @@ from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment
 from veritask.task._certify import certify
 from veritask.task._dataset import DatasetDir, load_dataset
+from veritask.task._grounded import grounding
 from veritask.task._integrity import compare_seal, reference_schema, state_problem
 from veritask.task._package import TaskPackage
-from veritask.task._grounded import grounding
 from veritask.task._spoiler import decided_spoilers, find_spoilers, text_keys
 
 FailureKind = Literal[

@@ -217,7 +217,10 @@ class _Grounder:
         result = self.env.call(f"query_{tool.table}", {key: call.args[key]})
         payload = result.to_json()["result"] if result.ok else None
         rows = payload.get("rows") if isinstance(payload, dict) else None
-        return bool(rows) and arg in rows[0] and _same(rows[0][arg], value)
+        if not rows:
+            return False
+        row: dict[str, Any] = rows[0]
+        return arg in row and _same(row[arg], value)
 
     def _ref_problem(
         self, ref: RowRef | None, table: str, column: str, value: Any, what: str

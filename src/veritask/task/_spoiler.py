@@ -99,7 +99,9 @@ def find_spoilers(
     return found
 
 
-def decided_columns(spec: DomainSpec, tool: str, tools: dict[str, ToolSpec] | None = None) -> set[str]:
+def decided_columns(
+    spec: DomainSpec, tool: str, tools: dict[str, ToolSpec] | None = None
+) -> set[str]:
     """Columns a write through ``tool`` leaves to the agent whatever the call: the
     ``agent_decides`` of every procedure on the tool, and the repair column of every unguarded
     calculation rule on its table and event that such a procedure sets. (A guarded rule's
