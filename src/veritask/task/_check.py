@@ -162,16 +162,17 @@ class _Checker:
 
 def _check_state(
     checker: _Checker, dom: _Domain, pkg: TaskPackage, origin: _Origin, report: CheckReport
-) -> None:
-    """Replay and diff; count the package as certified when both pass."""
+) -> bool:
+    """Replay and diff; count the package as certified when both pass (True)."""
     cert = certify(pkg, dom.env, origin.data, checker.ds.read_state(pkg.target))
     if cert.kind is not None:
         detail = cert.detail or ""
         if detail.startswith("s_target is not readable"):
             detail = detail.replace("s_target", f"s_target {pkg.target[:12]}…", 1)
         report.add_failure(pkg.id, cert.kind, detail)
-        return
+        return False
     report.certified += 1
+    return True
 
 
 def _check_spoilers(dom: _Domain, pkg: TaskPackage, origin: _Origin, report: CheckReport) -> None:
@@ -255,9 +256,10 @@ def _check_package(checker: _Checker, pkg: TaskPackage, report: CheckReport) -> 
     except sqlite3.Error as exc:
         report.add_failure(pkg.id, "replay", f"s_origin {pkg.origin[:12]}… is not readable: {exc}")
         return
-    _check_state(checker, dom, pkg, origin, report)
+    certified = _check_state(checker, dom, pkg, origin, report)
     _check_spoilers(dom, pkg, origin, report)
-    _check_grounded(dom, pkg, origin, report)
+    if certified:  # grounding speaks of a witness that replays
+        _check_grounded(dom, pkg, origin, report)
 
 
 def check_dataset(root: str | Path) -> CheckReport:
