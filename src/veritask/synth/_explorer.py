@@ -191,7 +191,7 @@ class SymbolicExplorer:
         found = self._aim_by_example(tx, rule, actor, snap)
         if found is not None:
             return found
-        fixed = self.model.fixed_values(tx)
+        fixed = self._fixed(tx)
         cols = [c for c in implicated_columns(rule) if c in tx.parameters and c not in fixed]
         for _ in range(AIM_PROBES):
             target = self.rng.choice(targets)
@@ -324,10 +324,18 @@ class SymbolicExplorer:
                     out.append((prefix, {k: v for k, v in call.args.items() if v is not None}))
         return out
 
+    def _fixed(self, tx: Transaction) -> dict[str, Any]:
+        """What the procedure's name fixes (nothing while seeding history: no one asks)."""
+        return self.model.fixed_values(tx) if self.grounding else {}
+
+    def _taken(self, tx: Transaction) -> dict[str, set[Any]]:
+        """What sibling procedures fix (nothing while seeding history)."""
+        return self.model.taken_values(tx) if self.grounding else {}
+
     def _fits(self, tx: Transaction, args: dict[str, Any]) -> bool:
         """True when a request agrees with what the procedure's name fixes."""
-        fixed = self.model.fixed_values(tx)
-        taken = self.model.taken_values(tx)
+        fixed = self._fixed(tx)
+        taken = self._taken(tx)
         return all(args.get(c, v) == v for c, v in fixed.items()) and not any(
             args.get(c) in values for c, values in taken.items()
         )
@@ -350,7 +358,7 @@ class SymbolicExplorer:
         """An imperfect request: a different choice, a missing detail, or a name not on file."""
         tool = self.model.tool(tx.tool)
         column = self.model.spec.table(tool.table).column(col)
-        if col == target_key(tool) or col in self.model.fixed_values(tx):
+        if col == target_key(tool) or col in self._fixed(tx):
             return
         roll = self.rng.random()
         if not column.not_null and roll < 0.15:
@@ -366,7 +374,7 @@ class SymbolicExplorer:
             args[col] = f"{args.get(col, 'x')}_{self.rng.randint(10, 99)}"
         else:
             value = self.sampler.value(tx, column, actor, target, naive=False)
-            if value is not None and value not in self.model.taken_values(tx).get(col, ()):
+            if value is not None and value not in self._taken(tx).get(col, ()):
                 args[col] = value
 
     def _candidates(
@@ -383,7 +391,7 @@ class SymbolicExplorer:
             values = list(self.sampler.number_pool(table, column, target))
         else:
             values = [self.sampler.text_value(table, column)]
-        taken = self.model.taken_values(tx).get(col, set())
+        taken = self._taken(tx).get(col, set())
         values = [v for v in values if v != current and v not in taken]
         self.rng.shuffle(values)
         return values
@@ -403,7 +411,7 @@ class SymbolicExplorer:
                 return {**args, rule.repair.column: value}
         snap = self.env.image()
         key = target_key(self.model.tool(tx.tool))
-        fixed = self.model.fixed_values(tx)
+        fixed = self._fixed(tx)
         cols = [
             c
             for c in implicated_columns(rule, guard=False)
@@ -411,7 +419,7 @@ class SymbolicExplorer:
         ]
         self.rng.shuffle(cols)
         # what the agent decides comes first: an agent fixes those before it asks the user
-        decided = self.decided(tx, args)
+        decided = self.decided(tx, args) if self.grounding else set()
         cols.sort(key=lambda c: c not in decided)
         if key is not None and not cols:
             cols = [key]  # the rule is about the record itself: pick another record
@@ -541,9 +549,9 @@ class SymbolicExplorer:
         """The request as the procedure's name means it: the values its name fixes, and none
         that another procedure on the same tool fixes (``post_final_grade`` never asks for
         the status ``drop_course`` sets)."""
-        args = {**args, **self.model.fixed_values(tx)}
+        args = {**args, **self._fixed(tx)}
         table = self.model.spec.table(self.model.tool(tx.tool).table)
-        for col, taken in self.model.taken_values(tx).items():
+        for col, taken in self._taken(tx).items():
             if args.get(col) not in taken:
                 continue
             current = target.get(col) if target else None
@@ -560,7 +568,7 @@ class SymbolicExplorer:
         nothing); None when nothing is left to change."""
         tool = self.model.tool(tx.tool)
         key = target_key(tool)
-        if key is None:
+        if key is None or not self.grounding:
             return args
         row = self.view.get(tool.table, args.get(key))
         if row is None:
