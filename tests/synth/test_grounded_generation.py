@@ -25,9 +25,7 @@ FAITHFUL_GAPS = {"retail", "clinic", "registrar"}
 
 
 @pytest.mark.parametrize("domain", DOMAINS)
-def test_every_package_is_certified_grounded_and_spoiler_free(
-    domain: str, tmp_path: Path
-) -> None:
+def test_every_package_is_certified_grounded_and_spoiler_free(domain: str, tmp_path: Path) -> None:
     for seed in SEEDS:
         out = tmp_path / f"s{seed}"
         summary = generate(domain, N, seed, out)
