@@ -152,10 +152,11 @@ def test_generate_check_report_export(tmp_path: Path) -> None:
         "tasks",
         "certified",
         "spoiler_free",
+        "grounded",
         "duplicates",
         "failures",
     }
-    assert check["certified"] == check["spoiler_free"] == 12
+    assert check["certified"] == check["spoiler_free"] == check["grounded"] == 12
     code, text = run("report", str(out), "--json")
     report = json.loads(text)
     assert set(report) == {

@@ -12,9 +12,12 @@ import pytest
 from veritask.env import CompiledDomain, Environment
 from veritask.policy import render_wiki
 from veritask.task import (
+    Ask,
     CheckReport,
     DatasetDir,
     DatasetError,
+    Fallback,
+    RowRef,
     SubGoal,
     TaskDescription,
     TaskPackage,
@@ -31,6 +34,22 @@ LEND_LAPSED = {"member_id": "m_lapsed", "book_id": "b_dune", "due_step": 4}
 LEND_EMMA = {"member_id": "m_ana", "book_id": "b_emma", "due_step": 4}
 LEND_HOBBIT = {"member_id": "m_ana", "book_id": "b_hobbit", "due_step": 4}
 RETURN_EMMA = {"id": 1, "status": "RETURNED", "return_step": 3, "late_fee": 0}
+DUNE = RowRef(table="books", match={"title": "Dune"})
+EMMA = RowRef(table="books", match={"title": "Emma"})
+HOBBIT = RowRef(table="books", match={"title": "The Hobbit"})
+ASK_DUNE = Ask(
+    transaction="lend_book", tool="insert_loans", refs={"book_id": DUNE}, values={"due_step": 4}
+)
+ASK_RETURN = Ask(
+    transaction="return_book",
+    tool="update_loans",
+    target=RowRef(table="loans", match={"book_id": EMMA, "status": "OPEN"}),
+    values={"status": "RETURNED", "return_step": 3},
+)
+ASK_EMMA = Ask(
+    transaction="lend_book", tool="insert_loans", refs={"book_id": EMMA}, values={"due_step": 4}
+)
+ASK_HOBBIT = ASK_EMMA.model_copy(update={"refs": {"book_id": HOBBIT}})
 
 
 @dataclass
@@ -67,12 +86,21 @@ def _episode(
     return origin, target, witness
 
 
-def _description(goal: str, who: str = "I am Ana Ruiz, a library member.") -> TaskDescription:
+def _description(
+    goal: str, ask: Ask, fallback: Fallback, who: str = "I am Ana Ruiz, a library member."
+) -> TaskDescription:
+    sub = SubGoal(
+        title="Ask",
+        request=goal,
+        reactive_triggers=["If refused, ask why."],
+        ask=ask,
+        fallbacks=[fallback],
+    )
     return TaskDescription(
         who_you_are=who,
         cognitive_gaps=["You do not know which books are on the shelf."],
         total_goal=goal,
-        sub_goals=[SubGoal(title="Ask", request=goal, reactive_triggers=["If refused, ask why."])],
+        sub_goals=[sub],
     )
 
 
@@ -84,7 +112,7 @@ def _package(
     **fields: Any,
 ) -> TaskPackage:
     origin, target, witness = episode
-    task = _description(fields.pop("goal"))
+    task = _description(fields.pop("goal"), fields.pop("ask"), fields.pop("fallback"))
     data: dict[str, Any] = {
         "id": task_id,
         "domain": "mock",
@@ -123,21 +151,35 @@ def built(tmp_path: Path, compiled: dict[str, CompiledDomain]) -> Built:
         mock,
         ds,
         [
-            ("query_members", {"id": "m_ana"}),
+            ("query_books", {"title": "Dune"}),
             ("insert_loans", LEND_LAPSED),
             ("insert_loans", LEND_DUNE),
         ],
     )
-    give_back = _episode(mock, ds, [("update_loans", RETURN_EMMA)])
+    give_back = _episode(
+        mock,
+        ds,
+        [
+            ("query_books", {"title": "Emma"}),
+            ("query_loans", {"book_id": "b_emma", "status": "OPEN"}),
+            ("update_loans", RETURN_EMMA),
+        ],
+    )
     refuse = _episode(mock, ds, [("insert_loans", LEND_LAPSED)])
-    swap = _episode(mock, ds, [("insert_loans", LEND_EMMA), ("insert_loans", LEND_HOBBIT)])
+    swap = _episode(
+        mock,
+        ds,
+        [("query_books", {}), ("insert_loans", LEND_EMMA), ("insert_loans", LEND_HOBBIT)],
+    )
     packages = [
         _package(
             "t1",
             mock,
             policy,
             lend,
-            goal="Borrow Dune for a few days.",
+            goal="Borrow Dune, due step 4.",
+            ask=ASK_DUNE,
+            fallback=Fallback(rule="MEMBER_ACTIVE", then=ASK_DUNE),
             difficulty="L2",
             tags=["conditional", "hidden-constraint"],
             rules_exercised=["MEMBER_ACTIVE"],
@@ -148,7 +190,9 @@ def built(tmp_path: Path, compiled: dict[str, CompiledDomain]) -> Built:
             mock,
             policy,
             give_back,
-            goal="Return Emma, which I borrowed.",
+            goal="Return Emma, my OPEN loan: RETURNED at step 3.",
+            ask=ASK_RETURN,
+            fallback=Fallback(rule="LATE_FEE"),
             difficulty="L1",
             tags=["linear"],
             rules_exercised=["LATE_FEE"],
@@ -159,7 +203,9 @@ def built(tmp_path: Path, compiled: dict[str, CompiledDomain]) -> Built:
             mock,
             policy,
             refuse,
-            goal="Borrow Dune for my friend Lee.",
+            goal="Borrow Dune for my friend Lee, due step 4.",
+            ask=ASK_DUNE,
+            fallback=Fallback(rule="MEMBER_ACTIVE"),
             difficulty="L1",
             tags=["refusal"],
             rules_exercised=["MEMBER_ACTIVE"],
@@ -171,7 +217,9 @@ def built(tmp_path: Path, compiled: dict[str, CompiledDomain]) -> Built:
             mock,
             policy,
             swap,
-            goal="Borrow Emma, or else The Hobbit.",
+            goal="Borrow Emma, or else The Hobbit, due step 4.",
+            ask=ASK_EMMA,
+            fallback=Fallback(rule="BOOK_AVAILABLE", then=ASK_HOBBIT),
             difficulty="L3",
             tags=["multi-step", "adversarial"],
             rules_exercised=["BOOK_AVAILABLE"],
@@ -207,6 +255,7 @@ def test_check_certifies_a_clean_dataset(built: Built) -> None:
         "tasks": 4,
         "certified": 4,
         "spoiler_free": 4,
+        "grounded": 4,
         "duplicates": 0,
         "failures": [],
     }
@@ -354,7 +403,7 @@ def test_report_numbers(built: Built) -> None:
         "boundary_density": 0.75,  # t1, t3, t4
         "rule_coverage": 0.5,  # MEMBER_ACTIVE, LATE_FEE, BOOK_AVAILABLE of 6 rules
         "tool_coverage": 1.0,  # insert_loans and update_loans of 2 write tools
-        "mean_witness_calls": 1.75,  # (3 + 1 + 1 + 2) / 4
+        "mean_witness_calls": 2.5,  # (3 + 1 + 1 + 2) / 4
         "refusal_share": 0.25,
     }
 

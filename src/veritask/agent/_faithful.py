@@ -12,6 +12,7 @@ the end-to-end proof that tasks are solvable from their text.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,11 @@ from veritask.task import Ask, RowRef
 
 MAX_TRIES = 12
 """Writes one request may take before the agent gives up on it."""
+CATALOGUE_ROWS = 100
+"""Rows one catalogue read asks for."""
+_TABLES = re.compile(r"\b(?:FROM|JOIN)\s+([a-z][a-z0-9_]*)", re.I)
+LINK_DEPTH = 3
+"""How far the agent follows links from the row it writes to read the records formulas use."""
 
 
 @dataclass
@@ -60,6 +66,8 @@ class FaithfulAgent:
         self.read = 0
         self.count = 0
         self.say: dict[str, Any] | None = None
+        self.catalogues: set[str] = set()
+        self.authenticated = False
 
     # -- listening -------------------------------------------------------------------------
 
@@ -108,7 +116,8 @@ class FaithfulAgent:
         elif spec.writes:
             self.seen.setdefault(spec.table, []).append(payload)
             self.job = None
-            self.say = {"text": "Done: that change is made."}
+            if not self.queue:  # more of the same request to do: carry on before reporting
+                self.say = {"text": "Done: that change is made."}
 
     # -- acting ----------------------------------------------------------------------------
 
@@ -116,6 +125,12 @@ class FaithfulAgent:
         if self.say is not None:
             said, self.say = self.say, None
             return Turn(self._text(said))
+        if self.user_id is not None and not self.authenticated:
+            # look the user up first, as the policy's authentication protocol asks
+            self.authenticated = True
+            key = self.spec.table(self.actor).primary_key
+            if key:
+                return self._call(f"query_{self.actor}", {key[0].name: self.user_id})
         if self.job is None and self.queue:
             self.job = _Job(self.queue.pop(0))
         if self.job is None:
@@ -124,7 +139,9 @@ class FaithfulAgent:
         if call is None:
             self.job = None
             return Turn(text_message("I could not identify the record you mean."))
-        tool, args = call
+        return self._call(*call)
+
+    def _call(self, tool: str, args: dict[str, Any]) -> Turn:
         self.pending = (tool, args)
         self.count += 1
         return Turn(tool_call_message(f"call_{self.count}", tool, json.dumps(args, sort_keys=True)))
@@ -148,10 +165,80 @@ class FaithfulAgent:
                 return step
             if slot not in job.keys:
                 return None
+        args = self._args(job, tool)
+        read = self._linked_read(job, tool.table, self._new_row(job, tool, args), LINK_DEPTH)
+        if read is None:
+            read = self._catalogue_read(tool)
+        if read is not None:
+            return read
         job.writes += 1
         if job.writes > MAX_TRIES:
             return None
-        return tool.name, self._args(job, tool)
+        return tool.name, self._required(job, tool, args)
+
+    def _new_row(self, job: _Job, tool: ToolSpec, args: dict[str, Any]) -> dict[str, Any]:
+        """The row the write would make: the record as last seen (updates) overlaid by args."""
+        old = self._old_row(job, tool)
+        return {**(old or {}), **args}
+
+    def _old_row(self, job: _Job, tool: ToolSpec) -> dict[str, Any] | None:
+        if tool.kind != "update" or "target" not in job.keys:
+            return None
+        key = tool.key or "id"
+        rows = [r for r in self.seen.get(tool.table, []) if r.get(key) == job.keys["target"]]
+        return rows[-1] if rows else None
+
+    def _linked_read(
+        self, job: _Job, table: str, row: dict[str, Any], depth: int
+    ) -> tuple[str, dict[str, Any]] | None:
+        """A read of a record the row links to (and the records those link to), once per
+        request, so the policy's formulas can be worked out on current rows."""
+        for col in self.spec.table(table).columns:
+            value = row.get(col.name)
+            if col.references is None or value is None:
+                continue
+            parent, parent_col = col.references.split(".")
+            text = json.dumps(["link", parent, parent_col, value], sort_keys=True, default=str)
+            if text not in job.lookups:
+                job.lookups.add(text)
+                return f"query_{parent}", {parent_col: value}
+            seen = [r for r in self.seen.get(parent, []) if r.get(parent_col) == value]
+            if seen and depth > 1:
+                found = self._linked_read(job, parent, seen[-1], depth - 1)
+                if found is not None:
+                    return found
+        return None
+
+    def _catalogue_read(self, tool: ToolSpec) -> tuple[str, dict[str, Any]] | None:
+        """A read of a catalogue (a reference table) the policy's formulas for this write look
+        up, once per conversation: formulas join them on more than the row's own links."""
+        for rule in self._formulas(tool, None):
+            text = rule.repair.value if rule.repair is not None else ""
+            for table in _TABLES.findall(f"{text} {rule.condition}"):
+                tier = next((t.tier for t in self.spec.tables if t.name == table), None)
+                if tier == "reference" and table not in self.catalogues:
+                    self.catalogues.add(table)
+                    return f"query_{table}", {"limit": CATALOGUE_ROWS}
+        return None
+
+    def _required(self, job: _Job, tool: ToolSpec, args: dict[str, Any]) -> dict[str, Any]:
+        """Fill a required column nobody stated from the policy's formula for it, when a
+        calculation rule gives one (an insert cannot leave it out)."""
+        if tool.kind != "insert":
+            return args
+        stated = self._stated(job, tool)
+        for col in self.spec.table(tool.table).columns:
+            if col.name in args or col.name in stated or not col.required_on_insert:
+                continue
+            for rule in self._formulas(tool, None):
+                if rule.repair is not None and rule.repair.column == col.name:
+                    if rule.when and not self._formula(tool, args, job, rule.when):
+                        continue
+                    value = self._formula(tool, args, job, rule.repair.value)
+                    if value is not None:
+                        args[col.name] = job.decided[col.name] = value
+                        break
+        return args
 
     def _key_column(self, slot: str, tool: ToolSpec) -> tuple[str, str]:
         """(table, column) whose value a named record supplies."""
@@ -176,7 +263,7 @@ class FaithfulAgent:
         if text not in job.lookups:
             job.lookups.add(text)
             return f"query_{ref.table}", match
-        rows = [r for r in self.seen.get(table, []) if _matches(r, match)]
+        rows = [r for r in self._current(table) if _matches(r, match)]
         keys = {json.dumps(r.get(column), default=str) for r in rows}
         if len(keys) == 1:
             job.keys[slot] = rows[-1][column]
@@ -195,11 +282,20 @@ class FaithfulAgent:
             out[col] = found
         return out
 
+    def _current(self, table: str) -> list[dict[str, Any]]:
+        """The rows of ``table`` seen so far, each record in the last version seen."""
+        keys = [c.name for c in self.spec.table(table).primary_key]
+        latest: dict[str, dict[str, Any]] = {}
+        for row in self.seen.get(table, []):
+            ident = [row.get(k) for k in keys] if keys else row
+            latest[json.dumps(ident, sort_keys=True, default=str)] = row
+        return list(latest.values())
+
     def _known_key(self, table: str, col: str, parent: RowRef) -> Any:
         fk = self.spec.table(table).column(col).references or ""
         parent_table, parent_col = fk.split(".")
         plain = {k: v for k, v in parent.match.items() if not isinstance(v, RowRef)}
-        rows = [r for r in self.seen.get(parent_table, []) if _matches(r, plain)]
+        rows = [r for r in self._current(parent_table) if _matches(r, plain)]
         keys = {json.dumps(r.get(parent_col), default=str) for r in rows}
         return rows[-1][parent_col] if len(keys) == 1 else None
 
@@ -272,7 +368,7 @@ class FaithfulAgent:
                 return True
         return self._other_choice(job, tool, rule, stated)
 
-    def _formulas(self, tool: ToolSpec, rule: Rule) -> list[Rule]:
+    def _formulas(self, tool: ToolSpec, rule: Rule | None) -> list[Rule]:
         """The rule itself when it has a formula, then the table's other calculation rules."""
         others = [
             r
@@ -282,7 +378,7 @@ class FaithfulAgent:
             and tool.kind in r.on
             and r is not rule
         ]
-        return ([rule] if rule.repair is not None else []) + others
+        return ([rule] if rule is not None and rule.repair is not None else []) + others
 
     def _formula(self, tool: ToolSpec, args: dict[str, Any], job: _Job, expr: str) -> Any:
         """A policy formula over the rows seen: NEW is the row the write would make."""

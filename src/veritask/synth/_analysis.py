@@ -69,6 +69,7 @@ class DomainModel:
     """The spec's tools by name: what a tool name means (kind, table, key), never parsed."""
     values: ValueRules | None = field(default=None, repr=False, compare=False)
     """Where made-up values come from and the schema bounds they keep (see ``_values``)."""
+    _fixed: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_spec(cls, spec: DomainSpec) -> DomainModel:
@@ -125,16 +126,71 @@ class DomainModel:
 
     def agent_decides(self, tx: Transaction) -> set[str]:
         """Parameters the agent must derive: declared ones plus columns repaired by calculation rules."""
-        table = self.tool(tx.tool).table
         out = set(tx.agent_decides)
-        for rule in self.spec.rules:
-            if (
-                rule.table == table
-                and rule.repair is not None
-                and rule.repair.column in tx.parameters
-            ):
-                out.add(rule.repair.column)
+        out.update(r.repair.column for r in self.repairs(tx) if r.repair is not None)
         return out
+
+    def repairs(self, tx: Transaction) -> list[Rule]:
+        """Calculation rules with a repair formula for one of the transaction's parameters, on
+        its table and event (whether their ``when`` guard holds depends on the call)."""
+        tool = self.tool(tx.tool)
+        return [
+            r
+            for r in self.spec.rules
+            if r.table == tool.table
+            and tool.kind in r.on
+            and r.repair is not None
+            and r.repair.column in tx.parameters
+        ]
+
+    def fixed_values(self, tx: Transaction) -> dict[str, Any]:
+        """Values the procedure's own name fixes: an enum parameter with exactly one value
+        named like a word of the procedure's id (``cancel_flight`` sets ``status`` to
+        ``CANCELLED``, ``drop_course`` to ``DROPPED``). Empty when the name fixes nothing."""
+        if tx.id not in self._fixed:
+            self._fixed[tx.id] = self._named_values(tx)
+        return dict(self._fixed[tx.id])
+
+    def _named_values(self, tx: Transaction) -> dict[str, Any]:
+        table = self.spec.table(self.tool(tx.tool).table)
+        stems = [w.rstrip("e") for w in tx.id.split("_") if len(w) >= 4]
+        out: dict[str, Any] = {}
+        for name in tx.parameters:
+            column = table.column(name) if name in table.column_names else None
+            if column is None or column.enum is None:
+                continue
+            named = [v for v in column.enum if any(str(v).lower().startswith(s) for s in stems)]
+            if len(named) == 1:
+                out[name] = named[0]
+        return out
+
+    def taken_values(self, tx: Transaction) -> dict[str, set[Any]]:
+        """Values other procedures on the same tool fix (see ``fixed_values``): asking for one
+        of them under this procedure's name would be incoherent."""
+        own = self.fixed_values(tx)
+        out: dict[str, set[Any]] = {}
+        for other in self.write_transactions:
+            if other.tool != tx.tool or other.id == tx.id:
+                continue
+            for col, value in self.fixed_values(other).items():
+                if own.get(col) != value:
+                    out.setdefault(col, set()).add(value)
+        return out
+
+    def transaction_of_call(self, tool: str, args: Mapping[str, Any]) -> Transaction | None:
+        """The procedure a write call performs: among those on ``tool``, one whose fixed values
+        the call agrees with, covering most of its arguments."""
+        options = [
+            tx
+            for tx in self.write_transactions
+            if tx.tool == tool
+            and all(args.get(c, v) == v for c, v in self.fixed_values(tx).items())
+        ]
+        if not options:
+            return None
+        return max(
+            options, key=lambda tx: (len(set(args) & set(tx.parameters)), -len(tx.parameters))
+        )
 
     def rules_for(self, tool: str) -> list[Rule]:
         """Rules guarding the tool's table and event."""

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from veritask.env import Environment, ToolResult
-from veritask.policy import Call, Column, Rule, ToolSpec, Transaction
+from veritask.policy import Call, Rule, ToolSpec, Transaction
 from veritask.synth._analysis import DomainModel, implicated_columns, row_key, target_key
+from veritask.synth._refs import AskMaker, lookups
 from veritask.synth._sampler import Sampler, StateView
-from veritask.task import WitnessCall
+from veritask.task import Ask, RowRef, WitnessCall
 
 MAX_ATTEMPTS = 4
 AIM_PROBES = 8
@@ -34,6 +35,10 @@ class Hit:
     rule: str
     changed: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     """param -> (value tried, value accepted)."""
+    ask: Ask | None = None
+    """The revised request the user accepts after the refusal (built when it is made)."""
+    created: SubGoalTrace | None = None
+    """A parent record opened for the revised request (after a quota)."""
 
 
 @dataclass
@@ -47,6 +52,8 @@ class SubGoalTrace:
     hits: list[Hit] = field(default_factory=list)
     decided: set[str] = field(default_factory=set)
     created_parent: SubGoalTrace | None = None
+    ask: Ask | None = None
+    """The user's first request, built on the state it met."""
 
 
 @dataclass
@@ -61,6 +68,8 @@ class Episode:
     declined: tuple[Transaction, dict[str, Any], dict[str, Any] | None, Rule] | None = None
     """A first goal the policy forbade, which the user gave up before the goals that follow."""
     target: bytes = b""
+    refused_ask: Ask | None = None
+    """The request of ``refusal`` or ``declined``, built on the state it met."""
 
     @property
     def rejected(self) -> list[str]:
@@ -83,6 +92,11 @@ class SymbolicExplorer:
     """Explores one task from an origin state."""
 
     refused: tuple[Transaction, dict[str, Any], dict[str, Any] | None, Rule] | None = None
+    refused_ask: Ask | None = None
+    declined: tuple[
+        tuple[Transaction, dict[str, Any], dict[str, Any] | None, Rule] | None, Ask | None
+    ] = (None, None)
+    """The goal the user gave up before the others, with its request."""
     pre_traces: list[SubGoalTrace]
     grounding = True
     """Issue the reads a real consultant would make (off when the Set Designer seeds history)."""
@@ -102,6 +116,7 @@ class SymbolicExplorer:
         self.rng = rng
         self.witness: list[WitnessCall] = []
         self.pre_traces = []
+        self._looked: set[str] = set()
 
     # -- calls -----------------------------------------------------------------------------
 
@@ -129,34 +144,39 @@ class SymbolicExplorer:
         table = self.model.spec.table(self.model.actor)
         self._read(table.name, {table.primary_key[0].name: actor})
 
-    def _ground(self, tx: Transaction, args: dict[str, Any], actor: Any) -> None:
-        if not self.grounding:
-            return
-        tool = self.model.tool(tx.tool)
-        key = target_key(tool)
-        if key is not None:
-            self._read(tool.table, {key: args[key]})
-            return
-        for col in self.model.spec.table(tool.table).columns:
-            if col.name in args and col.references:
-                self._ground_link(col, args[col.name], actor)
+    def decided(self, tx: Transaction, args: dict[str, Any]) -> set[str]:
+        """What the agent works out for this call: the procedure's ``agent_decides`` and the
+        repair column of each calculation rule whose ``when`` guard holds for the call."""
+        out = set(tx.agent_decides)
+        for rule in self.model.repairs(tx):
+            assert rule.repair is not None
+            if rule.when is None or self.env.evaluate(rule.when, tx.tool, args):
+                out.add(rule.repair.column)
+        return out
 
-    def _ground_link(self, col: Column, value: Any, actor: Any) -> None:
-        """Look up the record a foreign-key argument points at, as the user would name it."""
-        assert col.references is not None
-        parent, parent_key = col.references.split(".")
-        if parent == self.model.actor:
+    def _request(self, tx: Transaction, args: dict[str, Any], actor: Any) -> Ask | None:
+        """The request a call answers, built on the state it meets; the reads a consultant
+        makes to find the records it names are made first. None when not grounding (the Set
+        Designer seeding history)."""
+        if not self.grounding:
+            return None
+        maker = AskMaker(self.model, self.view, actor)
+        ask = maker.ask(tx, args, self.decided(tx, args))
+        for ref in [r for r in (ask.target, *ask.refs.values()) if r is not None]:
+            for part in lookups(ref):
+                self._look_up(maker, part)
+        return ask
+
+    def _look_up(self, maker: AskMaker, ref: RowRef) -> None:
+        """Read the rows a ref matches (once per match), unless it holds the record's key."""
+        table = self.model.spec.table(ref.table)
+        if any(c.name in ref.match for c in table.primary_key):
             return
-        path = self.model.owner_path.get(parent, [])
-        if len(path) == 1 and path[0][1] == self.model.actor:
-            self._read(parent, {path[0][0]: actor})
-            return
-        label = self.model.label.get(parent)
-        row = self.view.get(parent, value)
-        if label and row is not None:
-            self._read(parent, {label: row[label]})
-        else:
-            self._read(parent, {parent_key: value})
+        match = maker.scalar(ref)
+        text = json.dumps([ref.table, match], sort_keys=True, default=str)
+        if text not in self._looked:
+            self._looked.add(text)
+            self._read(ref.table, match)
 
     # -- one goal --------------------------------------------------------------------------
 
@@ -171,12 +191,14 @@ class SymbolicExplorer:
         found = self._aim_by_example(tx, rule, actor, snap)
         if found is not None:
             return found
-        cols = [c for c in implicated_columns(rule) if c in tx.parameters]
+        fixed = self._fixed(tx)
+        cols = [c for c in implicated_columns(rule) if c in tx.parameters and c not in fixed]
         for _ in range(AIM_PROBES):
             target = self.rng.choice(targets)
             args = self.sampler.sample(tx, actor, target)
             if args is None:
                 continue
+            args = self._coherent(tx, args, target)
             aimed = self._walk(tx, rule, args, cols, actor, target, snap)
             if aimed is not None:
                 return aimed, target, []
@@ -188,6 +210,8 @@ class SymbolicExplorer:
         """The first of the spec's own violating examples that still collides with ``rule``
         here, with its lead-up calls (tried and undone)."""
         for prefix, example in self._example_calls(tx, rule, actor):
+            if not self._fits(tx, example):
+                continue
             if all(self.env.call(c.tool, c.args).ok for c in prefix):
                 self.view.invalidate()
                 hit = self._target_of(tx, example)
@@ -232,25 +256,32 @@ class SymbolicExplorer:
         return None
 
     def _lead_up(self, prefix: list[Call], actor: Any) -> bool:
-        """Run an example's accepted lead-up calls for real, each as a goal of its own."""
+        """Run an example's accepted lead-up calls for real, each as a requested goal of its
+        own (``pre_traces``). A write no procedure stands for cannot be requested: False."""
         for call in prefix:
-            tx = next((t for t in self.model.write_transactions if t.tool == call.tool), None)
-            if tx is None or not self.model.writes(call.tool):
+            if not self.model.writes(call.tool):
                 if not self._call(call.tool, dict(call.args)).ok:
                     return False
                 continue
-            target = self._target_of(tx, call.args)
-            self._ground(tx, dict(call.args), actor)
-            result = self._call(call.tool, dict(call.args))
+            tx = self.model.transaction_of_call(call.tool, call.args)
+            if tx is None:
+                return False
+            args = self._effective(tx, dict(call.args))
+            if args is None:
+                return False
+            target = self._target_of(tx, args)
+            ask = self._request(tx, args, actor)
+            result = self._call(call.tool, args)
             if not result.ok:
                 return False
             self.pre_traces.append(
                 SubGoalTrace(
                     tx=tx,
-                    args=dict(call.args),
+                    args=args,
                     result=result.result or {},
                     target=target,
-                    decided=self.model.agent_decides(tx),
+                    decided=self.decided(tx, args),
+                    ask=ask,
                 )
             )
         return True
@@ -293,6 +324,22 @@ class SymbolicExplorer:
                     out.append((prefix, {k: v for k, v in call.args.items() if v is not None}))
         return out
 
+    def _fixed(self, tx: Transaction) -> dict[str, Any]:
+        """What the procedure's name fixes (nothing while seeding history: no one asks)."""
+        return self.model.fixed_values(tx) if self.grounding else {}
+
+    def _taken(self, tx: Transaction) -> dict[str, set[Any]]:
+        """What sibling procedures fix (nothing while seeding history)."""
+        return self.model.taken_values(tx) if self.grounding else {}
+
+    def _fits(self, tx: Transaction, args: dict[str, Any]) -> bool:
+        """True when a request agrees with what the procedure's name fixes."""
+        fixed = self._fixed(tx)
+        taken = self._taken(tx)
+        return all(args.get(c, v) == v for c, v in fixed.items()) and not any(
+            args.get(c) in values for c, values in taken.items()
+        )
+
     def _target_of(self, tx: Transaction, args: dict[str, Any]) -> dict[str, Any] | None:
         tool = self.model.tool(tx.tool)
         key = target_key(tool)
@@ -311,7 +358,7 @@ class SymbolicExplorer:
         """An imperfect request: a different choice, a missing detail, or a name not on file."""
         tool = self.model.tool(tx.tool)
         column = self.model.spec.table(tool.table).column(col)
-        if col == target_key(tool):
+        if col == target_key(tool) or col in self._fixed(tx):
             return
         roll = self.rng.random()
         if not column.not_null and roll < 0.15:
@@ -327,7 +374,7 @@ class SymbolicExplorer:
             args[col] = f"{args.get(col, 'x')}_{self.rng.randint(10, 99)}"
         else:
             value = self.sampler.value(tx, column, actor, target, naive=False)
-            if value is not None:
+            if value is not None and value not in self._taken(tx).get(col, ()):
                 args[col] = value
 
     def _candidates(
@@ -344,7 +391,8 @@ class SymbolicExplorer:
             values = list(self.sampler.number_pool(table, column, target))
         else:
             values = [self.sampler.text_value(table, column)]
-        values = [v for v in values if v != current]
+        taken = self._taken(tx).get(col, set())
+        values = [v for v in values if v != current and v not in taken]
         self.rng.shuffle(values)
         return values
 
@@ -363,8 +411,16 @@ class SymbolicExplorer:
                 return {**args, rule.repair.column: value}
         snap = self.env.image()
         key = target_key(self.model.tool(tx.tool))
-        cols = [c for c in implicated_columns(rule, guard=False) if c in tx.parameters and c != key]
+        fixed = self._fixed(tx)
+        cols = [
+            c
+            for c in implicated_columns(rule, guard=False)
+            if c in tx.parameters and c != key and c not in fixed
+        ]
         self.rng.shuffle(cols)
+        # what the agent decides comes first: an agent fixes those before it asks the user
+        decided = self.decided(tx, args) if self.grounding else set()
+        cols.sort(key=lambda c: c not in decided)
         if key is not None and not cols:
             cols = [key]  # the rule is about the record itself: pick another record
         fallback = None
@@ -444,14 +500,7 @@ class SymbolicExplorer:
             return None
         args, target = first
         start = len(self.witness)
-        self._ground(tx, args, actor)
-        trace = SubGoalTrace(
-            tx=tx,
-            args=args,
-            result={},
-            target=dict(target) if target else None,
-            decided=self.model.agent_decides(tx),
-        )
+        trace = SubGoalTrace(tx=tx, args=args, result={}, target=dict(target) if target else None)
         return self._pursue(trace, tool, args, target, actor, start)
 
     def _targets(
@@ -491,7 +540,41 @@ class SymbolicExplorer:
             return None
         if fixed and tool.kind == "insert":
             sampled.update(fixed)
-        return sampled, target
+        sampled = self._coherent(tx, sampled, target)
+        return None if self._effective(tx, sampled) is None else (sampled, target)
+
+    def _coherent(
+        self, tx: Transaction, args: dict[str, Any], target: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """The request as the procedure's name means it: the values its name fixes, and none
+        that another procedure on the same tool fixes (``post_final_grade`` never asks for
+        the status ``drop_course`` sets)."""
+        args = {**args, **self._fixed(tx)}
+        table = self.model.spec.table(self.model.tool(tx.tool).table)
+        for col, taken in self._taken(tx).items():
+            if args.get(col) not in taken:
+                continue
+            current = target.get(col) if target else None
+            enum = table.column(col).enum or []
+            options = [v for v in enum if v not in taken and v != current]
+            if options:
+                args[col] = self.rng.choice(options)
+            else:
+                args.pop(col)
+        return args
+
+    def _effective(self, tx: Transaction, args: dict[str, Any]) -> dict[str, Any] | None:
+        """The request without the values an update would not change (asking for them says
+        nothing); None when nothing is left to change."""
+        tool = self.model.tool(tx.tool)
+        key = target_key(tool)
+        if key is None or not self.grounding:
+            return args
+        row = self.view.get(tool.table, args.get(key))
+        if row is None:
+            return args
+        kept = {k: v for k, v in args.items() if k == key or k not in row or row[k] != v}
+        return kept if len(kept) > 1 else None
 
     def _pursue(
         self,
@@ -504,19 +587,23 @@ class SymbolicExplorer:
     ) -> SubGoalTrace | None:
         """Attempt the write, and after each policy rejection an alternative, until one is
         accepted (the trace) or the alternatives run out (None; ``refused`` is set when nothing
-        was written since ``start``)."""
+        was written since ``start``). Each attempt's request is built on the state it meets."""
         tx = trace.tx
         first_refusal = None
         tried: set[str] = set()
         for _ in range(MAX_ATTEMPTS):
-            fingerprint = json.dumps(args, sort_keys=True, default=str)
-            if fingerprint in tried:
-                break  # the alternatives went round in a circle: no new request to make
+            effective = self._effective(tx, args)
+            fingerprint = json.dumps(effective, sort_keys=True, default=str)
+            if effective is None or fingerprint in tried:
+                break  # nothing left to change, or the alternatives went round in a circle
+            args = effective
             tried.add(fingerprint)
+            self._note(trace, self._request(tx, args, actor))
             mark = len(self.witness)
             result = self._call(tx.tool, args)
             if result.ok:
                 trace.args, trace.result = args, result.result or {}
+                trace.decided = self.decided(tx, args)
                 return trace
             err = result.error
             if err is None or not err.violated_rule:
@@ -531,8 +618,16 @@ class SymbolicExplorer:
             args, target = step
         # Out of alternatives: if nothing was written, the user has to give this goal up.
         if first_refusal is not None and not self._wrote_since(start):
-            self.refused = first_refusal
+            self.refused, self.refused_ask = first_refusal, trace.ask
         return None
+
+    @staticmethod
+    def _note(trace: SubGoalTrace, ask: Ask | None) -> None:
+        """Keep an attempt's request: the first one is the goal's, later ones revise it."""
+        if trace.hits:
+            trace.hits[-1].ask = ask
+        else:
+            trace.ask = ask
 
     def _alternative(
         self,
@@ -547,19 +642,19 @@ class SymbolicExplorer:
         after a quota), recorded as a hit; with the target record it now points at."""
         tx = trace.tx
         repaired = self._repair(tx, rule, args, actor, target)
+        created = None
         if repaired is None and rule.category == "quota":
             made = self._new_parent(tx, rule, args, actor)
             if made is not None:
-                repaired, trace.created_parent = made
+                repaired, created = made
+                trace.created_parent = created
         if repaired is None:
             return None
-        trace.hits.append(
-            Hit(rule.id, {k: (args.get(k), v) for k, v in repaired.items() if args.get(k) != v})
-        )
+        changed = {k: (args.get(k), v) for k, v in repaired.items() if args.get(k) != v}
+        trace.hits.append(Hit(rule.id, changed, created=created))
         key = target_key(tool)
         if key is not None and repaired[key] != args[key]:
             target = self.view.get(tool.table, repaired[key])
-            self._ground(tx, repaired, actor)
         return repaired, target
 
     def _wrote_since(self, start: int) -> bool:
@@ -589,41 +684,77 @@ class SymbolicExplorer:
         chain: float,
         allow_refusal: bool,
     ) -> Episode | None:
-        """One episode for ``actor``: a first goal (aimed at a rule), maybe follow-ups."""
-        self.witness = []
-        self.refused = None
+        """One episode for ``actor``: a first goal (aimed at a rule), maybe follow-ups. Every
+        accepted write of the witness is a goal of the episode (lead-up writes included), and
+        whatever is rolled back leaves the witness too."""
+        self.witness, self._looked = [], set()
+        self.refused, self.refused_ask = None, None
         self.authenticate(actor)
-        snap = self.env.image()
-        trace = self.achieve(first, actor, aim)
-        declined = None
+        trace, refused = self._opening(actor, first, aim, allow_refusal)
+        if refused is not None:
+            return refused
         if trace is None:
-            if self.refused is None:
-                return None
-            self.env.restore(snap)  # a forbidden goal leaves nothing behind
-            self.view.invalidate()
-            if allow_refusal:
-                return Episode(actor, list(self.witness), [], refusal=self.refused)
-            # the user accepts the refusal and moves on to another request
-            declined = self.refused
-            nxt = self.rng.choice(
-                [t for t in self.model.write_transactions if t is not first] or [first]
-            )
-            trace = self.achieve(nxt, actor, aim=self._aim_for(nxt))
-            if trace is None:
-                return None
-        goals = [trace]
+            return None
+        goals = [*self.pre_traces, trace]
+        declined, declined_ask = self.declined
         while len(goals) < max_goals and self.rng.random() < chain:
             nxt = self.follow_up(goals[-1]) or self.rng.choice(self.model.write_transactions)
-            mark, snap = len(self.witness), self.env.image()
-            self.pre_traces = []
-            more = self.achieve(nxt, actor, aim=self._aim_for(nxt))
+            more = self._attempt(nxt, actor)
             if more is None:
-                del self.witness[mark:]
-                self.env.restore(snap)
-                self.view.invalidate()
                 break
-            goals += [*self.pre_traces, more]
-        return Episode(actor, list(self.witness), goals, declined=declined)
+            goals += more
+        return Episode(
+            actor, list(self.witness), goals, declined=declined, refused_ask=declined_ask
+        )
+
+    def _attempt(self, tx: Transaction, actor: Any, aim: bool = True) -> list[SubGoalTrace] | None:
+        """One more goal (with its lead-up goals), or None with the witness and the state as
+        they were before it."""
+        mark, snap = len(self.witness), self.env.image()
+        self.pre_traces = []
+        more = self.achieve(tx, actor, aim=self._aim_for(tx) if aim else None)
+        if more is None:
+            del self.witness[mark:]
+            self.env.restore(snap)
+            self.view.invalidate()
+            self.pre_traces = []
+            return None
+        return [*self.pre_traces, more]
+
+    def _opening(
+        self, actor: Any, first: Transaction, aim: Rule | None, allow_refusal: bool
+    ) -> tuple[SubGoalTrace | None, Episode | None]:
+        """The first goal; or the refusal episode when the policy forbids it outright; or,
+        when the user gives it up and moves on, the next goal (``declined`` keeps the first)."""
+        self.declined = (None, None)
+        self.pre_traces = []
+        mark, snap = len(self.witness), self.env.image()
+        trace = self.achieve(first, actor, aim)
+        if trace is not None:
+            return trace, None
+        lead_up = bool(self.pre_traces)
+        self.env.restore(snap)  # a forbidden goal leaves nothing behind
+        self.view.invalidate()
+        self.pre_traces = []
+        if self.refused is None or lead_up:
+            # nothing to refuse, or the refusal needs writes the user never asked for
+            del self.witness[mark:]
+            return None, None
+        if allow_refusal:
+            episode = Episode(
+                actor, list(self.witness), [], refusal=self.refused, refused_ask=self.refused_ask
+            )
+            return None, episode
+        # the user accepts the refusal and moves on to another request
+        self.declined = (self.refused, self.refused_ask)
+        nxt = self.rng.choice(
+            [t for t in self.model.write_transactions if t is not first] or [first]
+        )
+        more = self._attempt(nxt, actor)
+        if more is None:
+            return None, None
+        *self.pre_traces, trace = more
+        return trace, None
 
     def _aim_for(self, tx: Transaction) -> Rule | None:
         rules = self.model.rules_for(tx.tool)

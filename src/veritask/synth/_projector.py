@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from veritask.policy import Transaction
-from veritask.synth._analysis import DomainModel, column_words, humanize, row_key, target_key
-from veritask.synth._explorer import Episode, SubGoalTrace
+from veritask.synth._analysis import DomainModel, column_words, humanize, row_key
+from veritask.synth._explorer import Episode, Hit, SubGoalTrace
+from veritask.synth._refs import AskMaker, part_text, ref_text
 from veritask.synth._sampler import StateView
-from veritask.task import SubGoal, TaskDescription, UserProfile
+from veritask.task import Ask, Fallback, SubGoal, TaskDescription, UserProfile
 
 _IDENT = re.compile(r"\b[A-Za-z]+(?:_[A-Za-z0-9]+)+\b")
 
@@ -101,26 +102,23 @@ class SymbolicProjector:
             return described
         return f"{column_words(col)} {value}"
 
-    def _details(
-        self, view: StateView, trace: SubGoalTrace, args: dict[str, Any], actor: Any
-    ) -> list[str]:
-        tool = self.model.tool(trace.tx.tool)
-        table = tool.table
-        t = self.model.spec.table(table)
-        key = target_key(tool)
-        out = []
-        for col, value in args.items():
-            if col == key or col in trace.decided:
-                continue
-            column = t.column(col)
-            if value is None or (
-                column.references
-                and column.references.split(".")[0] == self.model.actor
-                and value == actor
-            ):
-                continue
-            out.append(self.value_text(view, table, col, value, actor))
-        return out
+    # -- requests, rendered from their structure -----------------------------------------
+
+    def _ask(self, view: StateView, trace: SubGoalTrace, actor: Any) -> Ask:
+        """The goal's first request: as the Explorer built it on the state it met, else (an
+        episode recorded without requests) built on ``view``."""
+        if trace.ask is not None:
+            return trace.ask
+        return AskMaker(self.model, view, actor).ask(trace.tx, self._initial(trace), trace.decided)
+
+    def _revised(self, view: StateView, trace: SubGoalTrace, hit: Hit, actor: Any) -> Ask:
+        if hit.ask is not None:
+            return hit.ask
+        args = dict(trace.args)
+        for later in trace.hits[trace.hits.index(hit) + 1 :]:
+            for col, (tried, _) in later.changed.items():
+                args[col] = tried
+        return AskMaker(self.model, view, actor).ask(trace.tx, args, trace.decided)
 
     def _initial(self, trace: SubGoalTrace) -> dict[str, Any]:
         args = dict(trace.args)
@@ -130,57 +128,93 @@ class SymbolicProjector:
                     args[col] = tried
         return args
 
-    def _request(
-        self, view: StateView, trace: SubGoalTrace, actor: Any, args: dict[str, Any]
-    ) -> str:
-        tx = trace.tx
-        details = self._details(view, trace, args, actor)
+    def _parts(self, ask: Ask, actor: Any, only: set[str] | None = None) -> list[str]:
+        """The values and named records of a request in words, in column order."""
+        table = self.model.spec.table(self.model.tool(ask.tool).table)
+        out = []
+        for col in table.columns:
+            if only is not None and col.name not in only:
+                continue
+            if col.name in ask.values:
+                out.append(part_text(self.model, table.name, col.name, ask.values[col.name], actor))
+            elif col.name in ask.refs:
+                out.append(part_text(self.model, table.name, col.name, ask.refs[col.name], actor))
+        return out
+
+    def render(self, tx: Transaction, ask: Ask, actor: Any) -> str:
+        """A request's text, saying every value the ask states."""
+        details = self._parts(ask, actor)
         what = tx.name[0].lower() + tx.name[1:]
-        tool = self.model.tool(tx.tool)
-        key = target_key(tool)
-        if key is not None:
-            subject = self.describe(view, tool.table, args[key], actor)
+        if ask.target is not None:
+            subject = ref_text(self.model, ask.target, actor)
             tail = f" ({', '.join(details)})" if details else ""
             return f"Ask the agent to {what} for {subject}{tail}."
         tail = f": {', '.join(details)}" if details else ""
         return f"Ask the agent to {what}{tail}."
 
-    def _triggers(
-        self, view: StateView, trace: SubGoalTrace, actor: Any
-    ) -> tuple[list[str], list[str]]:
+    def _fallbacks(
+        self, view: StateView, trace: SubGoalTrace, first: Ask, actor: Any
+    ) -> tuple[list[Fallback], list[str], list[str]]:
+        """One fallback (and its trigger) per refusal the user reacts to by changing what they
+        ask for; the beliefs the first request stood on."""
+        fallbacks: list[Fallback] = []
         triggers: list[str] = []
         beliefs: list[str] = []
-        table = self.model.tool(trace.tx.tool).table
+        prev = first
         for hit in trace.hits:
-            rule = self.model.spec.rule(hit.rule)
-            visible = {c: v for c, v in hit.changed.items() if c not in trace.decided}
-            if not visible:
+            then = self._revised(view, trace, hit, actor)
+            changed = _changed(prev, then)
+            if not changed and hit.created is None:
+                prev = then
                 continue
-            accepted = ", ".join(
-                self.value_text(view, table, c, new, actor) for c, (_, new) in visible.items()
+            rule = self.model.spec.rule(hit.rule)
+            made = [self._final_ask(view, hit.created, actor)] if hit.created else []
+            fallbacks.append(Fallback(rule=rule.id, then=then, first=made))
+            triggers.append(self._trigger(rule.message, then, changed, made, hit, actor))
+            beliefs += self._beliefs(prev, changed, actor)
+            prev = then
+        return fallbacks, triggers, beliefs
+
+    def _final_ask(self, view: StateView, trace: SubGoalTrace, actor: Any) -> Ask:
+        """What the user asks for in the end (a parent record opened on the way)."""
+        return (
+            self._revised(view, trace, trace.hits[-1], actor)
+            if trace.hits
+            else self._ask(view, trace, actor)
+        )
+
+    def _trigger(
+        self, message: str, then: Ask, changed: set[str], made: list[Ask], hit: Hit, actor: Any
+    ) -> str:
+        accepted = self._parts(then, actor, changed)
+        if "target" in changed and then.target is not None:
+            accepted.insert(0, ref_text(self.model, then.target, actor))
+        instead = f"accept {', '.join(accepted)} instead" if accepted else "try again"
+        if made and hit.created is not None:
+            opened = ", ".join(self._parts(made[0], actor))
+            name = hit.created.tx.name.lower()
+            return f"IF the agent explains that this is not possible ({plain(message)}), THEN agree to {name} ({opened}) and {instead}."
+        return (
+            f"IF the agent explains that this is not possible ({plain(message)}), THEN {instead}."
+        )
+
+    def _beliefs(self, prev: Ask, changed: set[str], actor: Any) -> list[str]:
+        tried = self._parts(prev, actor, changed)
+        if "target" in changed and prev.target is not None:
+            tried.insert(0, ref_text(self.model, prev.target, actor))
+        missing = [
+            column_words(c)
+            for c in sorted(changed - {"target"})
+            if c not in prev.values and c not in prev.refs
+        ]
+        out = []
+        if tried:
+            out.append(f"You believe {', '.join(tried)} is acceptable for this request.")
+        if missing:
+            out.append(
+                f"You do not think the {', '.join(missing)} is needed, and leave it out at first."
             )
-            missing = [column_words(c) for c, (old, _) in visible.items() if old is None]
-            tried = ", ".join(
-                self.value_text(view, table, c, old, actor)
-                for c, (old, _) in visible.items()
-                if old is not None
-            )
-            triggers.append(
-                f"IF the agent explains that this is not possible ({plain(rule.message)}), THEN accept {accepted} instead."
-            )
-            if tried:
-                beliefs.append(f"You believe {tried} is acceptable for this request.")
-            if missing:
-                beliefs.append(
-                    f"You do not think the {', '.join(missing)} is needed, and leave it out at first."
-                )
-        if trace.created_parent is not None:
-            parent = trace.created_parent
-            opened = ", ".join(self._details(view, parent, parent.args, actor))
-            triggers.append(
-                f"IF the agent says there is no room left, THEN agree to {parent.tx.name.lower()} ({opened}) and use it."
-            )
-        return triggers, beliefs
+        return out
 
     # -- the whole description -----------------------------------------------------------
 
@@ -207,12 +241,34 @@ class SymbolicProjector:
 
     def _refused(self, view: StateView, episode: Episode, item: Any, then: str) -> SubGoal:
         tx, args, target, rule = item
-        trace = SubGoalTrace(
-            tx=tx, args=args, result={}, target=target, decided=self.model.agent_decides(tx)
-        )
-        request = self._request(view, trace, episode.actor, args)
+        ask = episode.refused_ask
+        if ask is None:
+            trace = SubGoalTrace(
+                tx=tx, args=args, result={}, target=target, decided=self.model.agent_decides(tx)
+            )
+            ask = self._ask(view, trace, episode.actor)
         trigger = f"IF the agent explains that this is not possible ({plain(rule.message)}), THEN accept that it cannot be done and {then}."
-        return SubGoal(title=tx.name, request=request, reactive_triggers=[trigger])
+        return SubGoal(
+            title=tx.name,
+            request=self.render(tx, ask, episode.actor),
+            reactive_triggers=[trigger],
+            ask=ask,
+            fallbacks=[Fallback(rule=rule.id)],
+        )
+
+    def _subgoal(
+        self, view: StateView, trace: SubGoalTrace, actor: Any
+    ) -> tuple[SubGoal, list[str]]:
+        ask = self._ask(view, trace, actor)
+        fallbacks, triggers, beliefs = self._fallbacks(view, trace, ask, actor)
+        sub = SubGoal(
+            title=trace.tx.name,
+            request=self.render(trace.tx, ask, actor),
+            reactive_triggers=triggers,
+            ask=ask,
+            fallbacks=fallbacks,
+        )
+        return sub, beliefs
 
     def _public(self, text: str, internal: set[str]) -> list[str]:
         """Internal ids the user can know anyway: those inside the labels of records they are
@@ -231,12 +287,9 @@ class SymbolicProjector:
         subgoals: list[SubGoal] = []
         beliefs: list[str] = []
         for trace in episode.subgoals:
-            triggers, believed = self._triggers(view, trace, actor)
+            sub, believed = self._subgoal(view, trace, actor)
             beliefs += believed
-            request = self._request(view, trace, actor, self._initial(trace))
-            subgoals.append(
-                SubGoal(title=trace.tx.name, request=request, reactive_triggers=triggers)
-            )
+            subgoals.append(sub)
         if episode.declined is not None:
             subgoals.insert(
                 0, self._refused(view, episode, episode.declined, "move on to your next request")
@@ -272,6 +325,15 @@ class SymbolicProjector:
             known_ids=known,
         )
         return Projection(task=task, profile=profile, tags=tags, difficulty=difficulty)
+
+
+def _changed(prev: Ask, then: Ask) -> set[str]:
+    """What a revised request changes: columns stated or named differently, and ``target``."""
+    out = {"target"} if prev.target != then.target else set()
+    for part in ("values", "refs"):
+        old, new = getattr(prev, part), getattr(then, part)
+        out |= {c for c in set(old) | set(new) if old.get(c) != new.get(c) and c in new}
+    return out
 
 
 def _contains(text: str, key: str) -> bool:

@@ -29,7 +29,9 @@ from veritask.task import (
     DatasetDir,
     TaskPackage,
     certify,
+    decided_spoilers,
     find_spoilers,
+    grounding,
     sha256,
     text_keys,
 )
@@ -215,6 +217,10 @@ class UnitWorker:
                 result.discarded["spoiler leak"] = result.discarded.get("spoiler leak", 0) + 1
                 result.leaks.append(str(leak))
                 continue
+            reason = self._ungrounded(pkg, scene.origin)
+            if reason is not None:
+                result.discarded[reason] = result.discarded.get(reason, 0) + 1
+                continue
             refusals += int(pkg.refusal)
             retry = 0
             seen.add(pkg.target)
@@ -244,6 +250,11 @@ class UnitWorker:
         if cert.kind is not None:
             return "replay does not reach target"
         return None
+
+    def _ungrounded(self, pkg: TaskPackage, origin: bytes) -> str | None:
+        """The discard reason of a package whose text does not determine its witness's writes
+        (the second certificate), else None."""
+        return "ungrounded" if grounding(pkg, self.checker, origin) else None
 
     def _package(
         self,
@@ -282,6 +293,7 @@ class UnitWorker:
         """The package of a projected episode (after a last spoiler check)."""
         text = proj.task.render()
         spoilers = find_spoilers(text, self.spec, internal, proj.profile.known_ids)
+        spoilers += decided_spoilers(text, self.spec, episode.witness)
         if spoilers:
             raise SpoilerLeak(f"{spoilers} in {text!r}")
         target = ds.put_state(episode.target)

@@ -20,7 +20,7 @@ from veritask.task._package import (
 from veritask.task._protocol import Session
 from veritask.task._report import report_dataset
 from veritask.task._session import EnvSession
-from veritask.task._spoiler import find_spoilers, text_keys
+from veritask.task._spoiler import decided_spoilers, find_spoilers, text_keys
 from veritask.task._store import Closable, SessionStore, SessionStoreFull, UnknownSession
 from veritask.task._tau2 import export_tau2
 from veritask.task._trajectory import StopReason, ToolStep, Trajectory
@@ -56,6 +56,7 @@ __all__ = [
     "check_dataset",
     "cost_report",
     "dataset_ledger",
+    "decided_spoilers",
     "export_tau2",
     "find_spoilers",
     "grounding",

@@ -20,11 +20,14 @@ from veritask._util import sha256
 from veritask.env import CompiledDomain, Environment
 from veritask.task._certify import certify
 from veritask.task._dataset import DatasetDir, load_dataset
+from veritask.task._grounded import grounding
 from veritask.task._integrity import compare_seal, reference_schema, state_problem
 from veritask.task._package import TaskPackage
-from veritask.task._spoiler import find_spoilers, text_keys
+from veritask.task._spoiler import decided_spoilers, find_spoilers, text_keys
 
-FailureKind = Literal["replay", "diff", "spoiler", "duplicate", "spec_hash", "integrity"]
+FailureKind = Literal[
+    "replay", "diff", "spoiler", "ungrounded", "duplicate", "spec_hash", "integrity"
+]
 MAX_FAILURES = 100
 """At most this many failures are listed in a report (all are still counted in the totals)."""
 _ORIGIN_CACHE = 64
@@ -38,7 +41,10 @@ class CheckReport:
         tasks: Packages in the manifest.
         certified: Packages whose witness replayed with the recorded outcomes and ended at
             s_target (distance 0) under the current domain spec.
-        spoiler_free: Packages whose task description passed the spoiler check.
+        spoiler_free: Packages whose task description passed the spoiler check (no internal
+            id, schema identifier, or value the agent must work out).
+        grounded: Packages whose text determines every write of the witness (the second
+            certificate, :func:`veritask.task.grounding`).
         duplicates: Packages whose (origin, target) pair repeats an earlier package's.
         failures: ``{"id", "kind", "detail"}`` per problem, at most ``MAX_FAILURES`` of them.
     """
@@ -46,6 +52,7 @@ class CheckReport:
     tasks: int = 0
     certified: int = 0
     spoiler_free: int = 0
+    grounded: int = 0
     duplicates: int = 0
     failures: list[dict[str, str]] = field(default_factory=list)
 
@@ -60,11 +67,13 @@ class CheckReport:
             self.failures.append({"id": task_id, "kind": kind, "detail": detail})
 
     def to_json(self) -> dict[str, Any]:
-        """The report as ``{"tasks", "certified", "spoiler_free", "duplicates", "failures"}``."""
+        """The report as ``{"tasks", "certified", "spoiler_free", "grounded", "duplicates",
+        "failures"}``."""
         return {
             "tasks": self.tasks,
             "certified": self.certified,
             "spoiler_free": self.spoiler_free,
+            "grounded": self.grounded,
             "duplicates": self.duplicates,
             "failures": [dict(f) for f in self.failures],
         }
@@ -152,25 +161,37 @@ class _Checker:
 
 def _check_state(
     checker: _Checker, dom: _Domain, pkg: TaskPackage, origin: _Origin, report: CheckReport
-) -> None:
-    """Replay and diff; count the package as certified when both pass."""
+) -> bool:
+    """Replay and diff; count the package as certified when both pass (True)."""
     cert = certify(pkg, dom.env, origin.data, checker.ds.read_state(pkg.target))
     if cert.kind is not None:
         detail = cert.detail or ""
         if detail.startswith("s_target is not readable"):
             detail = detail.replace("s_target", f"s_target {pkg.target[:12]}…", 1)
         report.add_failure(pkg.id, cert.kind, detail)
-        return
+        return False
     report.certified += 1
+    return True
 
 
 def _check_spoilers(dom: _Domain, pkg: TaskPackage, origin: _Origin, report: CheckReport) -> None:
     spec, known = dom.compiled.spec, pkg.user_profile.known_ids
     found = find_spoilers(pkg.task_description, spec, origin.keys, known)
+    found += decided_spoilers(pkg.task_description, spec, pkg.witness)
     if found:
         report.add_failure(pkg.id, "spoiler", "; ".join(found))
     else:
         report.spoiler_free += 1
+
+
+def _check_grounded(dom: _Domain, pkg: TaskPackage, origin: _Origin, report: CheckReport) -> None:
+    """The second certificate: each ungrounded write is listed with the argument that is not."""
+    problems = grounding(pkg, dom.env, origin.data)
+    if problems:
+        detail = "; ".join(u.describe() for u in problems)
+        report.add_failure(pkg.id, "ungrounded", detail)
+    else:
+        report.grounded += 1
 
 
 def _check_files(checker: _Checker, dom: _Domain, pkg: TaskPackage, report: CheckReport) -> bool:
@@ -234,8 +255,10 @@ def _check_package(checker: _Checker, pkg: TaskPackage, report: CheckReport) -> 
     except sqlite3.Error as exc:
         report.add_failure(pkg.id, "replay", f"s_origin {pkg.origin[:12]}… is not readable: {exc}")
         return
-    _check_state(checker, dom, pkg, origin, report)
+    certified = _check_state(checker, dom, pkg, origin, report)
     _check_spoilers(dom, pkg, origin, report)
+    if certified:  # grounding speaks of a witness that replays
+        _check_grounded(dom, pkg, origin, report)
 
 
 def check_dataset(root: str | Path) -> CheckReport:
@@ -247,7 +270,8 @@ def check_dataset(root: str | Path) -> CheckReport:
     rejections; the result for accepted calls) and the distance is 0. Independently, a package
     whose ``spec_hash`` differs from the current domain spec, whose description names something
     the user could not know, or whose (origin, target) pair repeats an earlier one's is listed as
-    a failure. A domain that cannot be loaded is reported as a ``spec_hash`` failure.
+    a failure, and so is a package whose text does not determine a write of its witness
+    (``ungrounded``, one failure per package naming each write and argument). A domain that cannot be loaded is reported as a ``spec_hash`` failure.
 
     Args:
         root: The dataset directory.

@@ -9,8 +9,10 @@ of its arguments must be one of:
 - **stated**: a value of the ask, or the key of the record the ask names (``target``, ``refs``);
   a named record must be unique (its match picks out exactly one row) and, unless the match
   contains the key itself, must have been seen in an earlier tool result;
-- **the user's own id** (a foreign key to the actor the profile names);
+- **the user's own id**, for the required foreign key of an insert to the actor table (a second
+  reference to that table, an approver say, names someone and must be stated);
 - **a column default**;
+- **unchanged**: an update that sets a column to the value it already has (a no-op);
 - **determined by the policy**: every other value the column could take (the other enum values,
   one more and one less for numbers) is rejected by a rule. This is decided by execution, on
   the state the call meets, so a rule whose ``when`` guard does not apply determines nothing.
@@ -185,7 +187,9 @@ class _Grounder:
         if arg in ask.refs and column is not None and column.references:
             ref_table, ref_col = column.references.split(".")
             return self._ref_problem(ask.refs[arg], ref_table, ref_col, value, "the named record")
-        if column is not None and self._given(column, value):
+        if column is not None and self._given(tool, column, value):
+            return None
+        if tool.kind == "update" and self._unchanged(tool, call, arg, value):
             return None
         if column is not None and self._determined(call, arg, value, column):
             return None
@@ -193,12 +197,30 @@ class _Grounder:
             "neither stated by the user, nor the user's id, nor a default, nor fixed by the policy"
         )
 
-    def _given(self, column: Column, value: Any) -> bool:
-        """The column's default, or the user's own id."""
+    def _given(self, tool: ToolSpec, column: Column, value: Any) -> bool:
+        """The column's default, or the user's own id in an insert's required link to them."""
         if column.default is not None and _same(column.default, value):
             return True
-        own = column.references is not None and column.references.split(".")[0] == self.actor_table
+        own = (
+            tool.kind == "insert"
+            and column.required_on_insert
+            and column.references is not None
+            and column.references.split(".")[0] == self.actor_table
+        )
         return own and _same(value, self.pkg.user_profile.user_id)
+
+    def _unchanged(self, tool: ToolSpec, call: WitnessCall, arg: str, value: Any) -> bool:
+        """True when the update leaves ``arg`` as it is (asking for it changes nothing)."""
+        key = tool.key
+        if key is None or key not in call.args:
+            return False
+        result = self.env.call(f"query_{tool.table}", {key: call.args[key]})
+        payload = result.to_json()["result"] if result.ok else None
+        rows = payload.get("rows") if isinstance(payload, dict) else None
+        if not rows:
+            return False
+        row: dict[str, Any] = rows[0]
+        return arg in row and _same(row[arg], value)
 
     def _ref_problem(
         self, ref: RowRef | None, table: str, column: str, value: Any, what: str
@@ -231,12 +253,12 @@ class _Grounder:
             if fk is None:
                 return match, f"{what}: {ref.table}.{col} is not a foreign key"
             parent_table, parent_col = fk.split(".")
-            row, problem = self._unique(want, what)
+            parent_match, problem = self._resolve(want, what)
+            row, problem = (None, problem) if problem else self._unique(want, what)
             if row is None:
                 return match, problem
-            if not any(
-                _matches(r, row) for r in self.seen.find(parent_table, parent_col, row[parent_col])
-            ):
+            seen = self.seen.find(parent_table, parent_col, row[parent_col])
+            if not any(_matches(r, parent_match) for r in seen):
                 return match, f"{what}: its {parent_table} record was never shown to the agent"
             match[col] = row[parent_col]
         _, problem = self._unique(RowRef(table=ref.table, match=match), what)

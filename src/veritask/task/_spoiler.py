@@ -7,8 +7,10 @@ import re
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
-from veritask.policy import DomainSpec, build_tools, quote_ident
+from veritask.policy import DomainSpec, ToolSpec, build_tools, quote_ident
+from veritask.task._package import WitnessCall
 
 _INT_ID = re.compile(r"(?:#\s*\d+\b|\bids?\b\s*[:=#]?\s*\d+\b|\brow\s+\d+\b)", re.I)
 
@@ -95,3 +97,62 @@ def find_spoilers(
             found.append(f"internal id {key!r}")
     found += [f"row id {m.group(0)!r}" for m in _INT_ID.finditer(text)]
     return found
+
+
+def decided_columns(
+    spec: DomainSpec, tool: str, tools: dict[str, ToolSpec] | None = None
+) -> set[str]:
+    """Columns a write through ``tool`` leaves to the agent whatever the call: the
+    ``agent_decides`` of every procedure on the tool, and the repair column of every unguarded
+    calculation rule on its table and event that such a procedure sets. (A guarded rule's
+    column is the agent's only when its guard holds, which the grounding certificate decides on
+    the state the call meets.)"""
+    spec_tool = (tools if tools is not None else build_tools(spec)).get(tool)
+    if spec_tool is None:
+        return set()
+    out: set[str] = set()
+    params: set[str] = set()
+    for tx in spec.transactions:
+        if tx.tool == tool:
+            out.update(tx.agent_decides)
+            params.update(tx.parameters)
+    for rule in spec.rules:
+        if (
+            rule.repair is not None
+            and rule.when is None
+            and rule.table == spec_tool.table
+            and spec_tool.kind in rule.on
+            and rule.repair.column in params
+        ):
+            out.add(rule.repair.column)
+    return out
+
+
+def _says(text: str, column: str, value: Any, enum: list[Any] | None) -> bool:
+    """True when ``text`` states ``value`` for ``column``: right after the column's words, or,
+    for free text of four characters or more, anywhere."""
+    shown = re.escape(str(value))
+    words = r"\W+".join(re.escape(w) for w in column.split("_"))
+    near = rf"(?<![A-Za-z0-9_]){words}\W+(?:[A-Za-z]+\W+){{0,3}}?{shown}(?![A-Za-z0-9_])"
+    if re.search(near, text, re.I):
+        return True
+    free = isinstance(value, str) and len(value) >= 4 and enum is None
+    return free and re.search(rf"(?<![A-Za-z0-9_]){shown}(?![A-Za-z0-9_])", text) is not None
+
+
+def decided_spoilers(text: str, spec: DomainSpec, witness: Iterable[WitnessCall]) -> list[str]:
+    """Values the agent must work out that ``text`` gives away: for every accepted write of the
+    witness, the value it wrote to a column the agent decides (see ``decided_columns``)."""
+    found: list[str] = []
+    tools = build_tools(spec)
+    for call in witness:
+        if not call.ok or call.tool not in tools or not tools[call.tool].writes:
+            continue
+        table = spec.table(tools[call.tool].table)
+        for col in sorted(decided_columns(spec, call.tool, tools)):
+            value = call.args.get(col)
+            if value is None or col not in table.column_names:
+                continue
+            if _says(text, col, value, table.column(col).enum):
+                found.append(f"agent-decided value {col}={value!r}")
+    return sorted(set(found))
