@@ -8,6 +8,7 @@ from veritask import __version__
 from veritask._cli import (
     architect_cmd,
     blueprint_cmds,
+    blueprint_run_cmds,
     env_cmds,
     logic_cmds,
     rollout_cmds,
@@ -33,6 +34,7 @@ logic_cmds.register(cli)
 architect_cmd.register(cli)
 simulate_cmds.register(cli)
 blueprint_cmds.register(cli)
+blueprint_run_cmds.register(cli)
 
 
 def main() -> None:
