@@ -8,6 +8,7 @@ from veritask import __version__
 from veritask._cli import (
     architect_cmd,
     blueprint_cmds,
+    blueprint_run_cmds,
     env_cmds,
     evolve_cmds,
     logic_cmds,
@@ -35,6 +36,7 @@ logic_cmds.register(cli)
 architect_cmd.register(cli)
 simulate_cmds.register(cli)
 blueprint_cmds.register(cli)
+blueprint_run_cmds.register(cli)
 evolve_cmds.register(cli)
 view_cmd.register(cli)
 

@@ -1,0 +1,91 @@
+"""The ``veritask blueprint`` group: run the AgentSkiller DAG stage by stage, show its status."""
+
+from __future__ import annotations
+
+import click
+
+from veritask._cli._common import cache_dir_option, echo_json, provider_arg
+from veritask.blueprint import (
+    STAGES,
+    BlueprintDag,
+    StageNotReady,
+    dag_status,
+    load_seeds,
+    report_lines,
+    stage_report,
+)
+from veritask.pipeline import RunConflict
+
+_STAGE = click.Choice(STAGES)
+
+
+@click.group("blueprint")
+def blueprint_group() -> None:
+    """Seed topics -> domains -> entities -> entity graph -> blueprints -> compiled services."""
+
+
+@blueprint_group.command("run")
+@click.argument("seeds", type=click.Path(exists=True, dir_okay=False))
+@click.option("--model", "model", required=True, help="Model spec (openai:NAME, replay:PATH).")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Run directory.")
+@click.option("--until", "until", type=_STAGE, help="Stop after this stage.")
+@click.option("--from", "start", type=_STAGE, help="Start at this stage (earlier ones complete).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
+@cache_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Print the stage report as JSON.")
+def run_cmd(
+    seeds: str,
+    model: str,
+    out: str,
+    until: str | None,
+    start: str | None,
+    concurrency: int,
+    cache_dir: str | None,
+    as_json: bool,
+) -> None:
+    """Run the DAG into OUT (a rerun resumes: done units are never run again, and model calls
+    of a cut unit are answered from the run's cache). Prints the stage report."""
+    try:
+        config = load_seeds(seeds)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    provider = provider_arg(model)
+    progress = None if as_json else (lambda line: click.echo(line, err=True))
+    dag = BlueprintDag(
+        out, config, provider, model, concurrency=concurrency, cache=cache_dir, progress=progress
+    )
+    try:
+        dag.run(start, until)
+    except (RunConflict, StageNotReady) as exc:
+        raise click.ClickException(str(exc)) from None
+    report = stage_report(out)
+    total = dag.ledger.total()
+    report["this_run"] = {"model_calls": total.calls, "cached_calls": total.cached_calls}
+    if as_json:
+        echo_json(report)
+        return
+    for line in report_lines(report):
+        click.echo(line)
+    click.echo(f"this run: {total.calls} model call(s), {total.cached_calls} from the cache")
+
+
+@blueprint_group.command("status")
+@click.argument("out", type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (stages and report).")
+def status_cmd(out: str, as_json: bool) -> None:
+    """Show each stage's progress and the report of the complete ones."""
+    rows = dag_status(out)
+    report = stage_report(out)
+    if as_json:
+        echo_json({"stages": rows, "report": report})
+        return
+    for row in rows:
+        units = "" if row["units"] is None else f" {row['done']}/{row['units']} units"
+        click.echo(f"{row['stage']:<11} {row['state']}{units}")
+    for line in report_lines(report):
+        click.echo(line)
+
+
+def register(group: click.Group) -> None:
+    """Attach this module's commands to the CLI group."""
+    group.add_command(blueprint_group)
