@@ -45,7 +45,7 @@ def simulator(messages: list[dict[str, Any]], _tools: Any) -> str:
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> TaskSource:
     root = tmp_path_factory.mktemp("hybrid") / "mock"
-    generate("mock", 4, 5, root)
+    generate("mock", 8, 5, root)
     return TaskSource.load(root)
 
 
@@ -66,7 +66,7 @@ def test_one_catalogue_marks_real_and_simulated_tools(source: TaskSource) -> Non
 def test_real_tools_run_on_the_environment_and_others_on_the_simulator(
     source: TaskSource,
 ) -> None:
-    package = next(p for p in source.packages if p.witness)
+    package = next(p for p in source.packages if p.witness and not p.refusal)
     task = source.episode_task(package)
     provider = ScriptedProvider(simulator)
     session = HybridSession(
