@@ -208,11 +208,38 @@ def rollout_cmd(directory: str, out: str, **opts: Any) -> None:
 )
 @click.option("--verified-only", is_flag=True, help="Keep only trajectories whose reward is 1.")
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="Output JSONL.")
-def export_sft_cmd(trajectories: str, fmt: str, verified_only: bool, out: str) -> None:
-    """Export trajectories as SFT data: Hugging Face rows, OpenAI chat JSONL, or ShareGPT."""
+@click.option(
+    "--perturb-schemas",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Also write K variants of each trajectory with tools and parameters renamed and "
+    "reordered and observation noise.",
+)
+@click.option("--perturb-seed", type=int, default=0, show_default=True, help="Variants' seed.")
+def export_sft_cmd(
+    trajectories: str,
+    fmt: str,
+    verified_only: bool,
+    out: str,
+    perturb_schemas: int,
+    perturb_seed: int,
+) -> None:
+    """Export trajectories as SFT data: Hugging Face rows, OpenAI chat JSONL, or ShareGPT.
+
+    With --perturb-schemas K, each trajectory is followed by K schema-perturbed variants
+    (seeded and deterministic).
+    """
     from veritask.export import export_sft, read_trajectories
 
-    count = export_sft(read_trajectories(trajectories), fmt, Path(out), verified_only=verified_only)  # type: ignore[arg-type]
+    count = export_sft(
+        read_trajectories(trajectories),
+        fmt,  # type: ignore[arg-type]
+        Path(out),
+        verified_only=verified_only,
+        perturb_schemas=perturb_schemas,
+        perturb_seed=perturb_seed,
+    )
     click.echo(f"{count} rows -> {out} ({fmt})")
 
 

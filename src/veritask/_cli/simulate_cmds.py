@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +140,76 @@ def fidelity_cmd(
         echo_json(report)
         return
     _print_fidelity(report)
+
+
+@simulate_group.command("synthesize")
+@click.argument("seeds", type=click.Path(exists=True, dir_okay=False))
+@click.option("--tools", "tools_ref", required=True, help="Tool catalogue the trajectories use.")
+@click.option("--model", "model", required=True, help="Provider spec of the synthesizing model.")
+@click.option("--n", "n", type=click.IntRange(min=1), required=True, help="Answers to ask for.")
+@click.option("--out", type=click.Path(file_okay=False), required=True, help="Output directory.")
+@click.option("--temperature", type=float, default=1.0, show_default=True)
+@click.option("--top-p", type=float, help="Nucleus sampling mass.")
+@click.option("--no-judge", is_flag=True, help="Skip the model-judged consistency filter.")
+@click.option("--max-repeats", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
+@cache_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def synthesize_cmd(seeds: str, tools_ref: str, model: str, out: str, **opts: Any) -> None:
+    """Synthesize new tasks and whole trajectories from SEEDS (a trajectory file in any
+    supported format): parse, check and repair, filter, and write OUT/records.jsonl (every
+    answer, resumable), OUT/trajectories.jsonl (accepted), OUT/sft.{hf,openai,sharegpt}.jsonl
+    and OUT/costs.json (the ledger, with the cost per accepted trajectory)."""
+    from veritask.pipeline import RunConflict
+    from veritask.simulate import load_seeds, run_synthesis
+
+    root = Path(out)
+    try:
+        run = run_synthesis(
+            load_seeds(Path(seeds)),
+            _catalog(tools_ref),
+            provider_arg(model, opts["cache_dir"]),
+            n=opts["n"],
+            model=model,
+            options=_synth_options(opts),
+            out=root / "records.jsonl",
+            concurrency=opts["concurrency"],
+        )
+    except (RunConflict, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    report = {**run.report, "out": str(root)}
+    _write_synthesis(root, run)
+    if opts["as_json"]:
+        echo_json(report)
+        return
+    click.echo(
+        f"{report['units']} answers: {report['accepted']} accepted, {report['rejected']} "
+        f"rejected {report['rejected_by']}; cost per accepted {report['cost_per_accepted']}"
+    )
+
+
+def _synth_options(opts: dict[str, Any]) -> Any:
+    from veritask.model import GenerateConfig
+    from veritask.simulate import SynthOptions
+
+    config = GenerateConfig(temperature=opts["temperature"], top_p=opts["top_p"])
+    return SynthOptions(config=config, judge=not opts["no_judge"], max_repeats=opts["max_repeats"])
+
+
+def _write_synthesis(root: Path, run: Any) -> None:
+    from veritask._util import atomic_write_text
+    from veritask.export import FORMATS, export_sft
+
+    lines = "".join(t.model_dump_json() + "\n" for t in run.trajectories)
+    atomic_write_text(root / "trajectories.jsonl", lines)
+    for fmt in FORMATS:
+        export_sft(run.trajectories, fmt, root / f"sft.{fmt}.jsonl")  # type: ignore[arg-type]
+    costs = {
+        "ledger": run.report["ledger"],
+        "accepted": run.report["accepted"],
+        "cost_per_accepted": run.report["cost_per_accepted"],
+    }
+    atomic_write_text(root / "costs.json", json.dumps(costs, indent=2, sort_keys=True) + "\n")
 
 
 def _print_fidelity(report: dict[str, Any]) -> None:

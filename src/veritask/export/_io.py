@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from veritask.export._chat import dumps
 from veritask.export._sft import to_hf_row, to_openai_row, to_sharegpt_row
+from veritask.simulate import schema_variants
 from veritask.task import Trajectory, atomic_write
 
 SftFormat = Literal["hf", "openai", "sharegpt"]
@@ -40,7 +41,13 @@ def verified(trajs: Iterable[Trajectory]) -> list[Trajectory]:
 
 
 def export_sft(
-    trajs: Iterable[Trajectory], fmt: SftFormat, out: Path, verified_only: bool = False
+    trajs: Iterable[Trajectory],
+    fmt: SftFormat,
+    out: Path,
+    verified_only: bool = False,
+    *,
+    perturb_schemas: int = 0,
+    perturb_seed: int = 0,
 ) -> int:
     """Write one SFT row per trajectory to a JSONL file (atomically).
 
@@ -50,6 +57,10 @@ def export_sft(
             (``to_sharegpt_row``).
         out: The JSONL file to write; parent directories are created.
         verified_only: Keep only trajectories with reward 1.
+        perturb_schemas: Also write this many schema-perturbed variants after each trajectory
+            (tools and parameters renamed and reordered, observation noise; see
+            :func:`veritask.simulate.perturb_trajectory`).
+        perturb_seed: The seed of the variants (the same seed gives the same bytes).
 
     Returns:
         The number of rows written.
@@ -60,6 +71,8 @@ def export_sft(
     if fmt not in FORMATS:
         raise ValueError(f"unknown SFT format {fmt!r}; choose from {sorted(FORMATS)}")
     selected = verified(trajs) if verified_only else list(trajs)
+    if perturb_schemas:
+        selected = schema_variants(selected, perturb_schemas, perturb_seed)
     body = "".join(dumps(FORMATS[fmt](t)) + "\n" for t in selected)
     atomic_write(Path(out), body.encode("utf-8"))
     return len(selected)

@@ -1,6 +1,8 @@
 """The environment service: sessions and the reset / step / state logic, without HTTP.
 
-Each session is an :class:`~veritask.task.EnvSession` (its own in-memory SQLite database) kept in
+Each session is an :class:`~veritask.task.EnvSession` (its own in-memory SQLite database), or
+whatever :class:`~veritask.task.Session` the source's ``TaskStart.opener`` builds (a simulated
+one: no database, so no size cap, distance or digest), kept in
 a :class:`~veritask.task.SessionStore` (capacity, idle expiry, one lock per session). Request
 bodies are validated by pydantic models; a refused request raises :class:`RequestError`, which a
 transport turns into ``{"error": {"code", "message"}}`` with its status. A session's database
@@ -10,6 +12,7 @@ as a ``STATE_TOO_LARGE`` tool error.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import time
@@ -23,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, StrictInt, StringConstraints, Valida
 from veritask.env import Environment, ToolError, ToolResult, proximity
 from veritask.serve._net import DEFAULT_MAX_STATE_BYTES
 from veritask.serve._source import EnvSource, RequestError, TaskStart
-from veritask.task import EnvSession, SessionStore, SessionStoreFull, UnknownSession
+from veritask.task import EnvSession, Session, SessionStore, SessionStoreFull, UnknownSession
 
 DEFAULT_IDLE_TIMEOUT = 600.0
 DEFAULT_MAX_SESSIONS = 1024
@@ -112,7 +115,9 @@ def state_digest(env: Environment) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _open(start: TaskStart) -> EnvSession:
+def _open(start: TaskStart) -> Session:
+    if start.opener is not None:
+        return start.opener(start)
     return EnvSession(
         start.domain,
         start.origin,
@@ -135,11 +140,18 @@ def too_large(tool: str, limit: int) -> ToolResult:
 
 @dataclass(eq=False)
 class _Served:
-    """A served session: what it started from, the session and its last accepted image."""
+    """A served session: what it started from, the session, its last accepted image and how
+    many calls it answered.
+
+    An :class:`EnvSession` is called directly (and capped in size); any other
+    :class:`~veritask.task.Session` (a simulated one) answers through ``astep``, run to
+    completion on the request's worker thread, and has no database to measure or digest.
+    """
 
     start: TaskStart
-    session: EnvSession
+    session: Session
     accepted: bytes = b""
+    calls: int = 0
 
     def __post_init__(self) -> None:
         self.accepted = self.start.origin
@@ -147,7 +159,19 @@ class _Served:
     def restart(self, start: TaskStart) -> None:
         old, self.session, self.start = self.session, _open(start), start
         self.accepted = start.origin
+        self.calls = 0
         old.close()
+
+    @property
+    def env_session(self) -> EnvSession | None:
+        """The session when it runs on a database, else None."""
+        return self.session if isinstance(self.session, EnvSession) else None
+
+    @property
+    def distance(self) -> int | None:
+        """Distance to the target (None without a target or a database)."""
+        env_session = self.env_session
+        return None if env_session is None else env_session.distance
 
     def call(self, tool: str, arguments: Any, limit: int | None) -> ToolResult:
         """One tool call; a write leaving the database over ``limit`` bytes is undone.
@@ -155,11 +179,17 @@ class _Served:
         The image taken to measure an accepted write is kept: it is what the next refused
         write restores, so each write costs one copy of the database and no more.
         """
-        result = self.session.call(tool, arguments)
-        spec = self.session.domain.tools.get(tool)
+        self.calls += 1
+        session = self.env_session
+        if session is None:
+            text = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
+            call = {"id": f"call_{self.calls}", "function": {"name": tool, "arguments": text}}
+            return asyncio.run(self.session.astep(call, self.calls))[1]
+        result = session.call(tool, arguments)
+        spec = session.domain.tools.get(tool)
         if limit is None or not result.ok or spec is None or not spec.writes:
             return result
-        env = self.session.env
+        env = session.env
         image = env.image()
         if len(image) <= limit:
             self.accepted = image
@@ -258,7 +288,7 @@ class EnvService:
             "observation": {"tools": start.tools, "task": start.task, "policy": start.policy},
             "reward": None,
             "done": False,
-            "info": {"task_id": start.task_id, "distance_to_target": served.session.distance},
+            "info": {"task_id": start.task_id, "distance_to_target": served.distance},
         }
 
     def step(self, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -267,9 +297,9 @@ class EnvService:
         action = request.action
         with self._use(request.session_id) as served:
             result = served.call(action.tool, action.arguments, self.max_state_bytes)
-            distance = served.session.distance
+            distance = served.distance
             initial = served.start.initial_distance
-            steps = served.session.calls
+            steps = served.calls
         return {
             "observation": result.to_json(),
             "reward": None if distance is None or initial is None else proximity(distance, initial),
@@ -280,16 +310,16 @@ class EnvService:
     def state(self, session_id: str, *, rows: bool = False) -> dict[str, Any]:
         """``GET /state``: the session's progress and a digest of its database."""
         with self._use(session_id) as served:
-            session = served.session
+            session = served.env_session
             reply: dict[str, Any] = {
                 "session_id": session_id,
                 "task_id": served.start.task_id,
-                "steps": session.calls,
-                "distance_to_target": session.distance,
-                "state_sha256": state_digest(session.env),
+                "steps": served.calls,
+                "distance_to_target": served.distance,
+                "state_sha256": None if session is None else state_digest(session.env),
             }
             if rows:
-                reply["rows"] = state_rows(session.env)
+                reply["rows"] = None if session is None else state_rows(session.env)
         return reply
 
     def delete(self, session_id: str) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -11,7 +12,7 @@ from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Snapshot, diff
 from veritask.policy import DomainSpec, render_wiki
 from veritask.rollout import TaskSource
-from veritask.task import TaskPackage
+from veritask.task import Session, TaskPackage
 
 
 class RequestError(Exception):
@@ -41,6 +42,9 @@ class TaskStart:
     task: str | None
     policy: str
     tools: list[dict[str, Any]]
+    opener: Callable[[TaskStart], Session] | None = None
+    """Builds the session (any :class:`~veritask.task.Session`, e.g. a simulated one); None
+    opens an :class:`~veritask.task.EnvSession` on ``domain`` at ``origin``."""
 
 
 class EnvSource(Protocol):

@@ -9,6 +9,10 @@ simulated environments, and their fidelity measured against the real ones.
   model judge), :func:`simulated_sessions` for the rollout job.
 - Fidelity: :func:`measure_fidelity` replays certified witnesses through the simulator and the
   SQLite environment side by side and reports agreement per tool and overall, and the judge's.
+- Hybrid mode: :class:`HybridSession` runs spec'd tools on the real environment and the others
+  on the simulator, over one catalogue (:func:`hybrid_catalog`) that marks which.
+- Synthesis: :func:`synthesize` writes new tasks and trajectories from seed trajectories
+  (checked, repaired, filtered, costed); :func:`schema_variants` makes schema-perturbed copies.
 """
 
 from veritask.simulate._catalog import (
@@ -19,6 +23,7 @@ from veritask.simulate._catalog import (
     catalog_from_json,
     catalog_from_mcp,
     catalog_from_spec,
+    hybrid_catalog,
     tool_from_json,
 )
 from veritask.simulate._check import (
@@ -50,6 +55,14 @@ from veritask.simulate._formats import (
     render_text,
     write_row,
 )
+from veritask.simulate._hybrid import HybridSession, hybrid_sessions
+from veritask.simulate._perturb import (
+    NOISE_KEY,
+    SchemaVariant,
+    perturb_trajectory,
+    rename_map,
+    schema_variants,
+)
 from veritask.simulate._simenv import (
     JUDGE_MARK,
     SIMULATOR_MARK,
@@ -62,22 +75,48 @@ from veritask.simulate._simenv import (
     testbed_rows,
 )
 from veritask.simulate._sources import catalog_from_trajectories, load_catalog
+from veritask.simulate._synthesize import (
+    CONSISTENCY_MARK,
+    FILTERS,
+    SYNTH_MARK,
+    Seed,
+    SynthesisRun,
+    SynthesisStage,
+    SynthOptions,
+    load_seeds,
+    parse_answer,
+    run_synthesis,
+    seed_from_turns,
+    synthesis_prompt,
+    synthesis_report,
+    synthesize,
+)
 
 __all__ = [
     "ASPECTS",
+    "CONSISTENCY_MARK",
     "ERROR_CLASSES",
+    "FILTERS",
     "JUDGE_MARK",
+    "NOISE_KEY",
     "SIMULATOR_MARK",
+    "SYNTH_MARK",
     "Call",
     "CheckOptions",
     "CheckResult",
     "CheckSummary",
     "FidelityStage",
     "FormatError",
+    "HybridSession",
     "Issue",
     "Judgement",
     "Row",
+    "SchemaVariant",
+    "Seed",
     "SimSession",
+    "SynthOptions",
+    "SynthesisRun",
+    "SynthesisStage",
     "ToolCatalog",
     "ToolDef",
     "ToolParam",
@@ -95,16 +134,28 @@ __all__ = [
     "compare",
     "detect",
     "fidelity_report",
+    "hybrid_catalog",
+    "hybrid_sessions",
     "iter_records",
     "load_catalog",
+    "load_seeds",
     "measure_fidelity",
     "observation",
+    "parse_answer",
     "parse_text",
+    "perturb_trajectory",
     "read_row",
+    "rename_map",
     "render_text",
     "run_fidelity",
+    "run_synthesis",
+    "schema_variants",
+    "seed_from_turns",
     "sidecar",
     "simulated_sessions",
+    "synthesis_prompt",
+    "synthesis_report",
+    "synthesize",
     "task_goals",
     "testbed_rows",
     "tool_from_json",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,8 @@ class ToolDef:
         returns: JSON schema of a successful result, or None when unknown.
         writes: True for tools that change state, False for reads, None when unknown.
         closed: Arguments outside ``params`` are an error (``additionalProperties: false``).
+        backend: In a hybrid catalogue, who answers a call: ``real`` (the environment the spec
+            compiles to) or ``simulated`` (the simulator); None elsewhere.
     """
 
     name: str
@@ -76,6 +78,7 @@ class ToolDef:
     returns: dict[str, Any] | None = None
     writes: bool | None = None
     closed: bool = True
+    backend: str | None = None
 
     @property
     def param_names(self) -> list[str]:
@@ -108,13 +111,16 @@ class ToolDef:
 
     def to_json(self) -> dict[str, Any]:
         """The normalized JSON form (read back by :func:`tool_from_json`)."""
-        return {
+        out = {
             "name": self.name,
             "description": self.description,
             "parameters": self.parameters_schema(),
             "returns": self.returns,
             "writes": self.writes,
         }
+        if self.backend is not None:
+            out["backend"] = self.backend
+        return out
 
 
 @dataclass
@@ -205,6 +211,7 @@ def tool_from_json(data: Mapping[str, Any]) -> ToolDef:
     params, closed = params_from_schema(schema)
     returns = fn.get("returns") or fn.get("outputSchema")
     writes = fn.get("writes")
+    backend = fn.get("backend")
     return ToolDef(
         name=str(fn.get("name") or ""),
         description=str(fn.get("description") or ""),
@@ -212,6 +219,7 @@ def tool_from_json(data: Mapping[str, Any]) -> ToolDef:
         returns=dict(returns) if isinstance(returns, Mapping) else None,
         writes=writes if isinstance(writes, bool) else None,
         closed=closed,
+        backend=backend if backend in ("real", "simulated") else None,
     )
 
 
@@ -353,6 +361,14 @@ def catalog_from_calls(calls: Iterable[tuple[str, Mapping[str, Any], Any]]) -> T
         entry.add_call(args)
         entry.add_result(result)
     return _catalog((entry.tool(name) for name, entry in seen.items()), "trajectories")
+
+
+def hybrid_catalog(real: ToolCatalog, extra: ToolCatalog) -> ToolCatalog:
+    """One catalogue over two sources: ``real``'s tools marked ``backend="real"``, then the
+    tools of ``extra`` it lacks marked ``backend="simulated"`` (a real tool wins a name)."""
+    tools = [replace(t, backend="real") for t in real.tools.values()]
+    tools += [replace(t, backend="simulated") for n, t in extra.tools.items() if n not in real]
+    return _catalog(tools, f"hybrid:{real.source}+{extra.source}")
 
 
 def load_json_file(path: Path) -> Any:

@@ -131,6 +131,12 @@ def _fields(tool: ToolDef | None, result: Any) -> tuple[Any, str | None]:
     return fixed, None
 
 
+def fields_problem(tool: ToolDef | None, result: Any) -> str | None:
+    """Why a successful result does not fit the tool's return schema (None when it fits,
+    lossless coercions allowed)."""
+    return _fields(tool, result)[1]
+
+
 def observation(tool_name: str, tool: ToolDef | None, text: str) -> tuple[ToolResult, str | None]:
     """A simulator's answer as a tool result, and why it was unusable (None when usable)."""
     parsed = json_repair.repair_json(text, return_objects=True)
@@ -183,6 +189,7 @@ class SimSession:
         config: Sampling settings for both.
         sample_index: Keeps repeated samples apart in caches (the trial).
         target: s_target, used only to state ``initial_distance`` in the trajectory.
+        tool_catalog: The tools the simulator answers for (default: the domain's).
     """
 
     package: TaskPackage
@@ -192,6 +199,7 @@ class SimSession:
     config: GenerateConfig = field(default_factory=GenerateConfig)
     sample_index: int = 0
     target: bytes | None = None
+    tool_catalog: ToolCatalog | None = None
     history: list[tuple[str, Any, Any]] = field(default_factory=list)
     steps: list[ToolStep] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
@@ -204,7 +212,7 @@ class SimSession:
     def catalog(self) -> ToolCatalog:
         """The domain's tools."""
         if self._catalog is None:
-            self._catalog = catalog_from_spec(self.domain.spec)
+            self._catalog = self.tool_catalog or catalog_from_spec(self.domain.spec)
         return self._catalog
 
     @property
