@@ -200,26 +200,10 @@ class UnitWorker:
                 result.discarded[reason] = result.discarded.get(reason, 0) + 1
                 continue
             assert episode is not None
-            try:
-                pkg = self._package(
-                    domain,
-                    seed,
-                    index,
-                    scene,
-                    episode,
-                    view,
-                    internal,
-                    origin_digest,
-                    policy_digest,
-                    ds,
-                )
-            except SpoilerLeak as leak:
-                result.discarded["spoiler leak"] = result.discarded.get("spoiler leak", 0) + 1
-                result.leaks.append(str(leak))
-                continue
-            reason = self._ungrounded(pkg, scene.origin)
-            if reason is not None:
-                result.discarded[reason] = result.discarded.get(reason, 0) + 1
+            digests = (origin_digest, policy_digest)
+            where = (domain, seed, index)
+            pkg = self._accepted(where, scene, episode, view, internal, digests, ds, result)
+            if pkg is None:
                 continue
             refusals += int(pkg.refusal)
             retry = 0
@@ -231,6 +215,44 @@ class UnitWorker:
         env.close()
         result.packages = len(packages)
         return result
+
+    def _accepted(
+        self,
+        where: tuple[str, int, int],
+        scene: Scene,
+        episode: Episode,
+        view: StateView,
+        internal: set[str],
+        digests: tuple[str, str],
+        ds: DatasetDir,
+        result: UnitResult,
+    ) -> TaskPackage | None:
+        """The package of an admitted episode, or None (counted in ``result``) when its text
+        leaks or it is not grounded."""
+        domain, seed, index = where
+        origin_digest, policy_digest = digests
+        try:
+            pkg = self._package(
+                domain,
+                seed,
+                index,
+                scene,
+                episode,
+                view,
+                internal,
+                origin_digest,
+                policy_digest,
+                ds,
+            )
+        except SpoilerLeak as leak:
+            result.discarded["spoiler leak"] = result.discarded.get("spoiler leak", 0) + 1
+            result.leaks.append(str(leak))
+            return None
+        reason = self._ungrounded(pkg, scene.origin)
+        if reason is not None:
+            result.discarded[reason] = result.discarded.get(reason, 0) + 1
+            return None
+        return pkg
 
     def _admit(
         self, episode: Episode | None, env: Environment, origin: Snapshot, seen: set[str]
