@@ -117,10 +117,20 @@ def test_task_page_shows_the_rows_the_certificate_changes(
                 assert str(escape(call.error["hint"])) in html
 
 
-def test_changed_rows_mark_their_changed_cells(dataset_client: TestClient) -> None:
-    html = dataset_client.get("/task/mock-s5-000005.html").text
+def test_changed_rows_mark_their_changed_cells(dataset_client: TestClient, dataset: Path) -> None:
+    """A task whose witness updates a row shows that row as changed, the new value marked."""
+    updated = [
+        (pkg.id, call)
+        for pkg in load_dataset(dataset)
+        for call in pkg.witness
+        if call.ok and call.tool.startswith("update_") and isinstance(call.result, dict)
+    ]
+    assert updated, "the fixture dataset has a task that updates a row"
+    task_id, call = updated[0]
+    html = dataset_client.get(f"/task/{task_id}.html").text
     assert '<tr class="changed before">' in html
-    assert 'class="cell-changed">RETURNED</td>' in html
+    marked = re.findall(r'class="cell-changed">([^<]*)</td>', html)
+    assert any(str(v) in marked for k, v in call.args.items() if k != "id" and v is not None)
 
 
 def test_trajectory_pages(trajectory_site: Site, trajectories: Path) -> None:

@@ -26,10 +26,41 @@ from veritask.evolve import (
 from veritask.model import ScriptedProvider
 from veritask.pipeline import RunConflict
 from veritask.synth import GENERATOR, generate
-from veritask.task import check_dataset, load_dataset
+from veritask.task import DatasetDir, check_dataset, load_dataset
 from veritask.verify import make_checkers, partial_credit
 
 SYNTH = Synthesizer(f"symbolic:{GENERATOR}", generate)
+
+
+def _half_ungrounded(domain: str, n: int, seed: int, out: Path) -> object:
+    """The generator, then every other package stripped of its structured requests: those no
+    longer determine their target (ungrounded), so task verification must fail them."""
+    summary = generate(domain, n, seed, out)
+    ds = DatasetDir(out)
+    packages = load_dataset(out)
+    stripped = [
+        p.model_copy(
+            update={
+                "task": p.task.model_copy(
+                    update={
+                        "sub_goals": [
+                            s.model_copy(update={"ask": None, "fallbacks": []})
+                            for s in p.task.sub_goals
+                        ]
+                    }
+                )
+            }
+        )
+        if i % 2 == 0 and not p.refusal
+        else p
+        for i, p in enumerate(packages)
+    ]
+    ds.manifest.write_text("".join(p.model_dump_json() + "\n" for p in stripped))
+    ds.seal(stripped)
+    return summary
+
+
+HALF_UNGROUNDED = Synthesizer("test:half-ungrounded", _half_ungrounded)
 SMALL = EvolveConfig(("mock",), plans=2, iterations=2, candidates=20, batch=6)
 
 
@@ -123,7 +154,7 @@ def _unit(out: Path, unit: str) -> dict[str, Any]:
 
 def test_a_verification_fail_changes_the_plan_of_the_next_iteration(tmp_path: Path) -> None:
     config = EvolveConfig(("mock",), plans=1, iterations=2, candidates=20, batch=6)
-    evolve(config, tmp_path, SYNTH)
+    evolve(config, tmp_path, HALF_UNGROUNDED)
     first, second = _unit(tmp_path, "plan-00.iter0"), _unit(tmp_path, "plan-00.iter1")
     assert any(v["verdict"] == "FAIL" for v in first["verification"])
     assert first["plan_diff"], "the failures moved the plan"
