@@ -8,6 +8,7 @@ from veritask import __version__
 from veritask._cli import (
     architect_cmd,
     blueprint_cmds,
+    dataset_cmds,
     env_cmds,
     logic_cmds,
     rollout_cmds,
@@ -26,6 +27,7 @@ def cli() -> None:
 
 env_cmds.register(cli)
 synth_cmds.register(cli)
+dataset_cmds.register(cli)
 rollout_cmds.register(cli)
 serve_mcp.register(cli)
 serve_http.register(cli)
