@@ -275,6 +275,11 @@ class Environment:
             self._sql_cache[key] = sql
         return sql
 
+    def _row_by_rowid(self, table: str, rowid: int | None) -> Row | None:
+        sql = self.domain.layout.tables[table].by_rowid_sql
+        row: Row | None = self._conn.execute(sql, (rowid,)).fetchone()
+        return row
+
     def _insert(self, tool: ToolSpec, args: dict[str, Any]) -> ToolResult:
         key = (tool.name, tuple(args))
         found = self._insert_cache.get(key)
@@ -319,16 +324,15 @@ class Environment:
         args: dict[str, Any],
     ) -> ToolResult:
         """Run one write and read back the stored row, both inside the savepoint."""
-        layout = self.domain.layout.tables[tool.table]
-        conn = self._conn
         try:
             with self._savepoint:
-                cur = conn.execute(sql, values)
+                cur = self._conn.execute(sql, values)
                 rowid = old[0] if old is not None else cur.lastrowid
-                row = conn.execute(layout.by_rowid_sql, (rowid,)).fetchone()
+                row = self._row_by_rowid(tool.table, rowid)
         except sqlite3.Error as exc:
             return ToolResult(tool=tool.name, ok=False, error=self._translate(tool, exc, old, args))
-        result = dict(zip(layout.columns, row, strict=True)) if row is not None else None
+        columns = self.domain.layout.tables[tool.table].columns
+        result = dict(zip(columns, row, strict=True)) if row is not None else None
         changed = old is None or row != old[1]
         return ToolResult(tool.name, True, result, None, changed)
 
