@@ -6,7 +6,7 @@ HASH := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 CORE_STAMP := $(VENV)/.core-$(HASH)
 STAMP := $(VENV)/.dev-$(HASH)
 
-.PHONY: demo test lint typecheck bench clean
+.PHONY: demo test test-ray lint typecheck bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,8 +36,23 @@ typecheck: $(STAMP)
 test: lint typecheck
 	$(BIN)/python -m pytest
 
+# Ray adds about 400 MB and a minute of install, so its executor tests run in a virtualenv of
+# their own, outside `make test`.
+RVENV := .venv-ray
+RSTAMP := $(RVENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+$(RSTAMP): pyproject.toml
+	$(PYTHON) -m venv $(RVENV)
+	$(RVENV)/bin/python -m pip install --quiet --upgrade pip
+	$(RVENV)/bin/python -m pip install --quiet -e '.[ray]' 'pytest>=8,<10' 'hypothesis>=6.100,<7'
+	rm -f $(RVENV)/.installed-*
+	touch $(RSTAMP)
+
+test-ray: $(RSTAMP)
+	$(RVENV)/bin/python -m pytest -p no:cacheprovider tests/pipeline/test_ray_executor.py
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/env_bench.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(RVENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

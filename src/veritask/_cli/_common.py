@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from veritask.domains import load_domain
+from veritask.pipeline import RayExecutor, use_executor
 from veritask.policy import DomainSpec, SpecError
 
 if TYPE_CHECKING:
@@ -56,3 +59,31 @@ def fail(message: str, code: int = 2) -> None:
     """Print an error to stderr and exit."""
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
+
+
+def executor_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--executor local|ray`` and ``--ray-address`` for commands that run pipeline stages."""
+    fn = click.option(
+        "--ray-address",
+        default=None,
+        metavar="ADDRESS",
+        help="With --executor ray: the cluster to join (ray.init(address=...)); default: a "
+        "local Ray instance.",
+    )(fn)
+    return click.option(
+        "--executor",
+        type=click.Choice(["local", "ray"]),
+        default="local",
+        show_default=True,
+        help="Where units run: this machine's processes, or Ray actors (--workers of them; "
+        "needs the ray extra). Same output bytes either way.",
+    )(fn)
+
+
+def executor_scope(
+    executor: str, workers: int, address: str | None
+) -> AbstractContextManager[None]:
+    """The block in which pipeline stages run on the chosen executor."""
+    if executor == "ray":
+        return use_executor(RayExecutor(workers, address))
+    return nullcontext()

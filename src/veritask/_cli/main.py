@@ -9,6 +9,7 @@ from veritask._cli import (
     architect_cmd,
     blueprint_cmds,
     blueprint_run_cmds,
+    dataset_cmds,
     env_cmds,
     evolve_cmds,
     logic_cmds,
@@ -29,6 +30,7 @@ def cli() -> None:
 
 env_cmds.register(cli)
 synth_cmds.register(cli)
+dataset_cmds.register(cli)
 rollout_cmds.register(cli)
 serve_mcp.register(cli)
 serve_http.register(cli)

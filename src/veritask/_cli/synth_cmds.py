@@ -9,7 +9,13 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from veritask._cli._common import cache_dir_option, echo_json, provider_arg
+from veritask._cli._common import (
+    cache_dir_option,
+    echo_json,
+    executor_options,
+    executor_scope,
+    provider_arg,
+)
 from veritask.synth import GenerateSummary, generate
 from veritask.task import DatasetError, check_dataset, export_tau2, load_prices, report_dataset
 
@@ -58,6 +64,7 @@ _Mode = Literal["symbolic", "llm"]
     help="Provider spec for the LLM roles, e.g. openai:gpt-4o-mini or replay:run.jsonl.",
 )
 @cache_dir_option
+@executor_options
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def generate_cmd(
     domain: str,
@@ -69,6 +76,8 @@ def generate_cmd(
     projector: str | None,
     model: str | None,
     cache_dir: str | None,
+    executor: str,
+    ray_address: str | None,
     as_json: bool,
 ) -> None:
     """Manufacture N certified task packages (resumable: rerun the same command to finish).
@@ -78,14 +87,17 @@ def generate_cmd(
     with it (see 'veritask report')."""
     _check_mode(explorer, projector, model)
     provider = provider_arg(model, cache_dir) if model else None
-    with Progress(
-        TextColumn("[bold]generate"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=_err,
-        disable=as_json,
-    ) as bar:
+    with (
+        Progress(
+            TextColumn("[bold]generate"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=_err,
+            disable=as_json,
+        ) as bar,
+        executor_scope(executor, workers, ray_address),
+    ):
         task = bar.add_task("generate", total=n)
         try:
             summary = generate(

@@ -102,6 +102,7 @@ class Environment:
         self._conn.set_progress_handler(self._past_deadline, _PROGRESS_OPCODES)
         self._conn.execute("PRAGMA foreign_keys = ON")
         self._sql_cache: dict[tuple[str, tuple[str, ...]], str] = {}
+        self._insert_cache: dict[tuple[str, tuple[str, ...]], tuple[str, tuple[str, ...]]] = {}
         self._savepoint = _CallSavepoint(self)
         self._mode = "read"
         self.restore(state if state is not None else self.domain.seed)
@@ -274,15 +275,19 @@ class Environment:
             self._sql_cache[key] = sql
         return sql
 
-    def _row_by_rowid(self, table: str, rowid: int) -> Row | None:
+    def _row_by_rowid(self, table: str, rowid: int | None) -> Row | None:
         sql = self.domain.layout.tables[table].by_rowid_sql
         row: Row | None = self._conn.execute(sql, (rowid,)).fetchone()
         return row
 
     def _insert(self, tool: ToolSpec, args: dict[str, Any]) -> ToolResult:
-        cols = tuple(c for c in self.domain.layout.tables[tool.table].columns if c in args)
-        values = [args[c] for c in cols]
-        return self._write(tool, self._write_sql(tool, cols), values, None, args)
+        key = (tool.name, tuple(args))
+        found = self._insert_cache.get(key)
+        if found is None:  # columns in table order, whatever order the arguments came in
+            cols = tuple(c for c in self.domain.layout.tables[tool.table].columns if c in args)
+            found = self._insert_cache[key] = (self._write_sql(tool, cols), cols)
+        sql, cols = found
+        return self._write(tool, sql, [args[c] for c in cols], None, args)
 
     def _update(self, tool: ToolSpec, args: dict[str, Any]) -> ToolResult:
         assert tool.key is not None
@@ -323,12 +328,13 @@ class Environment:
             with self._savepoint:
                 cur = self._conn.execute(sql, values)
                 rowid = old[0] if old is not None else cur.lastrowid
-                row = self._row_by_rowid(tool.table, rowid) if rowid is not None else None
-                result = self._as_dict(tool.table, row) if row is not None else None
+                row = self._row_by_rowid(tool.table, rowid)
         except sqlite3.Error as exc:
             return ToolResult(tool=tool.name, ok=False, error=self._translate(tool, exc, old, args))
+        columns = self.domain.layout.tables[tool.table].columns
+        result = dict(zip(columns, row, strict=True)) if row is not None else None
         changed = old is None or row != old[1]
-        return ToolResult(tool=tool.name, ok=True, result=result, state_changed=changed)
+        return ToolResult(tool.name, True, result, None, changed)
 
     # -- errors ----------------------------------------------------------------------------
 

@@ -17,9 +17,11 @@ from veritask.pipeline._executors import (
     InProcessExecutor,
     ProcessPoolExecutor,
     executor_for,
+    use_executor,
 )
 from veritask.pipeline._jsonl import JsonlUnits
 from veritask.pipeline._manifest import RunConflict, RunManifest, config_diff, config_hash
+from veritask.pipeline._ray import RayExecutor
 from veritask.pipeline._rollout import RolloutStage, rollout_config, run_batch
 from veritask.pipeline._stage import AsyncStage, Stage, Unit, pending, unit_ids
 
@@ -30,6 +32,7 @@ __all__ = [
     "InProcessExecutor",
     "JsonlUnits",
     "ProcessPoolExecutor",
+    "RayExecutor",
     "RolloutStage",
     "RunConflict",
     "RunManifest",
@@ -42,4 +45,5 @@ __all__ = [
     "rollout_config",
     "run_batch",
     "unit_ids",
+    "use_executor",
 ]

@@ -4,8 +4,9 @@ One small interface, ``Executor.map(stage, units)``: the executor calls ``stage.
 in every worker, then ``stage.run(unit)`` for each unit, and yields the results in the order of
 ``units``. The stage object is what travels to a worker (pickled once per worker), so it must
 hold only picklable settings until ``setup`` builds its heavy state. A Ray executor implements
-the same ``map``: one actor per worker built from the stage, units dispatched to the actors,
-results yielded in order.
+the same ``map`` (``veritask.pipeline._ray``): one actor per worker built from the stage, units
+dispatched to the actors, results yielded in order. ``use_executor`` chooses the executor for
+the stages started inside a block.
 
 Async stages (model calls) run in one event loop with ``AsyncExecutor``.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar
 
@@ -74,9 +76,28 @@ class ProcessPoolExecutor:
             yield from pool.map(_run_installed, units)
 
 
+_OVERRIDE: ContextVar[Executor | None] = ContextVar("veritask_pipeline_executor", default=None)
+"""The executor chosen by the caller (``use_executor``), for code that asks ``executor_for``."""
+
+
 def executor_for(workers: int) -> Executor:
-    """In-process for one worker, a process pool for more."""
+    """The executor set by ``use_executor`` if any; else in-process for one worker, a process
+    pool for more."""
+    chosen = _OVERRIDE.get()
+    if chosen is not None:
+        return chosen
     return InProcessExecutor() if workers <= 1 else ProcessPoolExecutor(workers)
+
+
+@contextmanager
+def use_executor(executor: Executor) -> Iterator[None]:
+    """Run the synchronous stages started in this block on ``executor`` (e.g. a
+    ``RayExecutor``) instead of the local default."""
+    token = _OVERRIDE.set(executor)
+    try:
+        yield
+    finally:
+        _OVERRIDE.reset(token)
 
 
 class AsyncExecutor:

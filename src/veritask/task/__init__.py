@@ -1,6 +1,7 @@
 """Task packages, dataset directories, trajectories and sessions over a task."""
 
 from veritask._util import atomic_write, sha256
+from veritask.task._archive import compact_dataset, pack_dataset, unpack_dataset
 from veritask.task._certify import Certificate, certify, outcome_mismatch, replay, replay_witness
 from veritask.task._check import CheckReport, check_dataset
 from veritask.task._costs import PriceTable, cost_report, dataset_ledger, load_prices
@@ -54,6 +55,7 @@ __all__ = [
     "atomic_write",
     "certify",
     "check_dataset",
+    "compact_dataset",
     "cost_report",
     "dataset_ledger",
     "decided_spoilers",
@@ -63,10 +65,12 @@ __all__ = [
     "load_dataset",
     "load_prices",
     "outcome_mismatch",
+    "pack_dataset",
     "package_asks",
     "replay",
     "replay_witness",
     "report_dataset",
     "sha256",
     "text_keys",
+    "unpack_dataset",
 ]

@@ -4,23 +4,32 @@ Layout::
 
     DIR/run.json                  what was asked for (domain, n, seed, generator, spec hash)
     DIR/manifest.jsonl            one TaskPackage per line, in task-index order
-    DIR/states/<sha256>.sqlite    every state once (origins are shared by the tasks of a scene)
+    DIR/states/                   every state once, content-addressed (origins are shared by
+                                  the tasks of a scene): ``<sha256>.sqlite.z`` compressed origins,
+                                  ``<sha256>.pack`` page deltas of each unit's targets from their
+                                  origins, ``<sha256>.sqlite`` full images (older datasets, and
+                                  copies materialized for tools that open files)
     DIR/policies/<sha256>.md      the wiki policy text
-    DIR/parts/<unit>.jsonl        finished work units; the manifest is assembled from them
+    DIR/parts/<unit>.jsonl.gz     finished work units; the manifest is assembled from them
     DIR/costs/<unit>.json         what each unit spent on model calls, per module (LLM mode only)
     DIR/digest.json               the seal: hashes of run.json and of every package field
     DIR/spec.yaml                 the domain spec, when the run was given a spec file (not a
                                   built-in name): readers load the domain from it
 
 Every file is written to a temporary name and renamed into place, so a run killed at any moment
-leaves only whole files behind and a rerun skips the units already present.
+leaves only whole files behind and a rerun skips the units already present. States are written
+whole by ``put_state``; when a unit's part is written, its targets become deltas in one pack and
+its origins are compressed (see ``veritask.task._compact`` and
+``docs/design/0025-compact-datasets-and-scale.md``).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +38,24 @@ from pydantic import ValidationError
 from veritask._util import atomic_write, sha256
 from veritask.domains import load_domain
 from veritask.policy import DomainSpec, load_spec
+from veritask.task._compact import (
+    PACK_SUFFIX,
+    ZIP_SUFFIX,
+    PackEntry,
+    PackError,
+    apply_delta,
+    compress_image,
+    decompress_image,
+    make_delta,
+    pack_bytes,
+    read_body,
+    read_pack_index,
+)
 from veritask.task._integrity import DIGEST_FILE, write_seal
 from veritask.task._package import TaskPackage
 
+_CACHE_BYTES = 64 << 20
+"""Decoded states kept in memory per directory, in bytes (origins serve a scene's tasks)."""
 SPEC_FILE = "spec.yaml"
 """The copy of the domain spec in a dataset generated from a spec file."""
 
@@ -51,9 +75,21 @@ class DatasetDir:
     """Reading and writing the files of one dataset directory."""
 
     root: Path
+    _packs: dict[str, PackEntry] | None = field(default=None, init=False, repr=False, compare=False)
+    _cache: OrderedDict[str, bytes] = field(
+        default_factory=OrderedDict, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"root": self.root}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.root = Path(state["root"])
+        self._packs = None
+        self._cache = OrderedDict()
 
     @property
     def manifest(self) -> Path:
@@ -61,15 +97,22 @@ class DatasetDir:
         return self.root / "manifest.jsonl"
 
     def state_path(self, digest: str) -> Path:
-        """Where the state with this sha256 lives."""
+        """Where the full image of the state with this sha256 lives (when it is stored whole)."""
         return self.root / "states" / f"{digest}.sqlite"
+
+    def compressed_path(self, digest: str) -> Path:
+        """Where the compressed image of the state with this sha256 lives (origins)."""
+        return self.root / "states" / f"{digest}{ZIP_SUFFIX}"
 
     def policy_path(self, digest: str) -> Path:
         """Where the policy text with this sha256 lives."""
         return self.root / "policies" / f"{digest}.md"
 
     def part_path(self, unit: int) -> Path:
-        """Where the packages of one work unit live until the manifest is assembled."""
+        """Where the packages of one work unit are kept (gzip-compressed JSON lines)."""
+        return self.root / "parts" / f"unit-{unit:06d}.jsonl.gz"
+
+    def _legacy_part_path(self, unit: int) -> Path:
         return self.root / "parts" / f"unit-{unit:06d}.jsonl"
 
     def costs_path(self, unit: int) -> Path:
@@ -91,12 +134,33 @@ class DatasetDir:
         return data
 
     def put_state(self, data: bytes) -> str:
-        """Store a state once; return its sha256."""
+        """Store a state once (whole, until its unit's part is written); return its sha256."""
         digest = sha256(data)
         path = self.state_path(digest)
-        if not path.exists():
+        if not path.exists() and not self.compressed_path(digest).exists():
             atomic_write(path, data)
         return digest
+
+    def _pack_index(self) -> dict[str, PackEntry]:
+        """Every delta of every pack in ``states/``, by target digest (read once)."""
+        if self._packs is None:
+            index: dict[str, PackEntry] = {}
+            folder = self.root / "states"
+            for path in sorted(folder.glob(f"*{PACK_SUFFIX}")) if folder.is_dir() else []:
+                try:
+                    index.update(read_pack_index(path))
+                except OSError:  # an unreadable pack: its targets are reported missing
+                    continue
+            self._packs = index
+        return self._packs
+
+    def has_state(self, digest: str) -> bool:
+        """True when the state is stored in any form (whole, compressed or as a delta)."""
+        return (
+            self.state_path(digest).exists()
+            or self.compressed_path(digest).exists()
+            or digest in self._pack_index()
+        )
 
     def put_policy(self, text: str) -> str:
         """Store a policy text once; return its sha256."""
@@ -107,29 +171,121 @@ class DatasetDir:
             atomic_write(path, data)
         return digest
 
+    def stored_compactly(self, digest: str) -> bool:
+        """True when the state is stored compressed or as a delta (not only whole)."""
+        return self.compressed_path(digest).exists() or digest in self._pack_index()
+
     def read_state(self, digest: str) -> bytes:
-        """The bytes of a stored state."""
-        return self.state_path(digest).read_bytes()
+        """The full image of a stored state, rebuilt from its delta or decompressed if need be.
+
+        The bytes are returned as stored; ``check`` verifies that they hash to ``digest``.
+
+        Raises:
+            FileNotFoundError: The state is not stored.
+            PackError: Its compressed form or delta cannot be decoded (an ``OSError``).
+        """
+        found = self._cache.get(digest)
+        if found is not None:
+            self._cache.move_to_end(digest)
+            return found
+        data = self._load_state(digest)
+        self._cache[digest] = data
+        total = sum(len(v) for v in self._cache.values())
+        while total > _CACHE_BYTES and len(self._cache) > 1:
+            total -= len(self._cache.popitem(last=False)[1])
+        return data
+
+    def _load_state(self, digest: str) -> bytes:
+        for path, decode in (
+            (self.state_path(digest), None),
+            (self.compressed_path(digest), decompress_image),
+        ):
+            try:
+                raw = path.read_bytes()
+            except FileNotFoundError:
+                continue
+            return raw if decode is None else decode(raw)
+        entry = self._pack_index().get(digest)
+        if entry is None:
+            raise FileNotFoundError(f"state {digest} is not in {self.root / 'states'}")
+        if entry.base == digest:
+            raise PackError(f"state {digest[:12]}… is a delta from itself")
+        base = self.read_state(entry.base)
+        return apply_delta(base, entry.size, entry.pages, read_body(entry))
+
+    def materialize(self, digest: str) -> Path:
+        """Write the full image of a state as ``states/<sha256>.sqlite`` (for tools that open
+        files) unless it is there already; return its path."""
+        path = self.state_path(digest)
+        if not path.exists():
+            atomic_write(path, self.read_state(digest))
+        return path
+
+    def compact(self, packages: Iterable[TaskPackage]) -> int:
+        """Store the targets of ``packages`` as deltas from their origins (one pack) and their
+        origins compressed; return how many targets became deltas.
+
+        Only states stored whole are touched. Each delta is applied and compared with the whole
+        image before that image is removed, so a state is never lost.
+        """
+        pkgs = list(packages)
+        origins = {p.origin for p in pkgs}
+        deltas = []
+        for pkg in pkgs:
+            path = self.state_path(pkg.target)
+            if pkg.target in origins or not path.exists():
+                continue
+            base, target = self.read_state(pkg.origin), path.read_bytes()
+            delta = make_delta(pkg.origin, base, target)
+            if apply_delta(base, delta.size, delta.pages, delta.body) == target:
+                deltas.append(delta)
+        if deltas:
+            body = pack_bytes(deltas)
+            atomic_write(self.root / "states" / f"{sha256(body)}{PACK_SUFFIX}", body)
+            self._packs = None
+        for origin in sorted(origins):
+            self._compress(origin)
+        for delta in deltas:
+            self.state_path(delta.target).unlink(missing_ok=True)
+        return len(deltas)
+
+    def _compress(self, digest: str) -> None:
+        """Replace a whole stored image by its compressed form."""
+        path = self.state_path(digest)
+        if not path.exists():
+            return
+        data = path.read_bytes()
+        atomic_write(self.compressed_path(digest), compress_image(data))
+        path.unlink(missing_ok=True)
 
     def read_policy(self, digest: str) -> str:
         """The text of a stored policy."""
         return self.policy_path(digest).read_text(encoding="utf-8")
 
     def write_part(self, unit: int, packages: Iterable[TaskPackage]) -> None:
-        """Atomically write one finished work unit."""
-        body = "".join(p.model_dump_json() + "\n" for p in packages)
-        atomic_write(self.part_path(unit), body.encode("utf-8"))
+        """Atomically write one finished work unit, after compacting its states."""
+        pkgs = list(packages)
+        self.compact(pkgs)
+        body = "".join(p.model_dump_json() + "\n" for p in pkgs).encode("utf-8")
+        atomic_write(self.part_path(unit), gzip.compress(body, mtime=0))
 
     def has_part(self, unit: int) -> bool:
         """True when the work unit was already finished."""
-        return self.part_path(unit).exists()
+        return self.part_path(unit).exists() or self._legacy_part_path(unit).exists()
+
+    def read_part(self, unit: int) -> str:
+        """The JSON lines of one finished work unit (compressed or, in older runs, plain)."""
+        path = self.part_path(unit)
+        if path.exists():
+            return gzip.decompress(path.read_bytes()).decode("utf-8")
+        return self._legacy_part_path(unit).read_text(encoding="utf-8")
 
     def assemble(self, units: int, limit: int) -> int:
         """Concatenate the parts of units ``0..units-1`` into the manifest (first ``limit``
         packages); return how many were written."""
         lines: list[str] = []
         for unit in range(units):
-            lines += self.part_path(unit).read_text(encoding="utf-8").splitlines(keepends=True)
+            lines += self.read_part(unit).splitlines(keepends=True)
         lines = lines[:limit]
         atomic_write(self.manifest, "".join(lines).encode("utf-8"), durable=True)
         self.seal([TaskPackage.model_validate_json(line) for line in lines])
@@ -228,7 +384,7 @@ def load_dataset(root: str | Path, *, check_files: bool = True) -> list[TaskPack
         seen[pkg.id] = lineno
         if check_files:
             for what, digest in (("origin", pkg.origin), ("target", pkg.target)):
-                if not ds.state_path(digest).exists():
+                if not ds.has_state(digest):
                     problems.append(
                         f"{ds.manifest}:{lineno}: {pkg.id}: {what} state {digest[:12]}… is missing from states/"
                     )

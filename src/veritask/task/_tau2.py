@@ -193,7 +193,8 @@ def export_tau2(root: str | Path, out_path: str | Path) -> int:
 
     The SQLite states stay in the dataset directory: each task's
     ``initial_state.initialization_data.agent_data["veritask_state"]["state_path"]`` is relative
-    to ``root``. The file is written atomically.
+    to ``root``, and every origin is materialized there as a whole SQLite file (compact datasets
+    keep origins compressed). The file is written atomically.
 
     Args:
         root: The dataset directory.
@@ -209,6 +210,8 @@ def export_tau2(root: str | Path, out_path: str | Path) -> int:
     packages = load_dataset(root)
     specs: dict[str, DomainSpec | None] = {}
     ds = DatasetDir(Path(root))
+    for origin in sorted({p.origin for p in packages}):
+        ds.materialize(origin)
     tasks = [to_tau2(p, _spec(ds, p.domain, specs)) for p in packages]
     body = json.dumps(tasks, indent=2, ensure_ascii=False) + "\n"
     atomic_write(Path(out_path), body.encode("utf-8"))

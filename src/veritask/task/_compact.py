@@ -1,0 +1,249 @@
+"""Compact state storage: page deltas in packs, compressed origins, single-file archives.
+
+A task's s_target differs from its s_origin only in the pages its witness touched: the rows it
+tracked (inserted, updated), their indexes, the engine's change-tracking tables and the file
+header. A *delta* stores exactly those pages, XOR-ed with the origin's and compressed, so a
+target costs a few hundred bytes instead of a whole image. Applying the delta to the origin
+gives back the target byte for byte: the package's ``target`` stays the sha256 of the full
+image, and ``check`` verifies that origin + delta hashes to it.
+
+Files (inside ``states/``)::
+
+    <sha256>.sqlite     a full image (datasets made before compaction; materialized copies)
+    <sha256>.sqlite.z   a full image, zlib-compressed (origins)
+    <sha256>.pack       the deltas of one work unit's targets, named by the pack's own hash
+
+A pack is ``MAGIC``, one JSON header line listing its entries (target, base, size, changed
+pages, offset and length of the compressed body) and the concatenated bodies.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import tarfile
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from veritask._util import sha256
+
+MAGIC = b"VTPACK1\n"
+CHUNK = 4096
+"""Bytes per compared page (SQLite's default page size; any size gives exact results)."""
+PACK_SUFFIX = ".pack"
+ZIP_SUFFIX = ".sqlite.z"
+_LEVEL = 6
+
+
+class PackError(OSError):
+    """A pack, compressed state or archive cannot be read (an ``OSError``, like a missing or
+    unreadable file, so readers report it the same way)."""
+
+
+@dataclass(frozen=True)
+class Delta:
+    """The pages of ``target`` that differ from ``base``, XOR-ed with ``base`` and compressed."""
+
+    target: str
+    base: str
+    size: int
+    pages: tuple[int, ...]
+    body: bytes
+
+    def header(self, offset: int) -> dict[str, object]:
+        """This delta's entry in a pack header, its body stored at ``offset``."""
+        return {
+            "target": self.target,
+            "base": self.base,
+            "size": self.size,
+            "pages": list(self.pages),
+            "offset": offset,
+            "length": len(self.body),
+        }
+
+
+def _xor(a: bytes, b: bytes) -> bytes:
+    """Byte-wise XOR of two equal-length strings."""
+    n = len(a)
+    return (int.from_bytes(a, "little") ^ int.from_bytes(b, "little")).to_bytes(n, "little")
+
+
+def _page(data: bytes, index: int, size: int) -> bytes:
+    """Page ``index`` of ``data`` cut to the target ``size``, zero-padded past ``data``'s end."""
+    start = index * CHUNK
+    length = min(CHUNK, size - start)
+    return data[start : start + length].ljust(length, b"\0")
+
+
+def make_delta(base_digest: str, base: bytes, target: bytes) -> Delta:
+    """The delta that turns ``base`` into ``target``."""
+    size = len(target)
+    pages: list[int] = []
+    chunks: list[bytes] = []
+    for index in range((size + CHUNK - 1) // CHUNK):
+        new = _page(target, index, size)
+        old = _page(base, index, size)
+        if new != old:
+            pages.append(index)
+            chunks.append(_xor(new, old))
+    body = zlib.compress(b"".join(chunks), _LEVEL)
+    return Delta(sha256(target), base_digest, size, tuple(pages), body)
+
+
+def apply_delta(base: bytes, size: int, pages: Sequence[int], body: bytes) -> bytes:
+    """The image a delta describes, rebuilt from its base.
+
+    Raises:
+        PackError: The body is not valid compressed data or does not match its pages.
+    """
+    try:
+        xored = zlib.decompress(body)
+    except zlib.error as exc:
+        raise PackError(f"delta body is corrupt: {exc}") from exc
+    out = bytearray(base[:size].ljust(size, b"\0"))
+    pos = 0
+    for index in pages:
+        start = index * CHUNK
+        length = min(CHUNK, size - start)
+        part = xored[pos : pos + length]
+        if len(part) != length:
+            raise PackError("delta body is shorter than its pages")
+        out[start : start + length] = _xor(bytes(out[start : start + length]), part)
+        pos += length
+    if pos != len(xored):
+        raise PackError("delta body is longer than its pages")
+    return bytes(out)
+
+
+def pack_bytes(deltas: Iterable[Delta]) -> bytes:
+    """A pack holding ``deltas`` (in the order given)."""
+    entries: list[dict[str, object]] = []
+    bodies: list[bytes] = []
+    offset = 0
+    for delta in deltas:
+        entries.append(delta.header(offset))
+        bodies.append(delta.body)
+        offset += len(delta.body)
+    header = json.dumps({"version": 1, "chunk": CHUNK, "entries": entries}, sort_keys=True)
+    return MAGIC + header.encode("utf-8") + b"\n" + b"".join(bodies)
+
+
+@dataclass(frozen=True)
+class PackEntry:
+    """Where one target's delta lives."""
+
+    path: Path
+    base: str
+    size: int
+    pages: tuple[int, ...]
+    offset: int
+    length: int
+
+
+def read_pack_index(path: Path) -> dict[str, PackEntry]:
+    """The entries of a pack file, by target digest.
+
+    Raises:
+        PackError: The file is not a pack.
+        OSError: It cannot be read.
+    """
+    with path.open("rb") as fh:
+        if fh.read(len(MAGIC)) != MAGIC:
+            raise PackError(f"{path.name}: not a veritask pack")
+        line = fh.readline()
+    start = len(MAGIC) + len(line)
+    try:
+        header = json.loads(line)
+        if header.get("chunk") != CHUNK:
+            raise PackError(f"{path.name}: page size {header.get('chunk')} is not {CHUNK}")
+        return {
+            str(e["target"]): PackEntry(
+                path,
+                str(e["base"]),
+                int(e["size"]),
+                tuple(int(p) for p in e["pages"]),
+                start + int(e["offset"]),
+                int(e["length"]),
+            )
+            for e in header["entries"]
+        }
+    except (ValueError, KeyError, TypeError) as exc:
+        raise PackError(f"{path.name}: bad header: {exc}") from exc
+
+
+def read_body(entry: PackEntry) -> bytes:
+    """The compressed body of one delta."""
+    with entry.path.open("rb") as fh:
+        fh.seek(entry.offset)
+        return fh.read(entry.length)
+
+
+def compress_image(data: bytes) -> bytes:
+    """A full image, compressed for ``<sha256>.sqlite.z``."""
+    return zlib.compress(data, _LEVEL)
+
+
+def decompress_image(data: bytes) -> bytes:
+    """The image stored in a ``<sha256>.sqlite.z`` file.
+
+    Raises:
+        PackError: The file is not valid compressed data.
+    """
+    try:
+        return zlib.decompress(data)
+    except zlib.error as exc:
+        raise PackError(f"compressed state is corrupt: {exc}") from exc
+
+
+def _members(root: Path) -> list[Path]:
+    """Every file under ``root`` (sorted, so an archive's member order is deterministic)."""
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
+def write_archive(root: Path, out: Path) -> int:
+    """Write every file of the dataset directory ``root`` into one tar file; return the count.
+
+    Members are stored in sorted order with fixed metadata (mode 0644, time 0, no owner), so the
+    same directory always gives the same archive bytes. States are already compressed; the
+    manifest and the rest are compressed by the archive (gzip, time 0).
+    """
+    files = _members(root)
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for path in files:
+            info = tarfile.TarInfo(path.relative_to(root).as_posix())
+            data = path.read_bytes()
+            info.size, info.mode, info.mtime = len(data), 0o644, 0
+            tar.addfile(info, io.BytesIO(data))
+    out.write_bytes(gzip.compress(raw.getvalue(), compresslevel=6, mtime=0))
+    return len(files)
+
+
+def extract_archive(archive: Path, root: Path) -> int:
+    """Unpack an archive made by :func:`write_archive` into ``root``; return the file count.
+
+    Raises:
+        PackError: The archive is not one, or names a path outside ``root``.
+    """
+    try:
+        with tarfile.open(archive, mode="r:gz") as tar:
+            return _extract(tar, archive, root)
+    except (tarfile.TarError, EOFError, zlib.error) as exc:
+        raise PackError(f"{archive}: not a dataset archive: {exc}") from exc
+
+
+def _extract(tar: tarfile.TarFile, archive: Path, root: Path) -> int:
+    count = 0
+    for member in tar.getmembers():
+        target = (root / member.name).resolve()
+        if not member.isfile() or not target.is_relative_to(root.resolve()):
+            raise PackError(f"{archive}: refusing member {member.name!r}")
+        source = tar.extractfile(member)
+        assert source is not None
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(source.read())
+        count += 1
+    return count
