@@ -90,11 +90,10 @@ def test_checkers_hold_on_target_and_fail_on_origin(
     tmp_path: Path, compiled: dict[str, CompiledDomain]
 ) -> None:
     generate("mock", 30, 4, tmp_path / "ds")
-    ds = tmp_path / "ds"
+    ds = DatasetDir(tmp_path / "ds")
     env = Environment(compiled["mock"])
-    for pkg in load_dataset(ds):
-        origin = (ds / "states" / f"{pkg.origin}.sqlite").read_bytes()
-        target = (ds / "states" / f"{pkg.target}.sqlite").read_bytes()
+    for pkg in load_dataset(ds.root):
+        origin, target = ds.read_state(pkg.origin), ds.read_state(pkg.target)
         checkers = make_checkers(env, origin, target)  # raises unless they separate the states
         assert bool(checkers) == (pkg.origin != pkg.target)
         assert partial_credit(checkers, env, target)["score"] == 1.0

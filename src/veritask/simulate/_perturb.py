@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from veritask._util import sha256_text
+from veritask.agent import wire_messages
 from veritask.task import Trajectory
 
 NOISE_KEY = "request_id"
@@ -229,7 +230,7 @@ def perturb_trajectory(traj: Trajectory, seed: int, variant: int) -> Trajectory:
     """
     change = SchemaVariant(traj.tools, variant_rng(traj, seed, variant))
     tools = change.schemas(traj.tools)
-    messages = [change.message(m) for m in traj.messages]
+    messages = [change.message(m) for m in wire_messages(traj.messages)]
     return traj.model_copy(
         update={
             "task_id": f"{traj.task_id}~v{variant}",

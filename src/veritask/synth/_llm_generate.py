@@ -239,7 +239,7 @@ class LLMUnitWorker(UnitWorker):
             return reason
         try:
             proj = await self._project(u, episode, dialogue, config)
-            return self._packaged(
+            pkg = self._packaged(
                 u.domain,
                 u.seed,
                 index,
@@ -248,8 +248,9 @@ class LLMUnitWorker(UnitWorker):
                 u.internal,
                 u.origin_digest,
                 u.policy_digest,
-                u.ds,
             )
+            u.ds.put_state(episode.target)
+            return pkg
         except ProjectionRejected as exc:
             if exc.reason == "spoiler leak":
                 result.leaks.append(exc.detail)

@@ -242,7 +242,6 @@ class UnitWorker:
                 internal,
                 origin_digest,
                 policy_digest,
-                ds,
             )
         except SpoilerLeak as leak:
             result.discarded["spoiler leak"] = result.discarded.get("spoiler leak", 0) + 1
@@ -252,6 +251,7 @@ class UnitWorker:
         if reason is not None:
             result.discarded[reason] = result.discarded.get(reason, 0) + 1
             return None
+        ds.put_state(episode.target)
         return pkg
 
     def _admit(
@@ -289,11 +289,10 @@ class UnitWorker:
         internal: set[str],
         origin: str,
         policy: str,
-        ds: DatasetDir,
     ) -> TaskPackage:
         view.invalidate()
         proj = self.projector.project(view, episode, self._edge(scene, episode), internal)
-        return self._packaged(domain, seed, index, episode, proj, internal, origin, policy, ds)
+        return self._packaged(domain, seed, index, episode, proj, internal, origin, policy)
 
     def _edge(self, scene: Scene, episode: Episode) -> bool:
         """Whether the episode met a quota placed at its boundary by the Set Designer."""
@@ -310,15 +309,15 @@ class UnitWorker:
         internal: set[str],
         origin: str,
         policy: str,
-        ds: DatasetDir,
     ) -> TaskPackage:
-        """The package of a projected episode (after a last spoiler check)."""
+        """The package of a projected episode (after a last spoiler check); its target state is
+        stored by the caller once the package is accepted."""
         text = proj.task.render()
         spoilers = find_spoilers(text, self.spec, internal, proj.profile.known_ids)
         spoilers += decided_spoilers(text, self.spec, episode.witness)
         if spoilers:
             raise SpoilerLeak(f"{spoilers} in {text!r}")
-        target = ds.put_state(episode.target)
+        target = sha256(episode.target)  # stored once the package is accepted
         return TaskPackage(
             id=f"{domain}-s{seed}-{index:06d}",
             domain=domain,
