@@ -12,7 +12,7 @@
   dataset directory assembled from the units, and a report.
 """
 
-from veritask.evolve._assemble import read_report, status
+from veritask.evolve._assemble import RUN_DIR, read_report, status
 from veritask.evolve._attribution import (
     Attributed,
     Attribution,
@@ -35,7 +35,6 @@ from veritask.evolve._plans import (
 )
 from veritask.evolve._reflect import Evidence, features, reflect
 from veritask.evolve._run import (
-    RUN_DIR,
     EvolveConfig,
     EvolveStage,
     EvolveSummary,

@@ -13,13 +13,37 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from veritask._util import atomic_write_text, write_lines_atomic
+from veritask.pipeline import RunManifest, Unit
 from veritask.task import DatasetDir, TaskPackage
 
-if TYPE_CHECKING:
-    from veritask.evolve._run import EvolveStage
+RUN_DIR = "evolve-run"
+"""Where an evolve run keeps its manifest, units and candidate pools, inside the output folder."""
+
+
+class FinishedRun(Protocol):
+    """What assembling needs of a run: where it writes and its finished units."""
+
+    @property
+    def out(self) -> Path:
+        """The output dataset directory."""
+        ...
+
+    @property
+    def run_dir(self) -> Path:
+        """The run's own directory."""
+        ...
+
+    def units(self) -> list[Unit[Any]]:
+        """The run's units, plans first."""
+        ...
+
+    def read(self, unit_id: str) -> dict[str, Any]:
+        """A finished unit's artifact."""
+        ...
+
 
 REPORT = "report.json"
 
@@ -59,7 +83,7 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, int]:
     return {k: sum(r[k] for r in rows) for k in (*keys, "accepted")}
 
 
-def assemble(stage: EvolveStage, config: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+def assemble(stage: FinishedRun, config: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """Write the dataset and report from the finished units; the task count and the report."""
     ds = DatasetDir(stage.out)
     packages: list[TaskPackage] = []
@@ -108,9 +132,6 @@ def read_report(out: str | Path) -> dict[str, Any]:
 
 def status(out: str | Path) -> dict[str, Any]:
     """How far a run has come: ``{"config", "units", "done", "pending", "finished"}``."""
-    from veritask.evolve._run import RUN_DIR
-    from veritask.pipeline import RunManifest
-
     root = Path(out)
     manifest = RunManifest.read(root / RUN_DIR / "run-manifest.json")
     if manifest is None:

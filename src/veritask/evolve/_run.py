@@ -20,6 +20,7 @@ from typing import Any
 
 from veritask._util import atomic_write_text
 from veritask.domains import load_domain
+from veritask.evolve._assemble import RUN_DIR, assemble
 from veritask.evolve._attribution import FaithfulSolver, Solver
 from veritask.evolve._coverage import coverage, enumerate_plans
 from veritask.evolve._model_roles import model_plans
@@ -28,7 +29,6 @@ from veritask.evolve._stream import StreamRoles, StreamSettings, Synthesizer, ru
 from veritask.model import ModelProvider
 from veritask.pipeline import AsyncExecutor, RunManifest, Unit, pending
 
-RUN_DIR = "evolve-run"
 """The run's units and scratch candidates inside the output directory."""
 
 
@@ -180,8 +180,6 @@ async def evolve_async(
     Raises:
         veritask.pipeline.RunConflict: ``out`` holds a run with another config.
     """
-    from veritask.evolve._assemble import assemble
-
     if (model is None) != (config.model is None):
         raise ValueError("give a model provider exactly when the config names a model")
     roles = StreamRoles(
