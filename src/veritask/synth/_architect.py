@@ -34,7 +34,7 @@ from veritask.model import (
     extract_block,
     parse_model,
 )
-from veritask.policy import DomainSpec, spec_from_data
+from veritask.policy import DomainSpec, dump_spec, spec_from_data
 from veritask.policy._load import _Loader
 from veritask.synth._architect_artifacts import (
     STAGES,
@@ -114,18 +114,6 @@ class ArchitectResult:
         }
 
 
-class _SpecDumper(yaml.SafeDumper):
-    """SafeDumper writing multi-line strings (SQL) as literal blocks."""
-
-
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    style = "|" if "\n" in value.strip() else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_SpecDumper.add_representer(str, _represent_str)
-
-
 class _FastLoader(yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader):  # type: ignore[misc]
     """The spec loader's YAML 1.2 booleans on libyaml's parser (when PyYAML has it)."""
 
@@ -139,20 +127,10 @@ def _loads_back(text: str, spec: DomainSpec) -> bool:
 
 
 def spec_to_yaml(spec: DomainSpec, comment: str = "") -> str:
-    """The spec as YAML that ``load_spec`` reads back to an equal spec (defaults omitted).
-
-    ``comment`` (possibly several lines) becomes a ``#`` header.
-    """
-    header = "".join(f"# {line}".rstrip() + "\n" for line in comment.splitlines())
-    body = yaml.dump(
-        spec.model_dump(mode="json", exclude_defaults=True),
-        Dumper=_SpecDumper,
-        default_flow_style=None,
-        sort_keys=False,
-        allow_unicode=True,
-        width=100,
-    )
-    return header + body
+    """The spec as YAML that ``load_spec`` reads back to an equal spec (defaults omitted);
+    ``comment`` (possibly several lines) becomes a ``#`` header. Kept as the Architect's name
+    for :func:`veritask.policy.dump_spec`."""
+    return dump_spec(spec, comment)
 
 
 def parse_wiki(text: str) -> str:
