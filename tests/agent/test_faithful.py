@@ -146,3 +146,98 @@ def test_the_structured_part_never_reaches_a_model() -> None:
         {"role": "assistant", "content": "ok"},
     ]
     assert wire_messages(messages) == [{"role": "user", "content": "hi"}, messages[1]]
+
+
+def _bobs_return(order_step: int) -> RowRef:
+    """A return of Bob's named only through its order item and that item's order."""
+    order = RowRef(table="orders", match={"customer_id": "c_bob", "order_step": order_step})
+    several = {"quantity": 2} if order_step == 28 else {}  # that order has three items
+    item = RowRef(table="order_items", match={"order_id": order, **several})
+    return RowRef(table="returns", match={"order_item_id": item})
+
+
+def _receive(order_step: int, **values: Any) -> Ask:
+    return Ask(
+        transaction="receive_return",
+        tool="update_returns",
+        target=_bobs_return(order_step),
+        values={"status": "RECEIVED", "received_step": 41, **values},
+    )
+
+
+def test_a_record_named_through_its_parents_is_the_one_they_lead_to(
+    compiled: dict[str, CompiledDomain],
+) -> None:
+    """Having seen one return, the agent does not take it for another return named only by
+    an order item of another order: each parent in the chain is resolved."""
+    retail = compiled["retail"]
+    env = Environment(retail)
+    first = SubGoal(title="a", request="a", ask=_receive(28, item_condition="DAMAGED"))
+    second = SubGoal(title="b", request="b", ask=_receive(31, item_condition="DAMAGED"))
+    calls = [("update_returns", {"id": 1, **_receive(28, item_condition="DAMAGED").values})]
+    pkg, origin, target = _package(env, "c_bob", [first, second], calls)
+    traj = _run(retail, pkg, origin, target)
+    ids = [s.args.get("id") for s in traj.steps if s.tool == "update_returns" and s.args]
+    assert ids[0] == 1 and ids[-1] == 2
+
+
+def test_a_value_a_rule_only_asks_for_is_left_to_the_user(
+    compiled: dict[str, CompiledDomain],
+) -> None:
+    """A rule that refuses a missing item condition does not say which one: the agent explains
+    the refusal and the user's fallback names it, rather than the agent guessing."""
+    retail = compiled["retail"]
+    env = Environment(retail)
+    sub = SubGoal(
+        title="Receive",
+        request="Receive my return.",
+        ask=_receive(28),
+        fallbacks=[
+            Fallback(rule="RETURN_RECEIPT_DETAILS", then=_receive(28, item_condition="DAMAGED"))
+        ],
+    )
+    calls = [("update_returns", {"id": 1, **_receive(28, item_condition="DAMAGED").values})]
+    pkg, origin, target = _package(env, "c_bob", [sub], calls)
+    assert _run(retail, pkg, origin, target).final_distance == 0
+
+
+def test_a_required_choice_the_policy_fixes_is_worked_out(
+    compiled: dict[str, CompiledDomain],
+) -> None:
+    """The user never says whether a freeze needs approval: a rule fixes it from the days."""
+    gym = compiled["gym"]
+    env = Environment(gym)
+    ask = Ask(
+        transaction="request_freeze",
+        tool="insert_freezes",
+        values={"reason": "Knee surgery recovery", "days": 45},
+    )
+    sub = SubGoal(title="Freeze", request="Freeze for 45 days.", ask=ask)
+    freeze = {**ask.values, "member_id": "m_ana", "approval_status": "PENDING"}
+    pkg, origin, target = _package(env, "m_ana", [sub], [("insert_freezes", freeze)])
+    assert _run(gym, pkg, origin, target).final_distance == 0
+
+
+def test_a_refusal_no_choice_can_lift_is_explained_at_once(
+    compiled: dict[str, CompiledDomain],
+) -> None:
+    """A dropped enrollment is final whatever status or grade the agent picks: worked out on the
+    rows read, no other choice passes the rule, so the agent explains instead of trying them."""
+    registrar = compiled["registrar"]
+    env = Environment(registrar)
+    ask = Ask(
+        transaction="drop_course",
+        tool="update_enrollments",
+        target=RowRef(table="enrollments", match={"student_id": "s_alice", "status": "DROPPED"}),
+        values={"drop_step": 9},
+    )
+    sub = SubGoal(
+        title="Drop",
+        request="Drop it.",
+        ask=ask,
+        fallbacks=[Fallback(rule="ENR_EXIT_FINAL", then=None)],
+    )
+    pkg, origin, target = _package(env, "s_alice", [sub], [])
+    traj = _run(registrar, pkg, origin, target)
+    writes = [s for s in traj.steps if s.tool == "update_enrollments"]
+    assert traj.final_distance == 0 and len(writes) <= 2

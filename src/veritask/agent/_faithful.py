@@ -45,6 +45,13 @@ class _Job:
     """Read calls already made for this job (by a canonical text of the call)."""
 
 
+def _constrains(text: str, column: str) -> bool:
+    """Whether a rule's text tests which value ``NEW.column`` has, not only that it has one: a
+    rule that just asks for a value leaves the choice to the user (who says it when told)."""
+    blank = re.compile(rf"\bNEW\.{column}\s+IS\s+(?:NOT\s+)?NULL\b", re.I)
+    return f"NEW.{column}" in blank.sub("", text)
+
+
 def _matches(row: dict[str, Any], match: dict[str, Any]) -> bool:
     return all(k in row and row[k] == v for k, v in match.items())
 
@@ -222,23 +229,33 @@ class FaithfulAgent:
         return None
 
     def _required(self, job: _Job, tool: ToolSpec, args: dict[str, Any]) -> dict[str, Any]:
-        """Fill a required column nobody stated from the policy's formula for it, when a
-        calculation rule gives one (an insert cannot leave it out)."""
+        """Fill a required column nobody stated (an insert cannot leave it out): from the
+        policy's formula for it when a calculation rule gives one, else with a first enum
+        value, which a rule refusing it makes the agent revise (:meth:`_other_choice`)."""
         if tool.kind != "insert":
             return args
         stated = self._stated(job, tool)
         for col in self.spec.table(tool.table).columns:
             if col.name in args or col.name in stated or not col.required_on_insert:
                 continue
-            for rule in self._formulas(tool, None):
-                if rule.repair is not None and rule.repair.column == col.name:
-                    if rule.when and not self._formula(tool, args, job, rule.when):
-                        continue
-                    value = self._formula(tool, args, job, rule.repair.value)
-                    if value is not None:
-                        args[col.name] = job.decided[col.name] = value
-                        break
+            value = self._required_value(job, tool, args, col.name)
+            if value is None and col.enum:
+                value = col.default if col.default in col.enum else col.enum[0]
+            if value is not None:
+                args[col.name] = job.decided[col.name] = value
         return args
+
+    def _required_value(self, job: _Job, tool: ToolSpec, args: dict[str, Any], column: str) -> Any:
+        """The value a calculation rule whose guard holds gives ``column`` (None: no rule)."""
+        for rule in self._formulas(tool, None):
+            if rule.repair is None or rule.repair.column != column:
+                continue
+            if rule.when and not self._formula(tool, args, job, rule.when):
+                continue
+            value = self._formula(tool, args, job, rule.repair.value)
+            if value is not None:
+                return value
+        return None
 
     def _key_column(self, slot: str, tool: ToolSpec) -> tuple[str, str]:
         """(table, column) whose value a named record supplies."""
@@ -294,8 +311,10 @@ class FaithfulAgent:
     def _known_key(self, table: str, col: str, parent: RowRef) -> Any:
         fk = self.spec.table(table).column(col).references or ""
         parent_table, parent_col = fk.split(".")
-        plain = {k: v for k, v in parent.match.items() if not isinstance(v, RowRef)}
-        rows = [r for r in self._current(parent_table) if _matches(r, plain)]
+        match = self._scalar_match(parent)  # the parent's own parents resolved first
+        if match is None:
+            return None
+        rows = [r for r in self._current(parent_table) if _matches(r, match)]
         keys = {json.dumps(r.get(parent_col), default=str) for r in rows}
         return rows[-1][parent_col] if len(keys) == 1 else None
 
@@ -397,15 +416,28 @@ class FaithfulAgent:
         table = self.spec.table(tool.table)
         text = f"{rule.when or ''} {rule.condition}"
         for col in table.columns:
-            if col.name in stated or col.enum is None or f"NEW.{col.name}" not in text:
+            if col.name in stated or col.enum is None or not _constrains(text, col.name):
                 continue
             tried = job.tried.setdefault(col.name, [])
             current = job.decided.get(col.name, col.default)
             if current not in tried:
                 tried.append(current)
-            left = [v for v in col.enum if v not in tried]
+            left = [
+                v
+                for v in col.enum
+                if v not in tried and not self._still_refused(job, tool, rule, col.name, v)
+            ]
             if left:
                 job.decided[col.name] = left[0]
                 tried.append(left[0])
                 return True
         return False
+
+    def _still_refused(
+        self, job: _Job, tool: ToolSpec, rule: Rule, column: str, value: Any
+    ) -> bool:
+        """Whether the rule, worked out on the rows seen, refuses the write with ``column`` set
+        to ``value`` too (a value it refuses whatever else is chosen is not worth trying)."""
+        args = {**self._args(job, tool), column: value}
+        guard = self._formula(tool, args, job, rule.when) if rule.when else True
+        return bool(guard) and bool(self._formula(tool, args, job, rule.condition))
