@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -14,6 +13,7 @@ from typing import Any, Literal
 
 from veritask.env._args import validate_arguments
 from veritask.env._build import build_image
+from veritask.env._notebook import bind_new_old
 from veritask.env._result import ToolError, ToolResult, failure
 from veritask.env._state import (
     Layout,
@@ -33,7 +33,6 @@ Mode = Literal["read", "write", "admin"]
 DEFAULT_CALL_TIME_LIMIT = 5.0
 """Seconds one ``Environment.call`` may run by default; ordinary calls take microseconds."""
 _PROGRESS_OPCODES = 10_000  # virtual-machine steps between two deadline checks
-_NEW_OLD = re.compile(r"\b(NEW|OLD)\.([A-Za-z_][A-Za-z0-9_]*)")
 DatabaseError = sqlite3.Error
 """What SQLite raises; exported so callers above the engine need not import sqlite3."""
 _WRITE_ACTIONS = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE}
@@ -374,15 +373,7 @@ class Environment:
         table = self.spec.table(tool.table)
         new_row = {c.name: c.default for c in table.columns} if old_row is None else dict(old_row)
         new_row.update(args)
-        params: dict[str, Any] = {}
-
-        def bind(m: re.Match[str]) -> str:
-            ref, col = m.group(1), m.group(2)
-            name = f"{ref.lower()}_{col}"
-            params[name] = ((old_row or {}) if ref == "OLD" else new_row).get(col)
-            return f":{name}"
-
-        sql = _NEW_OLD.sub(bind, expr)
+        sql, params = bind_new_old(expr, new_row, old_row)
         try:
             row = self._conn.execute(f"SELECT {sql}", params).fetchone()
         except sqlite3.Error:
