@@ -35,7 +35,7 @@ from typing import Any
 
 from veritask.env import DatabaseError, Environment, bind_new_old
 from veritask.policy import Column, Rule, ToolSpec, actor_table
-from veritask.task._package import Ask, RowRef, TaskPackage, WitnessCall
+from veritask.task._package import Ask, RowRef, TaskDescription, TaskPackage, WitnessCall
 
 
 @dataclass(frozen=True)
@@ -71,10 +71,10 @@ def _in_text(value: Any, text: str) -> bool:
     return re.search(pattern, text) is not None
 
 
-def package_asks(pkg: TaskPackage) -> list[Ask]:
+def task_asks(task: TaskDescription) -> list[Ask]:
     """Every request the user may make: each sub-goal's ask and its fallbacks' asks, in order."""
     out: list[Ask] = []
-    for sub in pkg.task.sub_goals:
+    for sub in task.sub_goals:
         if sub.ask is not None:
             out.append(sub.ask)
         for fb in sub.fallbacks:
@@ -84,16 +84,28 @@ def package_asks(pkg: TaskPackage) -> list[Ask]:
     return out
 
 
-def unstated(pkg: TaskPackage) -> list[Ungrounded]:
-    """Values an ask states that the task text does not say."""
+def package_asks(pkg: TaskPackage) -> list[Ask]:
+    """Every request the user of a package may make (see :func:`task_asks`)."""
+    return task_asks(pkg.task)
+
+
+def unstated_in(task: TaskDescription, text: str | None = None) -> list[Ungrounded]:
+    """Values the task's asks state that its text (``text``, else the rendered task) does not
+    say. A model that writes the text is held to this before its package is built."""
+    shown = task.render() if text is None else text
     found: list[Ungrounded] = []
-    for ask in package_asks(pkg):
+    for ask in task_asks(task):
         refs = [r for r in (ask.target, *ask.refs.values()) if r is not None]
         stated = [*ask.values.items(), *(kv for r in refs for kv in _leaves(r))]
         for col, value in stated:
-            if value is not None and not _in_text(value, pkg.task_description):
+            if value is not None and not _in_text(value, shown):
                 found.append(Ungrounded(-1, ask.tool, col, f"{value!r} is not in the task text"))
     return found
+
+
+def unstated(pkg: TaskPackage) -> list[Ungrounded]:
+    """Values an ask states that the task text does not say."""
+    return unstated_in(pkg.task, pkg.task_description)
 
 
 def _leaves(ref: RowRef) -> Iterator[tuple[str, Any]]:
