@@ -94,6 +94,9 @@ def test_evolve_iteration_rows_filters_and_task_links(
     evolve_client: TestClient, evolve_run: Path
 ) -> None:
     final = {p.id for p in load_dataset(evolve_run)}
+    lines = (evolve_run / "trajectories.jsonl").read_text().splitlines()
+    verified = [json.loads(line)["task_id"] for line in lines]
+    assert verified
     statuses: set[str] = set()
     for row in read_report(evolve_run)["iterations"]:
         unit_id = f"{row['stream']}.iter{row['iteration']}"
@@ -113,6 +116,9 @@ def test_evolve_iteration_rows_filters_and_task_links(
             task_id = item["package"]["id"]
             link = f'href="../dataset/task/{task_id}.html"'
             assert (link in html) == (task_id in final)
+            if item["trajectory"] is not None and task_id in final:
+                line = verified.index(task_id)
+                assert f'href="../trajectories/trajectory/{line}.html"' in html
         for key in unit["plan_diff"]:
             assert f"<code>{key}</code>" in html
     assert statuses == {"rejected", "SUCCESS"}, "the run has rejected and solved candidates"

@@ -30,6 +30,16 @@ def is_evolve_run(path: Path) -> bool:
     return (path / RUN_DIR / "run-manifest.json").is_file()
 
 
+def trajectory_index(root: Path) -> dict[str, int]:
+    """Task id -> the line (from 0) of its verified trajectory in the run's
+    ``trajectories.jsonl`` (the trajectory pages are numbered the same way)."""
+    path = root / "trajectories.jsonl"
+    if not path.is_file():
+        return {}
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return {str(json.loads(line).get("task_id")): i for i, line in enumerate(lines)}
+
+
 def candidate_rows(unit: dict[str, Any], final: set[str]) -> list[dict[str, Any]]:
     """One row per selected candidate of an iteration: its verdict, rollout and outcome."""
     rollouts = {r["id"]: r for r in unit["rollouts"]}
@@ -101,6 +111,7 @@ class EvolvePages:
         self.report = read_report(root) if finished else None
         has_dataset = (root / "manifest.jsonl").is_file()
         self.final = manifest_ids(root) if finished and has_dataset else set()
+        self.trajectories = trajectory_index(root) if self.final else {}
         self.nav = [("index.html", "run"), ("plans.html", "plans")]
 
     def paths(self) -> list[str]:
@@ -186,6 +197,7 @@ class EvolvePages:
                 "statuses": STATUSES,
                 "query": dict(query),
                 "tasks_at": self.tasks_at if self.final else None,
+                "trajectories": self.trajectories if self.tasks_at is not None else {},
                 "finished": self.status["finished"],
                 "previous": self.iterations[index - 1] if index else None,
                 "next": self.iterations[index + 1] if index + 1 < len(self.iterations) else None,

@@ -115,7 +115,7 @@ def _open(path: Path, kind: Kind, dataset: Path | None, check: bool, gates: Path
         return Composite(pages, [("dataset/", "dataset", DatasetPages(ds, check=check))])
     if kind == "evolve":
         evolve = EvolvePages(path, tasks_at="dataset/task/")
-        has_dataset = (path / "manifest.jsonl").is_file()
+        has_dataset = evolve.status["finished"] and (path / "manifest.jsonl").is_file()
         return Composite(
             evolve, _dataset_site(path, check, folder="dataset/") if has_dataset else []
         )
