@@ -41,6 +41,10 @@ def test_trajectory_pages_link_to_task_pages(
         assert link is not None and link.group(1) == f"../dataset/task/{traj.task_id}.html"
         task = client.get(f"/dataset/task/{traj.task_id}.html")
         assert task.status_code == 200 and f"<h1>{traj.task_id}" in task.text
+        back = re.findall(r'href="\.\./\.\./trajectory/(\d+)\.html"', task.text)
+        assert [int(i) for i in back] == [
+            i for i, t in enumerate(rows) if t.task_id == traj.task_id
+        ]
         assert f'href="dataset/task/{traj.task_id}.html"' in summary
         assert "Final state → target" in html  # the found dataset also gives the final diff
 
@@ -66,7 +70,8 @@ def test_a_dataset_shows_the_trajectories_it_holds(dataset: Path, tmp_path: Path
     first = _trajectories(copy / "trajectories.jsonl")[0]
     html = client.get("/trajectories/trajectory/0.html").text
     assert f'href="../../task/{first.task_id}.html"' in html
-    assert client.get(f"/task/{first.task_id}.html").status_code == 200
+    task = client.get(f"/task/{first.task_id}.html").text
+    assert 'href="../trajectories/trajectory/0.html"' in task
 
 
 def _family_rows(html: str) -> list[str]:

@@ -90,35 +90,38 @@ def _has_lines(path: Path) -> bool:
     return path.is_file() and any(line.strip() for line in path.open(encoding="utf-8"))
 
 
-def _dataset_site(root: Path, check: bool, *, folder: str = "") -> list[tuple[str, str, Pages]]:
-    """The mounts of a dataset under ``folder``: its pages, and its trajectories if any."""
-    mounts: list[tuple[str, str, Pages]] = []
-    if folder:
-        mounts.append((folder, "dataset", DatasetPages(root, check=check)))
+def _dataset_site(
+    root: Path, check: bool, *, folder: str = ""
+) -> tuple[DatasetPages, list[tuple[str, str, Pages]]]:
+    """A dataset's pages and the mounts that go with them when they sit under ``folder``:
+    the dataset itself (unless at the root) and its trajectories, if it holds any."""
+    pages = DatasetPages(root, check=check)
+    mounts: list[tuple[str, str, Pages]] = [(folder, "dataset", pages)] if folder else []
     traj = root / TRAJECTORIES
     if _has_lines(traj):
-        pages = TrajectoryPages(traj, root, tasks_at=f"{folder}task/")
-        mounts.append(("trajectories/", "trajectories", pages))
-    return mounts
+        runs = TrajectoryPages(traj, root, tasks_at=f"{folder}task/")
+        pages.runs = runs.runs("trajectories/")
+        mounts.append(("trajectories/", "trajectories", runs))
+    return pages, mounts
 
 
 def _open(path: Path, kind: Kind, dataset: Path | None, check: bool, gates: Path | None) -> Pages:
     if kind == "dataset":
-        main: Pages = DatasetPages(path, check=check)
-        mounts = _dataset_site(path, check)
+        main, mounts = _dataset_site(path, check)
         return Composite(main, mounts) if mounts else main
     if kind == "trajectories":
         ds = dataset if dataset is not None else dataset_of(path, _task_ids(path))
         if ds is None:
             return TrajectoryPages(path)
-        pages = TrajectoryPages(path, ds, tasks_at="dataset/task/")
-        return Composite(pages, [("dataset/", "dataset", DatasetPages(ds, check=check))])
+        runs = TrajectoryPages(path, ds, tasks_at="dataset/task/")
+        tasks = DatasetPages(ds, check=check)
+        tasks.runs = runs.runs("")
+        return Composite(runs, [("dataset/", "dataset", tasks)])
     if kind == "evolve":
         evolve = EvolvePages(path, tasks_at="dataset/task/")
-        has_dataset = evolve.status["finished"] and (path / "manifest.jsonl").is_file()
-        return Composite(
-            evolve, _dataset_site(path, check, folder="dataset/") if has_dataset else []
-        )
+        if not (evolve.status["finished"] and (path / "manifest.jsonl").is_file()):
+            return evolve
+        return Composite(evolve, _dataset_site(path, check, folder="dataset/")[1])
     if kind == "blueprint":
         return BlueprintPages(path)
     return LogicPages(path, gates=gates)

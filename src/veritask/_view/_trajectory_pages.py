@@ -104,6 +104,21 @@ class TrajectoryPages:
         )
         self.nav = [("index.html", "summary")]
 
+    def runs(self, at: str) -> dict[str, list[dict[str, Any]]]:
+        """Task id -> its trajectories, for the task pages (``href`` from the site root, with
+        these pages mounted at ``at``)."""
+        out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for index, traj in enumerate(self.trajectories):
+            out[traj.task_id].append(
+                {
+                    "href": f"{at}trajectory/{index}.html",
+                    "trial": traj.trial,
+                    "agent": traj.agent,
+                    "reward": traj.reward,
+                }
+            )
+        return dict(out)
+
     def task_link(self, task_id: str) -> str | None:
         """The task page of ``task_id`` relative to the site root, when the site has it."""
         if self.tasks_at is None or task_id not in self.packages:
