@@ -20,6 +20,7 @@ _NODE_HEIGHT = 24
 _CHAR = 7.0
 _GAP = 70
 _PAD = 12
+_TOP = 34
 
 
 def layers(nodes: Sequence[str], edges: Sequence[tuple[str, str, str]]) -> list[list[str]]:
@@ -36,11 +37,16 @@ def layers(nodes: Sequence[str], edges: Sequence[tuple[str, str, str]]) -> list[
     return out
 
 
-def _curve(x1: float, y1: float, x2: float, y2: float) -> str:
-    if x2 > x1:
+def _curve(x1: float, y1: float, x2: float, y2: float, *, skips: bool) -> str:
+    """A curve from (x1, y1) to (x2, y2); one that ``skips`` a column arches above the rows
+    between, and one that goes back (a cycle) loops out to the right."""
+    if x2 > x1 and not skips:
         bend = (x2 - x1) / 2
         return f"M{x1:.0f},{y1:.0f} C{x1 + bend:.0f},{y1:.0f} {x2 - bend:.0f},{y2:.0f} {x2:.0f},{y2:.0f}"
-    loop = _ROW * 1.5  # an edge within a column (a cycle) or backwards: a loop out to the right
+    if x2 > x1:
+        top = min(y1, y2) - _ROW * 0.75
+        return f"M{x1:.0f},{y1:.0f} C{x1 + _GAP:.0f},{top:.0f} {x2 - _GAP:.0f},{top:.0f} {x2:.0f},{y2:.0f}"
+    loop = _ROW * 1.5
     return (
         f"M{x1:.0f},{y1:.0f} C{x1 + loop:.0f},{y1:.0f} {x1 + loop:.0f},{y2:.0f} {x2:.0f},{y2:.0f}"
     )
@@ -51,12 +57,14 @@ def graph_svg(nodes: Sequence[str], edges: Sequence[tuple[str, str, str]], *, la
     columns = layers(nodes, edges)
     widths = [max((len(n) for n in col), default=4) * _CHAR + 2 * _PAD for col in columns]
     where: dict[str, tuple[float, float, float]] = {}  # node -> left x, centre y, width
+    column: dict[str, int] = {}
     x = 10.0
-    for col, width in zip(columns, widths, strict=True):
+    for number, (col, width) in enumerate(zip(columns, widths, strict=True)):
         for row, node in enumerate(col):
-            where[node] = (x, 20 + row * _ROW + _NODE_HEIGHT / 2, width)
+            where[node] = (x, _TOP + row * _ROW + _NODE_HEIGHT / 2, width)
+            column[node] = number
         x += width + _GAP
-    height = 30 + max((len(c) for c in columns), default=1) * _ROW
+    height = _TOP + 10 + max((len(c) for c in columns), default=1) * _ROW
     parts = [
         f'<svg class="graph" width="{x - _GAP + 40:.0f}" height="{height}" role="img" '
         f'aria-label="{escape(label)}"><defs><marker id="arrow" viewBox="0 0 10 10" refX="10" '
@@ -68,7 +76,8 @@ def graph_svg(nodes: Sequence[str], edges: Sequence[tuple[str, str, str]], *, la
         tx, ty, tw = where[target]
         x1, x2 = sx + sw, tx if tx > sx else tx + tw
         parts.append(
-            f'<path class="edge edge-{escape(kind)}" d="{_curve(x1, sy, x2, ty)}" '
+            f'<path class="edge edge-{escape(kind)}" '
+            f'd="{_curve(x1, sy, x2, ty, skips=column[target] - column[source] > 1)}" '
             f'marker-end="url(#arrow)"><title>{escape(source)} → {escape(target)}: '
             f"{escape(kind)}</title></path>"
         )
