@@ -15,7 +15,7 @@ from typing import Any
 
 from veritask._view._charts import bars
 from veritask._view._compose import manifest_ids
-from veritask._view._pages import Page, Query, pretty, slug
+from veritask._view._pages import Page, Query, slug
 from veritask.evolve import RUN_DIR, read_report, status
 from veritask.pipeline import RunManifest
 
@@ -175,7 +175,7 @@ class EvolvePages:
         """The initial plan of every stream."""
         plans = self.units.get("plans", {})
         views = [(p["synthesis"]["stream"], _plan_view(p)) for p in plans.get("plans", [])]
-        return Page("evolve_plans.html", "plans", {"plans": views, "pretty": pretty})
+        return Page("evolve_plans.html", "plans", {"plans": views})
 
     def iteration_page(self, unit_id: str, query: Query) -> Page:
         """One iteration: its plan, candidates and their outcomes (``status`` filters), the
@@ -201,6 +201,5 @@ class EvolvePages:
                 "finished": self.status["finished"],
                 "previous": self.iterations[index - 1] if index else None,
                 "next": self.iterations[index + 1] if index + 1 < len(self.iterations) else None,
-                "pretty": pretty,
             },
         )

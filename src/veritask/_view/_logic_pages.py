@@ -168,7 +168,6 @@ class LogicPages:
                 "levels": levels,
                 "records": records,
                 "gate": self.gates.get(fid),
-                "pretty": pretty,
             },
         )
 
