@@ -8,8 +8,9 @@
   duplicate, difficulty, per-task SQL checkers), rollouts with any assistant, attribution of
   failures by execution (``attribute``: TASK when a text-only solver fails too, TRAJECTORY when
   it succeeds), and reflection (symbolic weight shifts, or a model's revision).
-- The run: ``evolve`` / ``evolve_async`` as pipeline units with a run manifest, exact resume, a
-  dataset directory assembled from the units, and a report.
+- The run: ``evolve`` / ``evolve_async``, the plan streams as an ``Evolution`` on the engine of
+  ``veritask.pipeline`` (the one ``logic evolve`` runs on): units with a run manifest, exact
+  resume, a dataset directory assembled from the units, and a report.
 """
 
 from veritask.evolve._assemble import RUN_DIR, read_report, status
@@ -36,8 +37,9 @@ from veritask.evolve._plans import (
 from veritask.evolve._reflect import Evidence, features, reflect
 from veritask.evolve._run import (
     EvolveConfig,
-    EvolveStage,
     EvolveSummary,
+    PlanStreams,
+    StreamState,
     domain_rules,
     evolve,
     evolve_async,
@@ -56,14 +58,15 @@ __all__ = [
     "EvaluationPlan",
     "Evidence",
     "EvolveConfig",
-    "EvolveStage",
     "EvolveSummary",
     "FaithfulSolver",
     "Judgment",
     "PlanPair",
+    "PlanStreams",
     "Solver",
     "StreamRoles",
     "StreamSettings",
+    "StreamState",
     "SynthesisPlan",
     "Synthesize",
     "Synthesizer",

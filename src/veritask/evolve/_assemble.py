@@ -24,12 +24,7 @@ RUN_DIR = "evolve-run"
 
 
 class FinishedRun(Protocol):
-    """What assembling needs of a run: where it writes and its finished units."""
-
-    @property
-    def out(self) -> Path:
-        """The output dataset directory."""
-        ...
+    """What assembling needs of a run: its directory and its finished units."""
 
     @property
     def run_dir(self) -> Path:
@@ -83,9 +78,10 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, int]:
     return {k: sum(r[k] for r in rows) for k in (*keys, "accepted")}
 
 
-def assemble(stage: FinishedRun, config: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    """Write the dataset and report from the finished units; the task count and the report."""
-    ds = DatasetDir(stage.out)
+def assemble(stage: FinishedRun, out: Path, config: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """Write the dataset ``out`` and its report from the finished units; the task count and
+    the report."""
+    ds = DatasetDir(out)
     packages: list[TaskPackage] = []
     checkers: list[bytes] = []
     trajectories: list[bytes] = []

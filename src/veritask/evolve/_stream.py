@@ -1,5 +1,6 @@
-"""One iteration of one stream: synthesize, verify tasks, roll out, verify trajectories,
-attribute, reflect.
+"""The phases of one iteration of one stream: synthesize (and select), verify (tasks, then
+rollouts and attribution of failed trajectories), reflect. The evolution engine of
+``veritask.pipeline`` runs them (see ``_run``).
 
 Synthesis goes through a :class:`Synthesizer` the caller provides (the command line passes the
 symbolic generator of ``veritask.synth``): this package sits beside the generators on the same
@@ -184,19 +185,45 @@ def _counts(cands: list[_Candidate], records: list[dict[str, Any]]) -> dict[str,
     }
 
 
-async def run_iteration(
+@dataclass
+class Synthesized:
+    """An iteration's candidates: how many each domain made, and the ones the plan selected."""
+
+    made: dict[str, int]
+    chosen: list[_Candidate]
+
+
+@dataclass
+class Verified:
+    """An iteration's verdicts and rollouts, and the evidence reflection works from."""
+
+    chosen: list[_Candidate]
+    made: dict[str, int]
+    records: list[dict[str, Any]]
+    failures: list[dict[str, Any]]
+    evidence: Evidence
+    counts: dict[str, int]
+
+
+def synthesize(
+    pair: PlanPair, pool: Path, settings: StreamSettings, roles: StreamRoles
+) -> Synthesized:
+    """Synthesize the plan's candidates into ``pool`` and select the ones it wants."""
+    candidates, made = _synthesize(pair, pool, settings, roles)
+    by_id = {c.pkg.id: c for c in candidates}
+    chosen = [by_id[p.id] for p in select(pair.synthesis, [c.pkg for c in candidates])]
+    return Synthesized(made, chosen)
+
+
+async def verify(
     pair: PlanPair,
-    pool: Path,
+    synthesized: Synthesized,
     seen: dict[tuple[str, str], str],
     settings: StreamSettings,
     roles: StreamRoles,
-) -> dict[str, Any]:
-    """Run one iteration of a stream; its artifact (plans, verdicts, rollouts, the accepted
-    packages and their checkers, the next plans and what changed)."""
-    candidates, made = _synthesize(pair, pool, settings, roles)
-    chosen = select(pair.synthesis, [c.pkg for c in candidates])
-    by_id = {c.pkg.id: c for c in candidates}
-    cands = [by_id[p.id] for p in chosen]
+) -> Verified:
+    """Task verification, then rollouts of the verified tasks and attribution of failures."""
+    cands = synthesized.chosen
     await _verify(cands, pair, seen, settings, roles)
     evidence, failures, records = Evidence(), [], []
     for cand in cands:
@@ -217,8 +244,17 @@ async def run_iteration(
     counts = _counts(cands, records)
     evidence.verified, evidence.rolled_out = counts["verified"], counts["rolled_out"]
     evidence.succeeded = counts["succeeded"]
-    following, how = await _next_plan(pair, evidence, failures, settings, roles)
-    return _artifact(pair, following, how, made, cands, records, counts)
+    return Verified(cands, synthesized.made, records, failures, evidence, counts)
+
+
+async def reflect_on(
+    pair: PlanPair, verified: Verified, settings: StreamSettings, roles: StreamRoles
+) -> dict[str, Any]:
+    """The next plans (reflection) and the iteration's artifact (plans, verdicts, rollouts,
+    the accepted packages and their checkers, the next plans and what changed)."""
+    v = verified
+    following, how = await _next_plan(pair, v.evidence, v.failures, settings, roles)
+    return _artifact(pair, following, how, v.made, v.chosen, v.records, v.counts)
 
 
 def _artifact(
