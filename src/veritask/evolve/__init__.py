@@ -3,8 +3,10 @@
 - Plans: ``SynthesisPlan`` / ``EvaluationPlan`` pairs, versioned per iteration; a covering
   design over domains x rules x archetypes x tiers (``enumerate_plans``) and its ``coverage``;
   model-made plans asked one after another with the earlier ones in context.
-- Streams: per plan pair and iteration, synthesis through a caller-given ``Synthesizer``, plan-
-  driven selection, deterministic task verification (certificate, grounded, spoiler-free,
+- Streams: per plan pair and iteration, synthesis through a caller-given ``Synthesizer`` or the
+  model's synthesis agent (``TaskAgent``: read-only exploration, ``propose_task`` with the
+  witness executed on a scratch copy, only certified and grounded candidates kept), plan-driven
+  selection, deterministic task verification (certificate, grounded, spoiler-free,
   duplicate, difficulty, per-task SQL checkers), rollouts with any assistant, attribution of
   failures by execution (``attribute``: TASK when a text-only solver fails too, TRAJECTORY when
   it succeeds), and reflection (symbolic weight shifts, or a model's revision).
@@ -41,10 +43,12 @@ from veritask.evolve._run import (
     PlanStreams,
     StreamState,
     domain_rules,
+    domain_sources,
     evolve,
     evolve_async,
 )
 from veritask.evolve._stream import StreamRoles, StreamSettings, Synthesize, Synthesizer
+from veritask.evolve._task_agent import AgentLog, Proposal, TaskAgent
 from veritask.evolve._verify import TaskVerdict, candidate_score, select, verify_task
 
 __all__ = [
@@ -53,6 +57,7 @@ __all__ = [
     "PLAN_SCHEMA",
     "RUN_DIR",
     "TIERS",
+    "AgentLog",
     "Attributed",
     "Attribution",
     "EvaluationPlan",
@@ -63,6 +68,7 @@ __all__ = [
     "Judgment",
     "PlanPair",
     "PlanStreams",
+    "Proposal",
     "Solver",
     "StreamRoles",
     "StreamSettings",
@@ -70,11 +76,13 @@ __all__ = [
     "SynthesisPlan",
     "Synthesize",
     "Synthesizer",
+    "TaskAgent",
     "TaskVerdict",
     "attribute",
     "candidate_score",
     "coverage",
     "domain_rules",
+    "domain_sources",
     "enumerate_plans",
     "evolve",
     "evolve_async",

@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from veritask.domains import load_domain
 from veritask.evolve._assemble import RUN_DIR, assemble
@@ -35,6 +35,8 @@ from veritask.evolve._stream import (
     synthesize,
     verify,
 )
+from veritask.evolve._task_agent import GENERATOR as TASK_AGENT
+from veritask.evolve._task_agent import TaskAgent
 from veritask.model import ModelProvider
 from veritask.pipeline import EvolutionStage, Step, run_evolution
 
@@ -51,6 +53,8 @@ class EvolveConfig:
     settings: StreamSettings = field(default_factory=StreamSettings)
     model: str | None = None
     """The model spec of the model roles (None: symbolic roles)."""
+    synthesis: Literal["symbolic", "model"] = "symbolic"
+    """Who synthesizes candidates: the given synthesizer, or the model's synthesis agent."""
 
     def to_json(self, synthesizer: str) -> dict[str, Any]:
         """The run config as the manifest stores it."""
@@ -67,7 +71,7 @@ class EvolveConfig:
             "task_verification": s.task_verification,
             "reflection": s.reflection,
             "model": self.model,
-            "synthesizer": synthesizer,
+            "synthesizer": TASK_AGENT if self.synthesis == "model" else synthesizer,
         }
 
 
@@ -78,6 +82,12 @@ def domain_rules(domains: tuple[str, ...]) -> dict[str, list[str]]:
         spec = load_domain(name)
         out[spec.name] = [r.id for r in spec.rules]
     return out
+
+
+def domain_sources(domains: tuple[str, ...]) -> dict[str, str]:
+    """Spec name -> the built-in name or spec file the domain was given as (plans, ids and
+    reports name a domain by its spec's name; synthesis loads it from where it was given)."""
+    return {load_domain(name).name: name for name in domains}
 
 
 @dataclass(frozen=True)
@@ -147,7 +157,7 @@ class PlanStreams:
     async def synthesize(self, stream: str, k: int, state: StreamState) -> Synthesized:
         """Certified candidates in ``pool/<stream>/iter<k>``, selected by the plan."""
         pool = self.run_dir / "pool" / stream / f"iter{k}"
-        return synthesize(state.pair, pool, self.config.settings, self.roles)
+        return await synthesize(state.pair, pool, self.config.settings, self.roles)
 
     async def verify(
         self, stream: str, k: int, state: StreamState, candidates: Synthesized
@@ -220,6 +230,11 @@ async def evolve_async(
     roles = StreamRoles(
         synthesizer, solver or FaithfulSolver(), domain_rules(config.domains), model
     )
+    roles.domain_sources = domain_sources(config.domains)
+    if config.synthesis == "model":
+        if model is None:
+            raise ValueError("model synthesis needs a model")
+        roles.task_agent = TaskAgent(model, roles.ledger)
     loop = PlanStreams(config, Path(out) / RUN_DIR, roles)
     stage = EvolutionStage(loop, loop.run_dir)
     run_config = config.to_json(synthesizer.name)

@@ -23,6 +23,7 @@ from veritask.evolve._attribution import Solver, attribute, run_role
 from veritask.evolve._model_roles import model_judgment, model_reflection
 from veritask.evolve._plans import PlanPair, plan_diff
 from veritask.evolve._reflect import Evidence, reflect
+from veritask.evolve._task_agent import TaskAgent
 from veritask.evolve._verify import TaskVerdict, select, unverified, verify_task
 from veritask.model import CostLedger, ModelProvider, StructuredOutputError
 from veritask.rollout import RoleFactory, TaskSource
@@ -62,6 +63,14 @@ class StreamRoles:
     domain_rules: dict[str, list[str]]
     model: ModelProvider | None = None
     ledger: CostLedger = field(default_factory=CostLedger)
+    task_agent: TaskAgent | None = None
+    """Synthesizes with a model instead of ``synthesizer`` when set."""
+    domain_sources: dict[str, str] = field(default_factory=dict)
+    """Spec name -> how the run was given the domain (a built-in name or a spec file)."""
+
+    def source(self, domain: str) -> str:
+        """What to load the domain named ``domain`` from."""
+        return self.domain_sources.get(domain, domain)
 
 
 @dataclass
@@ -73,20 +82,26 @@ class _Candidate:
     record: dict[str, Any] = field(default_factory=dict)
 
 
-def _synthesize(
+async def _synthesize(
     pair: PlanPair, pool: Path, settings: StreamSettings, roles: StreamRoles
-) -> tuple[list[_Candidate], dict[str, int]]:
+) -> tuple[list[_Candidate], dict[str, int], dict[str, Any]]:
     plan = pair.synthesis
     out: list[_Candidate] = []
     counts: dict[str, int] = {}
+    logs: dict[str, Any] = {}
     for domain in plan.domains:
         seed = derive_seed(settings.seed, plan.stream, plan.iteration, domain) % 1_000_000
         root = pool / domain
-        roles.synthesizer.generate(domain, plan.candidates, seed, root)
+        if roles.task_agent is not None:
+            agent = roles.task_agent
+            log = await agent.synthesize(plan, roles.source(domain), plan.candidates, seed, root)
+            logs[domain] = log.to_json()
+        else:
+            roles.synthesizer.generate(roles.source(domain), plan.candidates, seed, root)
         source = TaskSource.load(root)
         counts[domain] = len(source.packages)
         out += [_Candidate(source, pkg) for pkg in source.packages]
-    return out, counts
+    return out, counts, logs
 
 
 async def _verify(
@@ -191,28 +206,29 @@ class Synthesized:
 
     made: dict[str, int]
     chosen: list[_Candidate]
+    logs: dict[str, Any] = field(default_factory=dict)
+    """The synthesis agent's log per domain (empty for the symbolic generator)."""
 
 
 @dataclass
 class Verified:
     """An iteration's verdicts and rollouts, and the evidence reflection works from."""
 
-    chosen: list[_Candidate]
-    made: dict[str, int]
+    synthesized: Synthesized
     records: list[dict[str, Any]]
     failures: list[dict[str, Any]]
     evidence: Evidence
     counts: dict[str, int]
 
 
-def synthesize(
+async def synthesize(
     pair: PlanPair, pool: Path, settings: StreamSettings, roles: StreamRoles
 ) -> Synthesized:
     """Synthesize the plan's candidates into ``pool`` and select the ones it wants."""
-    candidates, made = _synthesize(pair, pool, settings, roles)
+    candidates, made, logs = await _synthesize(pair, pool, settings, roles)
     by_id = {c.pkg.id: c for c in candidates}
     chosen = [by_id[p.id] for p in select(pair.synthesis, [c.pkg for c in candidates])]
-    return Synthesized(made, chosen)
+    return Synthesized(made, chosen, logs)
 
 
 async def verify(
@@ -244,7 +260,7 @@ async def verify(
     counts = _counts(cands, records)
     evidence.verified, evidence.rolled_out = counts["verified"], counts["rolled_out"]
     evidence.succeeded = counts["succeeded"]
-    return Verified(cands, synthesized.made, records, failures, evidence, counts)
+    return Verified(synthesized, records, failures, evidence, counts)
 
 
 async def reflect_on(
@@ -254,21 +270,16 @@ async def reflect_on(
     the accepted packages and their checkers, the next plans and what changed)."""
     v = verified
     following, how = await _next_plan(pair, v.evidence, v.failures, settings, roles)
-    return _artifact(pair, following, how, v.made, v.chosen, v.records, v.counts)
+    return _artifact(pair, following, how, v)
 
 
-def _artifact(
-    pair: PlanPair,
-    following: PlanPair,
-    how: str,
-    made: dict[str, int],
-    cands: list[_Candidate],
-    records: list[dict[str, Any]],
-    counts: dict[str, int],
-) -> dict[str, Any]:
+def _artifact(pair: PlanPair, following: PlanPair, how: str, v: Verified) -> dict[str, Any]:
+    made, cands, records, counts = v.synthesized.made, v.synthesized.chosen, v.records, v.counts
     kept = {r["id"] for r in records if r.get("attribution") != "TASK"}
     accepted = [c for c in cands if c.pkg.id in kept]
+    extra = {"synthesis_agent": v.synthesized.logs} if v.synthesized.logs else {}
     return {
+        **extra,
         "stream": pair.stream,
         "iteration": pair.synthesis.iteration,
         "plan": pair.model_dump(mode="json"),
