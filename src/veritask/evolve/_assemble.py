@@ -3,7 +3,8 @@
 The dataset is the union of the streams' accepted tasks in unit order (stream, then iteration):
 a normal dataset directory (``manifest.jsonl``, content-addressed states and policies,
 ``run.json``, the ``digest.json`` seal) plus ``checkers.jsonl`` (each task's SQL checkers),
-``trajectories.jsonl`` (the verified trajectories) and ``report.json``. Two streams never talk,
+``trajectories.jsonl`` (the verified trajectories) and ``report.json``. A domain given as a
+spec file is kept as the dataset's ``spec.yaml`` (one per dataset, so a run takes at most one). Two streams never talk,
 so the same (origin, target) pair can come out of two of them; the later one is left out of the
 union and counted in the report.
 """
@@ -98,7 +99,10 @@ def assemble(stage: FinishedRun, out: Path, config: dict[str, Any]) -> tuple[int
                 dropped += 1
                 continue
             seen.add((pkg.origin, pkg.target))
-            _copy(DatasetDir(pool_root / item["pool"]), ds, pkg)
+            pool = DatasetDir(pool_root / item["pool"])
+            _copy(pool, ds, pkg)
+            if pool.spec_path.exists() and not ds.spec_path.exists():
+                ds.put_spec(pool.spec_path.read_text(encoding="utf-8"))
             packages.append(pkg)
             checkers.append(_json_line({"id": pkg.id, "checkers": item["checkers"]}))
             if item["trajectory"] is not None:

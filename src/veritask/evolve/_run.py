@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from veritask.domains import load_domain
+from veritask.domains import builtin_domains, load_domain
 from veritask.evolve._assemble import RUN_DIR, assemble
 from veritask.evolve._attribution import FaithfulSolver, Solver
 from veritask.evolve._coverage import coverage, enumerate_plans
@@ -86,7 +86,14 @@ def domain_rules(domains: tuple[str, ...]) -> dict[str, list[str]]:
 
 def domain_sources(domains: tuple[str, ...]) -> dict[str, str]:
     """Spec name -> the built-in name or spec file the domain was given as (plans, ids and
-    reports name a domain by its spec's name; synthesis loads it from where it was given)."""
+    reports name a domain by its spec's name; synthesis loads it from where it was given).
+
+    Raises:
+        ValueError: More than one domain is a spec file (a dataset keeps one spec copy).
+    """
+    files = [d for d in domains if d not in builtin_domains()]
+    if len(files) > 1:
+        raise ValueError(f"at most one domain may be a spec file, got {files}")
     return {load_domain(name).name: name for name in domains}
 
 

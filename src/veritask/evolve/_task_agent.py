@@ -28,7 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from veritask._util import write_lines_atomic
-from veritask.domains import load_domain
+from veritask.domains import builtin_domains, load_domain
 from veritask.env import CompiledDomain, Environment
 from veritask.evolve._plans import SynthesisPlan
 from veritask.model import CostLedger, ModelProvider
@@ -319,6 +319,8 @@ class TaskAgent:
             s.ds.manifest, (p.model_dump_json().encode() + b"\n" for p in s.packages)
         )
         s.ds.seal(s.packages)
+        if domain not in builtin_domains():
+            s.ds.put_spec(Path(domain).read_text(encoding="utf-8"))
         self.logs[str(out)] = s.log
         return s.log
 
