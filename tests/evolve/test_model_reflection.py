@@ -49,6 +49,8 @@ def _model(verdict: str, react_to: str, change: dict[str, Any]) -> ScriptedProvi
         text = messages[-1]["content"]
         if "Rubrics:" in text:
             return json.dumps({"verdict": verdict, "rationale": "the request is ambiguous"})
+        if text.startswith("Attribution:"):
+            return json.dumps({"rationale": "the agent never made the write"})
         reflecting = any("Failures with reasons" in str(m["content"]) for m in messages)
         if reflecting and (react_to == "malformed" or "Failures with reasons" in text):
             if react_to.startswith("malformed"):
@@ -97,6 +99,8 @@ def test_a_task_attribution_changes_the_next_plan(tmp_path: Path, model_reflects
         if r["outcome"] == "FAIL"
     )
     if model_reflects:
+        failed = [r for r in first["rollouts"] if r["outcome"] == "FAIL"]
+        assert all(r["rationale"] == "the agent never made the write" for r in failed)
         assert first["plan_diff"] == {"synthesis.styles": [[], styles]}
         assert second["plan"]["synthesis"]["styles"] == styles
     else:  # the symbolic reflection halves the weights of the failing tasks' features

@@ -25,7 +25,14 @@ from veritask.evolve._attribution import (
     run_role,
 )
 from veritask.evolve._coverage import coverage, enumerate_plans
-from veritask.evolve._model_roles import Judgment, model_judgment, model_plans, model_reflection
+from veritask.evolve._model_roles import (
+    Judgment,
+    Rationale,
+    model_judgment,
+    model_plans,
+    model_rationale,
+    model_reflection,
+)
 from veritask.evolve._plans import (
     ARCHETYPES,
     FAILURE_TAXONOMY,
@@ -69,6 +76,7 @@ __all__ = [
     "PlanPair",
     "PlanStreams",
     "Proposal",
+    "Rationale",
     "Solver",
     "StreamRoles",
     "StreamSettings",
@@ -89,6 +97,7 @@ __all__ = [
     "features",
     "model_judgment",
     "model_plans",
+    "model_rationale",
     "model_reflection",
     "plan_diff",
     "read_report",

@@ -20,7 +20,7 @@ from typing import Any
 from veritask._util import derive_seed
 from veritask.env import Environment
 from veritask.evolve._attribution import Solver, attribute, run_role
-from veritask.evolve._model_roles import model_judgment, model_reflection
+from veritask.evolve._model_roles import model_judgment, model_rationale, model_reflection
 from veritask.evolve._plans import PlanPair, plan_diff
 from veritask.evolve._reflect import Evidence, reflect
 from veritask.evolve._task_agent import TaskAgent
@@ -164,7 +164,27 @@ async def _rollout(
     solver_seed = derive_seed(settings.seed, pkg.id, "solver") % 1_000_000
     attributed = await attribute(cand.source, pkg, roles.solver, solver_seed)
     record.update(outcome="FAIL", attribution=attributed.kind, detail=attributed.detail)
+    if roles.model is not None:
+        record["rationale"] = await _rationale(cand, record, roles)
     return record
+
+
+async def _rationale(cand: _Candidate, record: dict[str, Any], roles: StreamRoles) -> str:
+    """The model's explanation of an attribution (a malformed answer: the reason instead)."""
+    assert roles.model is not None and cand.trajectory is not None
+    steps = [
+        {"tool": s.tool, "ok": s.ok, "error": (s.error or {}).get("code")}
+        for s in cand.trajectory.steps
+    ]
+    failure = {
+        "task": cand.pkg.task_description,
+        **{k: record[k] for k in ("attribution", "detail", "stop_reason", "partial_credit")},
+        "assistant_calls": steps,
+    }
+    try:
+        return (await model_rationale(roles.model, failure, roles.ledger)).rationale
+    except StructuredOutputError as exc:
+        return f"model answer rejected ({exc})"
 
 
 async def _next_plan(
