@@ -103,7 +103,7 @@ PROPOSE_TOOL = _tool(
     Proposal.model_json_schema(),
 )
 FINISH_TOOL = _tool(
-    FINISH, "End the session.", {"type": "object", "properties": {}, "required": []}
+    FINISH, "End the conversation.", {"type": "object", "properties": {}, "required": []}
 )
 
 SYSTEM = """You synthesize verifiable tool-use tasks for the system whose policy is below.
@@ -157,7 +157,7 @@ class AgentLog:
 
 
 @dataclass
-class _Session:
+class _Conversation:
     """One conversation's environment, origin and accepted packages."""
 
     compiled: CompiledDomain
@@ -200,7 +200,9 @@ class _Session:
         return out, self.scratch.image()
 
 
-def _package(s: _Session, p: Proposal, witness: list[WitnessCall], target: bytes) -> TaskPackage:
+def _package(
+    s: _Conversation, p: Proposal, witness: list[WitnessCall], target: bytes
+) -> TaskPackage:
     task = TaskDescription(
         who_you_are=p.who_you_are,
         total_goal=p.total_goal,
@@ -236,7 +238,7 @@ def _package(s: _Session, p: Proposal, witness: list[WitnessCall], target: bytes
     )
 
 
-def _problems(s: _Session, pkg: TaskPackage, target: bytes) -> list[str]:
+def _problems(s: _Conversation, pkg: TaskPackage, target: bytes) -> list[str]:
     """Why a candidate is not a certified, grounded package (empty: accepted)."""
     if target == s.origin:
         return ["the witness does not change the state"]
@@ -256,7 +258,7 @@ def _problems(s: _Session, pkg: TaskPackage, target: bytes) -> list[str]:
     return out
 
 
-def propose(s: _Session, raw: str) -> dict[str, Any]:
+def propose(s: _Conversation, raw: str) -> dict[str, Any]:
     """The ``propose_task`` tool: accept a certified, grounded candidate or say why not."""
     s.log.proposed += 1
     try:
@@ -275,7 +277,7 @@ def propose(s: _Session, raw: str) -> dict[str, Any]:
     return {"accepted": False, "reasons": reasons}
 
 
-def _dispatch(s: _Session, call: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+def _dispatch(s: _Conversation, call: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     """One tool call's result, and whether the agent finished."""
     fn = call.get("function") or {}
     name, raw = str(fn.get("name", "")), str(fn.get("arguments") or "")
@@ -310,7 +312,7 @@ class TaskAgent:
         compiled = CompiledDomain.from_spec(load_domain(domain))
         explore = Environment(compiled)
         origin = explore.image()
-        s = _Session(compiled, DatasetDir(out), seed, origin, explore, Environment(compiled))
+        s = _Conversation(compiled, DatasetDir(out), seed, origin, explore, Environment(compiled))
         try:
             await self._converse(s, plan, n)
         finally:
@@ -324,7 +326,7 @@ class TaskAgent:
         self.logs[str(out)] = s.log
         return s.log
 
-    async def _converse(self, s: _Session, plan: SynthesisPlan, n: int) -> None:
+    async def _converse(self, s: _Conversation, plan: SynthesisPlan, n: int) -> None:
         tools = [*(t for t in s.explore.openai_tools() if not _writes(s, t)), PROPOSE_TOOL]
         tools.append(FINISH_TOOL)
         messages: list[dict[str, Any]] = [
@@ -360,6 +362,6 @@ class TaskAgent:
                 return
 
 
-def _writes(s: _Session, tool: dict[str, Any]) -> bool:
+def _writes(s: _Conversation, tool: dict[str, Any]) -> bool:
     spec = s.compiled.tools.get(str(tool.get("function", {}).get("name")))
     return spec is None or spec.writes
