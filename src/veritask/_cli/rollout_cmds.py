@@ -217,30 +217,46 @@ def rollout_cmd(directory: str, out: str, **opts: Any) -> None:
     "reordered and observation noise.",
 )
 @click.option("--perturb-seed", type=int, default=0, show_default=True, help="Variants' seed.")
-def export_sft_cmd(
-    trajectories: str,
-    fmt: str,
-    verified_only: bool,
-    out: str,
-    perturb_schemas: int,
-    perturb_seed: int,
-) -> None:
+@click.option(
+    "--role",
+    type=click.Choice(["assistant", "user"]),
+    default="assistant",
+    show_default=True,
+    help="Whose turns are the targets; user: user-simulator data from verified trajectories "
+    "(the hidden profile as system prompt), needs --dataset.",
+)
+@click.option(
+    "--dataset",
+    type=click.Path(exists=True, file_okay=False),
+    help="The dataset of the trajectories' tasks (for --role user).",
+)
+def export_sft_cmd(trajectories: str, fmt: str, out: str, **opts: Any) -> None:
     """Export trajectories as SFT data: Hugging Face rows, OpenAI chat JSONL, or ShareGPT.
 
     With --perturb-schemas K, each trajectory is followed by K schema-perturbed variants
-    (seeded and deterministic).
+    (seeded and deterministic). With --role user, the rows train a user simulator: the user's
+    turns of verified trajectories are the targets.
     """
-    from veritask.export import export_sft, read_trajectories
+    from veritask.export import export_sft, packages_by_id, read_trajectories
 
-    count = export_sft(
-        read_trajectories(trajectories),
-        fmt,  # type: ignore[arg-type]
-        Path(out),
-        verified_only=verified_only,
-        perturb_schemas=perturb_schemas,
-        perturb_seed=perturb_seed,
-    )
-    click.echo(f"{count} rows -> {out} ({fmt})")
+    role = opts["role"]
+    if role == "user" and opts["dataset"] is None:
+        raise click.UsageError("--role user needs --dataset (the tasks' hidden user profiles)")
+    try:
+        packages = packages_by_id(opts["dataset"]) if role == "user" else None
+        count = export_sft(
+            read_trajectories(trajectories),
+            fmt,  # type: ignore[arg-type]
+            Path(out),
+            verified_only=opts["verified_only"],
+            perturb_schemas=opts["perturb_schemas"],
+            perturb_seed=opts["perturb_seed"],
+            role=role,
+            packages=packages,
+        )
+    except (DatasetError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"{count} rows -> {out} ({fmt}, {role} turns as targets)")
 
 
 def register(group: click.Group) -> None:
