@@ -103,6 +103,14 @@ def check_cmd(
 @click.option("--out", type=click.Path(dir_okay=False), help="Per-task records (JSONL; resumable).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option("--temperature", type=float, help="Sampling temperature of the simulator.")
+@click.option(
+    "--replay",
+    "replays",
+    type=click.Choice(["witness", "faithful"]),
+    multiple=True,
+    help="Trajectories to replay (repeatable; default: the certified witnesses and the "
+    "faithful agent's episodes).",
+)
 @cache_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def fidelity_cmd(
@@ -112,16 +120,18 @@ def fidelity_cmd(
     out: str | None,
     concurrency: int,
     temperature: float | None,
+    replays: tuple[str, ...],
     cache_dir: str | None,
     as_json: bool,
 ) -> None:
-    """Replay DIRECTORY's certified witnesses through a simulated environment and the real one
-    side by side; report agreement per tool and overall, and the judge's against the certified
-    outcome."""
+    """Replay DIRECTORY's certified witnesses and the faithful agent's episodes through a
+    simulated environment and the real one side by side; report agreement per tool, per replay
+    and overall (whole call, accept/reject, error code, rule, fields, values), and the judge's
+    precision and recall of "success" against the certified outcome."""
     from veritask.model import GenerateConfig
     from veritask.pipeline import RunConflict
     from veritask.rollout import TaskSource
-    from veritask.simulate import run_fidelity
+    from veritask.simulate import REPLAYS, run_fidelity
 
     source = TaskSource.load(directory, limit=limit)
     provider = provider_arg(model, cache_dir)
@@ -133,6 +143,7 @@ def fidelity_cmd(
             config=GenerateConfig(temperature=temperature),
             out=Path(out) if out else None,
             concurrency=concurrency,
+            replays=replays or REPLAYS,
         )
     except RunConflict as exc:
         raise click.ClickException(str(exc)) from None
@@ -213,26 +224,34 @@ def _write_synthesis(root: Path, run: Any) -> None:
 
 
 def _print_fidelity(report: dict[str, Any]) -> None:
+    from veritask.simulate import ASPECTS
+
     def cell(entry: dict[str, Any]) -> str:
         rate = entry["rate"]
         return "   -  " if rate is None else f"{rate:6.3f}"
 
     click.echo(f"{report['tasks']} tasks, {report['calls']} calls")
-    click.echo(f"{'tool':28} {'calls':>5} " + " ".join(f"{a[:6]:>6}" for a in ASPECT_NAMES))
+    click.echo(f"{'':28} {'calls':>5} " + " ".join(f"{a[:6]:>6}" for a in ASPECTS))
     rows = [
         ("overall", {"calls": report["calls"], **report["overall"]}),
+        *((f"replay {name}", row) for name, row in report["per_replay"].items()),
         *report["per_tool"].items(),
     ]
     for name, row in rows:
-        click.echo(f"{name:28} {row['calls']:>5} " + " ".join(cell(row[a]) for a in ASPECT_NAMES))
+        click.echo(f"{name:28} {row['calls']:>5} " + " ".join(cell(row[a]) for a in ASPECTS))
+    faithful = report["faithful"]
+    if faithful is not None:
+        click.echo(f"faithful agent: {faithful['solved']}/{faithful['episodes']} solved")
     judge = report["judge"]
-    click.echo(
-        f"judge: agreement {judge['agreement']}, precision {judge['precision']}, "
-        f"recall {judge['recall']} over {judge['judged']} episodes"
-    )
+    for name, row in [("all", judge), *judge["per_episode"].items()]:
+        click.echo(
+            f"judge {name:10} precision {_num(row['precision'])} recall {_num(row['recall'])} "
+            f"agreement {_num(row['agreement'])} over {row['judged']} episodes"
+        )
 
 
-ASPECT_NAMES = ("accept_reject", "error_code", "rule", "fields", "values")
+def _num(value: float | None) -> str:
+    return "  -  " if value is None else f"{value:.3f}"
 
 
 def register(group: click.Group) -> None:
