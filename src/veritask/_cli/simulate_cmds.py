@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,11 @@ def simulate_group() -> None:
     """SimAgent on veritask: catalogues, checking with repair, simulated environments."""
 
 
+def env_catalog(ref: str) -> Any:
+    """The catalogue ``--env-tools`` names (a clean CLI error when it cannot be read)."""
+    return _catalog(ref)
+
+
 def _catalog(ref: str | None) -> Any:
     from veritask.simulate import load_catalog
 
@@ -25,6 +31,71 @@ def _catalog(ref: str | None) -> Any:
         return load_catalog(ref)
     except (ValueError, OSError) as exc:
         raise click.ClickException(f"--tools {ref}: {exc}") from None
+
+
+ENV_MODEL_HELP = (
+    "Simulate the environment with this model (provider spec): it answers every tool call "
+    "(with --env-tools, only the calls beyond the spec)."
+)
+ENV_TOOLS_HELP = (
+    "Hybrid mode: tools beyond the spec (OpenAI tools JSON, seed trajectories, mcp:CMD ...) "
+    "answered by the --env-model simulator; the spec's tools run on the SQLite environment."
+)
+
+
+def env_options(fn: Any) -> Any:
+    """``--env-model`` and ``--env-tools`` for the commands that serve an environment."""
+    fn = click.option("--env-tools", "env_tools", metavar="TOOLS", help=ENV_TOOLS_HELP)(fn)
+    return click.option("--env-model", "env_model", metavar="MODEL", help=ENV_MODEL_HELP)(fn)
+
+
+def env_label(env_model: str | None, env_tools: str | None) -> str | None:
+    """How runs and servers name the environment (None for the SQLite one).
+
+    Raises:
+        click.UsageError: ``--env-tools`` without ``--env-model``.
+    """
+    if env_tools and not env_model:
+        raise click.UsageError("--env-tools needs --env-model (the simulator of those tools)")
+    if not env_model:
+        return None
+    return f"hybrid:{env_model}:{env_tools}" if env_tools else f"simulated:{env_model}"
+
+
+def env_opener(
+    env_model: str | None, env_tools: str | None, cache_dir: str | None = None
+) -> Callable[..., Any] | None:
+    """Opens the simulated (or hybrid) session a server serves, or None for the SQLite one.
+
+    The opener takes ``(domain, origin, package=None, target=None)``.
+    """
+    if env_label(env_model, env_tools) is None or env_model is None:
+        return None
+    from veritask.simulate import open_simulated
+
+    provider = provider_arg(env_model, cache_dir)
+    extra = _catalog(env_tools)
+
+    def open_session(domain: Any, origin: bytes, package: Any = None, target: Any = None) -> Any:
+        return open_simulated(provider, domain, origin, package=package, target=target, extra=extra)
+
+    return open_session
+
+
+def simulated_source(source: Any, env_model: str | None, env_tools: str | None) -> Any:
+    """``source`` with every session simulated (or hybrid), or ``source`` itself without
+    ``--env-model``."""
+    opener = env_opener(env_model, env_tools)
+    label = env_label(env_model, env_tools)
+    if opener is None or label is None:
+        return source
+    from veritask.serve import OpenerSource
+
+    def open_start(start: Any) -> Any:
+        target = start.target.data if start.target is not None else None
+        return opener(start.domain, start.origin, start.package, target)
+
+    return OpenerSource(source, open_start, label)
 
 
 @simulate_group.command("tools")
