@@ -62,6 +62,20 @@ def _roles_options(fn: Any) -> Any:
         ),
         click.option("--temperature", type=float, help="Sampling temperature for model roles."),
         click.option(
+            "--allow-uncertified",
+            is_flag=True,
+            help="Run even when the dataset fails 'veritask check' (edited, unsealed or stale).",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return _env_options(fn)
+
+
+def _env_options(fn: Any) -> Any:
+    """``--env-model`` and ``--env-tools``: a simulated or hybrid environment."""
+    options = [
+        click.option(
             "--env-model",
             help="Simulate the environment with this model (provider spec) instead of running "
             "the SQLite environment; the model also judges each episode (the reward).",
@@ -72,11 +86,6 @@ def _roles_options(fn: Any) -> Any:
             help="Hybrid mode (with --env-model): tools beyond the spec (OpenAI tools JSON, seed "
             "trajectories, mcp:CMD ...) answered by the simulator; the spec's tools run on the "
             "SQLite environment and the judge gives the reward.",
-        ),
-        click.option(
-            "--allow-uncertified",
-            is_flag=True,
-            help="Run even when the dataset fails 'veritask check' (edited, unsealed or stale).",
         ),
     ]
     for option in reversed(options):
