@@ -302,7 +302,7 @@ def _print_fidelity(report: dict[str, Any]) -> None:
         return "   -  " if rate is None else f"{rate:6.3f}"
 
     click.echo(f"{report['tasks']} tasks, {report['calls']} calls")
-    click.echo(f"{'':28} {'calls':>5} " + " ".join(f"{a[:6]:>6}" for a in ASPECTS))
+    click.echo(f"{'':28} {'calls':>5} " + " ".join(f"{_SHORT[a]:>6}" for a in ASPECTS))
     rows = [
         ("overall", {"calls": report["calls"], **report["overall"]}),
         *((f"replay {name}", row) for name, row in report["per_replay"].items()),
@@ -319,6 +319,16 @@ def _print_fidelity(report: dict[str, Any]) -> None:
             f"judge {name:10} precision {_num(row['precision'])} recall {_num(row['recall'])} "
             f"agreement {_num(row['agreement'])} over {row['judged']} episodes"
         )
+
+
+_SHORT = {
+    "call": "call",
+    "accept_reject": "accept",
+    "error_code": "code",
+    "rule": "rule",
+    "fields": "fields",
+    "values": "values",
+}
 
 
 def _num(value: float | None) -> str:
