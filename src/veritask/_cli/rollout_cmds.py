@@ -62,14 +62,30 @@ def _roles_options(fn: Any) -> Any:
         ),
         click.option("--temperature", type=float, help="Sampling temperature for model roles."),
         click.option(
+            "--allow-uncertified",
+            is_flag=True,
+            help="Run even when the dataset fails 'veritask check' (edited, unsealed or stale).",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return _env_options(fn)
+
+
+def _env_options(fn: Any) -> Any:
+    """``--env-model`` and ``--env-tools``: a simulated or hybrid environment."""
+    options = [
+        click.option(
             "--env-model",
             help="Simulate the environment with this model (provider spec) instead of running "
             "the SQLite environment; the model also judges each episode (the reward).",
         ),
         click.option(
-            "--allow-uncertified",
-            is_flag=True,
-            help="Run even when the dataset fails 'veritask check' (edited, unsealed or stale).",
+            "--env-tools",
+            metavar="TOOLS",
+            help="Hybrid mode (with --env-model): tools beyond the spec (OpenAI tools JSON, seed "
+            "trajectories, mcp:CMD ...) answered by the simulator; the spec's tools run on the "
+            "SQLite environment and the judge gives the reward.",
         ),
     ]
     for option in reversed(options):
@@ -147,19 +163,25 @@ def _run(directory: str, opts: dict[str, Any], out: Path | None) -> tuple[list[A
 
 
 def _environment(opts: dict[str, Any], provider_options: dict[str, Any]) -> Any:
-    """The simulated environment ``--env-model`` names, or None for the SQLite one."""
-    spec = opts.get("env_model")
-    if not spec:
+    """The simulated (or, with ``--env-tools``, hybrid) environment ``--env-model`` names, or
+    None for the SQLite one."""
+    from veritask._cli.simulate_cmds import env_catalog, env_label
+
+    spec, tools = opts.get("env_model"), opts.get("env_tools")
+    label = env_label(spec, tools)
+    if label is None or spec is None:
         return None
     from veritask.model import GenerateConfig, get_provider
-    from veritask.simulate import simulated_sessions
+    from veritask.simulate import hybrid_sessions, simulated_sessions
 
     try:
         provider = get_provider(spec, **provider_options)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     config = GenerateConfig(temperature=opts["temperature"])
-    return f"simulated:{spec}", simulated_sessions(provider, config)
+    if tools:
+        return label, hybrid_sessions(provider, env_catalog(tools), config)
+    return label, simulated_sessions(provider, config)
 
 
 @click.command("eval")
