@@ -313,7 +313,8 @@ class _Grounder:
 
     def _final(self, index: int, tool: ToolSpec, call: WitnessCall) -> list[Ungrounded]:
         """A refused write the user gives up after must stay refused whatever the agent
-        decides: no single change of a value the user did not state makes it pass."""
+        decides: no single change of a value the user did not state makes it pass and change
+        the state."""
         rule_id = (call.error or {}).get("violated_rule")
         stated = self.give_ups.get((tool.name, str(rule_id)))
         if rule_id is None or stated is None:
@@ -321,8 +322,9 @@ class _Grounder:
         for column, value in self._choices(tool, call, self.env.spec.rule(str(rule_id)), stated):
             before = self.env.snapshot()
             passed = self.env.call(call.tool, {**call.args, column: value}).ok
+            changed = passed and self.env.distance(before) > 0
             self.env.restore(before)
-            if passed:
+            if changed:  # a pass that changes nothing leaves the target as it is
                 why = f"the user gives up after {rule_id}, but the agent can make the call pass with {column} = {value!r}"
                 return [Ungrounded(index, tool.name, column, why)]
         return []
