@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.integrations.verl_restated import (
+from verl_restated import (  # beside this file (pytest puts its folder on sys.path)
     AgentLoopOutput,
     ScriptedServer,
     ToolAgentLoop080,

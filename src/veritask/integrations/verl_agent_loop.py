@@ -176,10 +176,9 @@ class VeritaskLoopMixin(_ToolLoopInterface):
         states = type(state)
         if state is not states.TERMINATED or self._at_limit(agent_data, ignore_termination):
             return state
+        reply = str(self.tokenizer.decode(agent_data.response_ids, skip_special_tokens=True))
         if len(agent_data.messages) == seen:  # verl 0.8 does not record the assistant message
-            text = self.tokenizer.decode(agent_data.response_ids, skip_special_tokens=True)
-            agent_data.messages.append({"role": "assistant", "content": text})
-        reply = str(agent_data.messages[-1].get("content") or "")
+            agent_data.messages.append({"role": "assistant", "content": reply})
         out = episode.step({"role": "assistant", "content": reply})
         if episode.done or not out.messages:
             return states.TERMINATED
