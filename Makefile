@@ -6,7 +6,7 @@ HASH := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 CORE_STAMP := $(VENV)/.core-$(HASH)
 STAMP := $(VENV)/.dev-$(HASH)
 
-.PHONY: demo test test-ray lint typecheck bench clean
+.PHONY: demo test test-ray test-verl lint typecheck bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,8 +51,24 @@ $(RSTAMP): pyproject.toml
 test-ray: $(RSTAMP)
 	$(RVENV)/bin/python -m pytest -p no:cacheprovider tests/pipeline/test_ray_executor.py
 
+# verl >= 0.8 pins transformers below the dev extras' and pulls in ray (about 2 GB with torch),
+# so its agent loop is tested against the real package in a virtualenv of its own, outside
+# `make test` (which runs the same episodes against a re-statement of verl's interface).
+VVENV := .venv-verl
+VSTAMP := $(VVENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+$(VSTAMP): pyproject.toml
+	$(PYTHON) -m venv $(VVENV)
+	$(VVENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VVENV)/bin/python -m pip install --quiet -e '.[verl]' 'pytest>=8,<10' 'hypothesis>=6.100,<7'
+	rm -f $(VVENV)/.installed-*
+	touch $(VSTAMP)
+
+test-verl: $(VSTAMP)
+	$(VVENV)/bin/python -m pytest -p no:cacheprovider tests/integrations/test_verl_agent_loop_real.py tests/integrations/test_verl_agent_loop.py
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/env_bench.py
 
 clean:
-	rm -rf $(VENV) $(RVENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(RVENV) $(VVENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -285,3 +285,28 @@ def test_rllm_evaluator_refuses_foreign_or_missing_runs(dataset: str, rllm: Any)
     other = rllm.Episode(trajectories=[rllm.Trajectory(metadata=meta)])
     with pytest.raises(ValueError, match="episode played"):
         VeritaskEvaluator().evaluate({"task_id": "b"}, other)
+
+
+@pytest.mark.parametrize("mode", ["oracle", "noop"])
+def test_areal_per_response_rewards_are_keyed_by_completion_id(
+    dataset: str, task: TaskPackage, mode: str
+) -> None:
+    agent = VeritaskAReaLAgent(dataset=dataset, per_response=True)
+
+    async def play() -> Any:
+        async with _endpoint(_witness(task, mode)) as http:
+            one = agent.run({"task_id": task.id}, base_url=BASE, http_client=http)
+            # a second episode on the same client at the same time records only its own ids
+            other = VeritaskAReaLAgent(dataset=dataset).run(
+                {"task_id": task.id}, base_url=BASE, http_client=http
+            )
+            return await asyncio.gather(one, other)
+
+    rewards, alone = asyncio.run(play())
+    turns = len(_witness(task, mode)) + (1 if mode == "oracle" else 0)
+    assert isinstance(rewards, dict) and list(rewards)[: len(_witness(task, mode))] == [
+        f"cmpl-{i}" for i in range(len(_witness(task, mode)))
+    ]
+    assert len(rewards) >= turns and list(rewards.values())[-1] == _expected(mode) == alone
+    dense = list(rewards.values())[:-1]  # the per-turn P_t changes: they add up to P_T - P_0
+    assert all(-1.0 <= r <= 1.0 for r in dense) and (mode == "oracle" or not any(dense))

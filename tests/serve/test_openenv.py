@@ -1,6 +1,6 @@
 """The veritask OpenEnv server driven by OpenEnv's own client over WebSocket on loopback:
 oracle and noop episodes, 50 concurrent sessions whose final states equal the same calls run
-alone, and the Host/Origin checks. Skipped without the ``openenv`` extra."""
+alone, and the Host/Origin checks. openenv-core is in the dev extras, so ``make test`` runs these."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """verl integration: a ``BaseTool``, a ``BaseInteraction`` (the user simulator) and ``compute_score``.
 
 Targets verl 0.7 (``verl>=0.7,<0.8``), the last line with interactions; verl 0.8 removed
-``verl.interactions`` (the tool and ``compute_score`` still fit 0.8 and 0.9). Interfaces as read
+``verl.interactions`` (the tool and ``compute_score`` still fit 0.8 and 0.9). For verl >= 0.8,
+:mod:`veritask.integrations.verl_agent_loop` registers an agent loop instead. Interfaces as read
 in verl's sources (v0.7.1 wheel; repository ``volcengine/verl``):
 
 * ``verl/tools/base_tool.py``: ``BaseTool(config, tool_schema)``; async ``create(instance_id=None,
