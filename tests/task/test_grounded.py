@@ -281,3 +281,32 @@ def test_a_give_up_nothing_unstated_can_repair_is_grounded(env: Environment) -> 
     pkg = _package(env, "m_ana", text, [lend_emma], calls, [Fallback(rule="BOOK_AVAILABLE")])
     assert pkg.witness[1].ok is False
     assert _problems(env, pkg) == []
+
+
+def test_a_refusal_the_witness_works_around_later_is_not_a_give_up(env: Environment) -> None:
+    """The first return is given up on; the second is refused, then made with the fee the agent
+    works out. Only a refusal no later accepted call repeats is checked for finality."""
+    first = Ask(
+        transaction="return_book",
+        tool="update_loans",
+        target=BENS_EMMA_LOAN,
+        values={"status": "RETURNED"},
+    )
+    second = Ask(
+        transaction="return_book",
+        tool="update_loans",
+        target=BENS_EMMA_LOAN,
+        values={"status": "RETURNED", "return_step": 7},
+    )
+    calls = [
+        ("query_books", {"title": "Emma"}),
+        ("query_loans", {"member_id": "m_ben"}),
+        ("update_loans", {"id": 1, "status": "RETURNED"}),
+        ("update_loans", {"id": 1, "status": "RETURNED", "return_step": 7}),
+        ("update_loans", {"id": 1, "status": "RETURNED", "return_step": 7, "late_fee": 4}),
+    ]
+    text = "Return Emma (due step 5): status RETURNED; later status RETURNED, return step 7."
+    give_up = [Fallback(rule="RETURN_STEP_REQUIRED")]
+    pkg = _package(env, "m_ben", text, [first, second], calls, give_up)
+    assert [c.ok for c in pkg.witness[2:]] == [False, False, True]
+    assert _problems(env, pkg) == []

@@ -317,7 +317,7 @@ class _Grounder:
         the state."""
         rule_id = (call.error or {}).get("violated_rule")
         stated = self.give_ups.get((tool.name, str(rule_id)))
-        if rule_id is None or stated is None:
+        if rule_id is None or stated is None or self._retried(index, tool, call, stated):
             return []
         for column, value in self._choices(tool, call, self.env.spec.rule(str(rule_id)), stated):
             before = self.env.snapshot()
@@ -328,6 +328,18 @@ class _Grounder:
                 why = f"the user gives up after {rule_id}, but the agent can make the call pass with {column} = {value!r}"
                 return [Ungrounded(index, tool.name, column, why)]
         return []
+
+    def _retried(self, index: int, tool: ToolSpec, call: WitnessCall, stated: set[str]) -> bool:
+        """Whether a later accepted call makes the same request (the same stated values and
+        record): then this refusal was worked around, and is not one the user gave up on."""
+        keep = stated | ({tool.key} if tool.key else set())
+        same = {k: v for k, v in call.args.items() if k in keep}
+        return any(
+            later.tool == call.tool
+            and later.ok
+            and all(k in later.args and _same(later.args[k], v) for k, v in same.items())
+            for later in self.pkg.witness[index + 1 :]
+        )
 
     def _choices(
         self, tool: ToolSpec, call: WitnessCall, rule: Rule, stated: set[str]
