@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from veritask._cli.blueprint_run_cmds import generate_service_tasks
 from veritask._cli.main import cli
 from veritask.blueprint import (
     STAGES,
@@ -30,7 +31,6 @@ from veritask.env import example_coverage, run_spec_examples
 from veritask.model import ModelOutput, ScriptedProvider, register_provider
 from veritask.pipeline import RunConflict
 from veritask.policy import load_spec
-from veritask.synth import generate
 from veritask.task import check_dataset
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -68,7 +68,7 @@ class KillingProvider:
 
 
 def _run(out: Path, provider: Any, **kwargs: Any) -> BlueprintDag:
-    dag = BlueprintDag(out, CONFIG, provider, "scripted", **kwargs)
+    dag = BlueprintDag(out, CONFIG, provider, "scripted", make_tasks=generate_service_tasks)
     dag.run()
     return dag
 
@@ -166,10 +166,17 @@ def test_dag_compiles_three_certified_services(baseline: tuple[Path, int], tmp_p
     for service in report["services"]:
         spec = load_spec(out / service["spec_path"])
         assert run_spec_examples(spec) == [] and example_coverage(spec) == []
-        data = tmp_path / spec.name
-        assert generate(str(out / service["spec_path"]), 20, 0, data).tasks == 20
-        check = check_dataset(data)
-        assert check.certified == check.tasks == 20 and check.ok
+    paths = stages["paths"]
+    assert paths["topology_failures"] == 0 and paths["paths"] > 0
+    assert paths["grounded"] == paths["kept"] + paths["filtered"] and paths["kept"] > 0
+    assert sum(paths["failures"].values()) == paths["filtered"]
+    tasks = stages["tasks"]
+    assert tasks["tasks"] == tasks["certified"] == tasks["grounded"] == 102 >= 100
+    counts = report["counts"]
+    assert counts["services"] == 3 and counts["tasks"] == 102
+    for unit in json.loads((out / "tasks.json").read_text())["units"]:
+        check = check_dataset(out / unit["dataset"])
+        assert check.certified == check.tasks == 34 and check.ok
 
 
 def test_kill_and_resume_repeats_no_call(baseline: tuple[Path, int], tmp_path: Path) -> None:
@@ -198,7 +205,8 @@ def test_until_from_status_and_conflict(tmp_path: Path) -> None:
     assert states == {
         s: ("complete" if s in ("domains", "entities") else "waiting") for s in STAGES
     }
-    assert dag.run(start="graph")[-1] == "seed"
+    assert dag.run(start="graph")[-1] == "tasks"
+    assert stage_report(out)["stages"]["tasks"]["skipped"] == 3  # no task maker given
     other = DagConfig(topics=CONFIG.topics, batch=4, max_domains=5)
     with pytest.raises(RunConflict, match="max_domains"):
         BlueprintDag(out, other, KillingProvider(), "scripted").run()
