@@ -50,6 +50,8 @@ SPEC_BUG_CODES = frozenset(
 )
 MAX_DEPTH = 2
 """Levels of parent rows creation mode may write for one argument."""
+SETUP_TRIES = 4
+"""Argument draws creation mode tries for one needed row."""
 Json = dict[str, Any]
 
 
@@ -191,15 +193,23 @@ class _Grounder:
         insert = self.tools.get(f"insert_{table}")
         owned = any(c.references for c in self.spec.table(table).columns)
         if self.mode == "creation" and insert is not None and owned and depth < MAX_DEPTH:
-            args = self._args(insert, {}, user, depth + 1, calls)
-            result = self.env.call(insert.name, args)
-            calls.append({"tool": insert.name, "args": args, "setup": True})
-            if not result.ok:
-                raise _Failed(classify(result.error), f"setup {insert.name}: {result.error}")
-            return _rows_of(result.result)[0]
+            return self._create(insert, user, depth, calls)
         if not rows:
             raise _Ungroundable(f"no row of {table}")
         return self.rng.choice(rows)
+
+    def _create(self, insert: ToolSpec, user: Any, depth: int, calls: list[Json]) -> Json:
+        """A new row for ``user`` by ``insert``: up to ``SETUP_TRIES`` draws of its arguments
+        (a rejected draw changes nothing); the accepted call joins the instance as setup."""
+        error = None
+        for _ in range(SETUP_TRIES):
+            args = self._args(insert, {}, user, depth + 1, calls)
+            result = self.env.call(insert.name, args)
+            if result.ok:
+                calls.append({"tool": insert.name, "args": args, "setup": True})
+                return _rows_of(result.result)[0]
+            error = result.error
+        raise _Failed(classify(error), f"setup {insert.name}: {error}")
 
     # -- argument values ------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from veritask.synth._architect_run import (
 from veritask.synth._architect_seed import Seed, SeedError, SeedHints, load_seed, parse_seed
 from veritask.synth._designer import DesignError, Scene, SymbolicSetDesigner
 from veritask.synth._explorer import Episode, SymbolicExplorer
+from veritask.synth._fused import fused_services
 from veritask.synth._generate import (
     GenerateSummary,
     generate,
@@ -73,6 +74,7 @@ __all__ = [
     "default_run_dir",
     "derive_seed",
     "find_spoilers",
+    "fused_services",
     "generate",
     "generate_async",
     "load_seed",
