@@ -24,6 +24,7 @@ from veritask.synth._analysis import DomainModel
 from veritask.synth._designer import DesignError, Scene, SymbolicSetDesigner, faker_for
 from veritask.synth._explorer import Episode, SymbolicExplorer
 from veritask.synth._fused import CrossServiceExplorer, fused_services
+from veritask.synth._persona import PERSONA_TAG, persona_text
 from veritask.synth._projector import Projection, SymbolicProjector
 from veritask.synth._sampler import Sampler, StateView
 from veritask.task import (
@@ -85,6 +86,8 @@ class UnitWorker:
 
     generator = GENERATOR
     """What the packages name as their generator."""
+    persona = False
+    """Persona mode: the description is a persona task with information hiding."""
 
     def __init__(self, domain: str) -> None:
         self.spec = load_domain(domain)
@@ -328,6 +331,12 @@ class UnitWorker:
         """The package of a projected episode (after a last spoiler check); its target state is
         stored by the caller once the package is accepted."""
         text = proj.task.render()
+        if self.persona:
+            args = (internal, proj.profile.known_ids, episode.witness)
+            text, problems = persona_text(proj, self.spec, args)
+            if problems:
+                raise SpoilerLeak(f"{problems} in {text!r}")
+            proj.tags = sorted({*proj.tags, PERSONA_TAG})
         spoilers = find_spoilers(text, self.spec, internal, proj.profile.known_ids)
         spoilers += decided_spoilers(text, self.spec, episode.witness)
         if spoilers:
@@ -383,6 +392,8 @@ class SceneStage:
     out: Path
     name: str = "generate"
     _worker: UnitWorker | None = field(default=None, repr=False)
+    persona: bool = False
+    """Persona mode (``veritask generate --persona``)."""
 
     def __getstate__(self) -> dict[str, object]:
         return {**self.__dict__, "_worker": None}
@@ -398,6 +409,7 @@ class SceneStage:
     def setup(self) -> None:
         """Build this worker's ``UnitWorker``."""
         self._worker = UnitWorker(self.domain)
+        self._worker.persona = self.persona
 
     def run(self, unit: Unit[SceneParams]) -> UnitResult:
         """Produce one unit's packages and write its part atomically."""
