@@ -34,7 +34,7 @@ from veritask.blueprint import (
     stage_report,
     task_template,
 )
-from veritask.blueprint._ground import ground_paths
+from veritask.blueprint._ground import Mode, ground_paths
 from veritask.domains import load_domain
 from veritask.model import ScriptedProvider
 from veritask.policy import DomainSpec, dump_spec, load_spec
@@ -48,7 +48,7 @@ SCRIPT = Path(__file__).resolve().parent.parent / "tests" / "blueprint"
 def dag_run(root: Path) -> dict[str, Any]:
     """The scripted DAG, one stage at a time."""
     sys.path.insert(0, str(SCRIPT))
-    import dag_script  # the scripted model answers the tests use
+    import dag_script  # type: ignore[import-not-found]  # the scripted answers of the tests
 
     config = DagConfig(topics=tuple(dag_script.TOPICS), batch=4)
     provider = ScriptedProvider(dag_script.answer)
@@ -89,11 +89,11 @@ def throughput(domain: str, n: int, seed: int, out: Path) -> dict[str, Any]:
     return row
 
 
-def grounding(spec: DomainSpec, mode: str) -> dict[str, Any]:
+def grounding(spec: DomainSpec, mode: Mode) -> dict[str, Any]:
     graph = build_tool_graph(spec)
     templates = [task_template(spec, graph, p) for p in enumerate_paths(graph)]
     t0 = time.perf_counter()
-    report = ground_paths(spec, templates, mode, seed=0)  # type: ignore[arg-type]
+    report = ground_paths(spec, templates, mode, seed=0)
     return {**report.to_json(), "seconds": round(time.perf_counter() - t0, 2)}
 
 

@@ -19,7 +19,7 @@ from veritask.blueprint import (
     graph_to_json,
     task_template,
 )
-from veritask.blueprint._ground import ground_paths
+from veritask.blueprint._ground import Mode, ground_paths
 from veritask.policy import SpecError, dump_spec
 from veritask.synth import fused_services
 
@@ -85,8 +85,10 @@ def tool_graph_cmd(
         "graph": data,
     }
     if ground:
-        chosen = mode if mode != "auto" else ("creation" if fused_services(spec) else "sampling")
-        report = ground_paths(spec, templates, chosen, seed, ground)  # type: ignore[arg-type]
+        chosen: Mode = "creation" if fused_services(spec) else "sampling"
+        if mode != "auto":
+            chosen = "creation" if mode == "creation" else "sampling"
+        report = ground_paths(spec, templates, chosen, seed, ground)
         payload["grounding"] = report.to_json()
     if as_json:
         echo_json(payload)

@@ -403,4 +403,4 @@ def ground_paths(
     return report
 
 
-__all__ = ["FAILURE_KINDS", "FilterReport", "PathOutcome", "classify", "ground_paths"]
+__all__ = ["FAILURE_KINDS", "FilterReport", "Mode", "PathOutcome", "classify", "ground_paths"]
