@@ -31,6 +31,7 @@ from veritask.env import example_coverage, run_spec_examples
 from veritask.model import ModelOutput, ScriptedProvider, register_provider
 from veritask.pipeline import RunConflict
 from veritask.policy import load_spec
+from veritask.synth import generate
 from veritask.task import check_dataset
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -230,3 +231,30 @@ def test_cli_run_and_status(tmp_path: Path) -> None:
     assert report["this_run"] == {"model_calls": 12, "cached_calls": 0}
     again = CliRunner().invoke(cli, [*args, "--json"])
     assert json.loads(again.output)["this_run"] == {"model_calls": 0, "cached_calls": 0}
+
+
+def test_kill_in_the_tasks_stage_resumes_to_the_same_bytes(
+    baseline: tuple[Path, int], tmp_path: Path
+) -> None:
+    out, calls = baseline
+    made: list[str] = []
+
+    def dying(spec_path: Path, n: int, seed: int, data: Path) -> dict[str, Any]:
+        if made:  # the second service dies after its first unit of tasks is written
+
+            def die(_: int) -> None:
+                raise Killed("killed in the tasks stage")
+
+            generate(str(spec_path), n, seed, data, progress=lambda k: k and die(k))
+        made.append(spec_path.parent.name)
+        return generate_service_tasks(spec_path, n, seed, data)
+
+    run = tmp_path / "run"
+    first = KillingProvider()
+    with pytest.raises(Killed):
+        BlueprintDag(run, CONFIG, first, "scripted", make_tasks=dying).run()
+    assert any((run / "datasets").glob("*/parts/*"))  # a partial dataset is left behind
+    second = KillingProvider()
+    _run(run, second)
+    assert first.calls == calls and second.calls == 0
+    assert _tree(run) == _tree(out)
