@@ -36,6 +36,7 @@ from veritask.synth._generate import (
 )
 from veritask.synth._llm_explorer import Exploration, ExplorerLimits, LLMExplorer
 from veritask.synth._llm_projector import LLMProjector, ProjectionRejected
+from veritask.synth._persona import LLMPersonaWriter, Persona, persona_of, persona_problems
 from veritask.synth._projector import SymbolicProjector, classify
 from veritask.synth._unit import GENERATOR
 from veritask.task import find_spoilers, replay, text_keys
@@ -56,7 +57,9 @@ __all__ = [
     "ExplorerLimits",
     "GenerateSummary",
     "LLMExplorer",
+    "LLMPersonaWriter",
     "LLMProjector",
+    "Persona",
     "PlanLimits",
     "ProjectionRejected",
     "RulesArtifact",
@@ -79,6 +82,8 @@ __all__ = [
     "generate_async",
     "load_seed",
     "parse_seed",
+    "persona_of",
+    "persona_problems",
     "play_in",
     "play_in_memory",
     "replay",
