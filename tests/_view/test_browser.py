@@ -1,8 +1,15 @@
-"""Headless Chromium through the viewer: the task table, a task page, a trajectory page, and the
-static bundle's filter from disk. Skipped where Debian's ``chromium`` is not installed."""
+"""Headless Chromium through the viewer: the task table, a task page, a trajectory page and its
+link back to the task, the static bundle's filter from disk, and an evolve run's bundle from
+disk. Skipped where Debian's ``chromium`` is not installed.
+
+With ``VERITASK_VIEW_SCREENSHOTS=DIR`` the task and trajectory screenshots are also saved as
+``DIR/view-task.png`` and ``DIR/view-trajectory.png`` (the README shows them; with Pillow they
+are reduced to a 64-colour palette to keep them small)."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import socket
@@ -16,7 +23,7 @@ import pytest
 import uvicorn
 
 from veritask._view import Site, build_app, open_pages
-from veritask.task import load_dataset
+from veritask.task import TaskPackage, load_dataset
 
 CHROMIUM = shutil.which("chromium") or (
     "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
@@ -28,16 +35,17 @@ FLAGS = [
     "--disable-background-networking",
     "--no-first-run",
     "--hide-scrollbars",
-    "--window-size=1280,1000",
 ]
+WINDOW = "--window-size=1200,900"
+SHOTS = os.environ.get("VERITASK_VIEW_SCREENSHOTS")
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 
 
-def _chromium(tmp: Path, *args: str) -> str:
+def _chromium(tmp: Path, *args: str, window: str = WINDOW) -> str:
     assert CHROMIUM is not None
     profile = tmp / "profile"
-    command = [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args]
+    command = [CHROMIUM, *FLAGS, window, f"--user-data-dir={profile}", *args]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=True)
     return done.stdout
 
@@ -71,22 +79,69 @@ def server(dataset: Path, trajectories: Path) -> Iterator[dict[str, str]]:
         srv.should_exit = True
 
 
+def _save_small(shot: Path, out: Path) -> None:
+    """Copy a screenshot, as a 64-colour palette PNG when Pillow is installed."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        from PIL import Image
+    except ImportError:
+        shutil.copyfile(shot, out)
+        return
+    with Image.open(shot) as image:
+        image.convert("RGB").quantize(64).save(out, optimize=True)
+
+
+def _showcase(packages: list[TaskPackage]) -> TaskPackage:
+    """The task whose first rejected call comes earliest on its page (short texts first)."""
+    rejected = [
+        (next(i for i, c in enumerate(p.witness) if not c.ok), len(p.task_description), p.id, p)
+        for p in packages
+        if any(not c.ok for c in p.witness)
+    ]
+    return min(rejected)[3] if rejected else packages[0]
+
+
 def test_task_table_to_task_page_and_trajectory(
-    server: dict[str, str], dataset: Path, tmp_path: Path
+    server: dict[str, str], dataset: Path, trajectories: Path, tmp_path: Path
 ) -> None:
+    packages = load_dataset(dataset)
     table = _chromium(tmp_path, "--dump-dom", server["dataset"] + "tasks.html")
     links = re.findall(r'href="(task/[^"]+\.html)"', table)
-    assert len(links) == len(load_dataset(dataset))
-    task = _chromium(tmp_path, "--dump-dom", server["dataset"] + links[0])
+    assert links == [f"task/{p.id}.html" for p in packages]
+    shown = _showcase(packages)
+    task = _chromium(tmp_path, "--dump-dom", server["dataset"] + f"task/{shown.id}.html")
     assert "Origin → target" in task and "Witness" in task
-    shots = {"task.png": server["dataset"] + links[0], "trajectory.png": ""}
     summary = _chromium(tmp_path, "--dump-dom", server["trajectories"] + "index.html")
-    first = re.search(r'href="(trajectory/\d+\.html)"', summary)
+    lines = trajectories.read_text(encoding="utf-8").splitlines()
+    moving = next(i for i, t in enumerate(map(json.loads, lines)) if t["initial_distance"] > 1)
+    first = re.search(rf'href="(trajectory/{moving}\.html)"', summary)
     assert first is not None
-    shots["trajectory.png"] = server["trajectories"] + first.group(1)
-    for name, url in shots.items():
-        _chromium(tmp_path, f"--screenshot={tmp_path / name}", url)
+    trajectory = _chromium(tmp_path, "--dump-dom", server["trajectories"] + first.group(1))
+    back = re.search(r'<a class="task-link" href="\.\./(dataset/task/([^"]+)\.html)"', trajectory)
+    assert back is not None, "the trajectory page links to its task page"
+    task_page = _chromium(tmp_path, "--dump-dom", server["trajectories"] + back.group(1))
+    assert f"<h1>{back.group(2)}" in task_page and "Witness" in task_page
+    shots = {  # the task page down to its first rejected call
+        "view-task.png": (server["dataset"] + f"task/{shown.id}.html", "1200,1500"),
+        "view-trajectory.png": (server["trajectories"] + first.group(1), "1200,900"),
+    }
+    for name, (url, size) in shots.items():
+        _chromium(tmp_path, f"--screenshot={tmp_path / name}", url, window=f"--window-size={size}")
         assert (tmp_path / name).stat().st_size > 10_000
+        if SHOTS:
+            _save_small(tmp_path / name, Path(SHOTS) / name)
+
+
+def test_evolve_bundle_from_disk(evolve_run: Path, tmp_path: Path) -> None:
+    """An evolve run's written site: an iteration page's accepted task opens from disk."""
+    site = Site(open_pages(evolve_run))
+    site.write(tmp_path / "site")
+    unit = next(p for p in site.pages.paths() if p.startswith("iteration/"))
+    dom = _chromium(tmp_path, "--dump-dom", (tmp_path / "site" / unit).as_uri())
+    link = re.search(r'href="\.\./(dataset/task/([^"]+)\.html)"', dom)
+    assert link is not None
+    task = _chromium(tmp_path, "--dump-dom", (tmp_path / "site" / link.group(1)).as_uri())
+    assert f"<h1>{link.group(2)}" in task and "Origin → target" in task
 
 
 def test_static_bundle_filters_from_disk(dataset: Path, tmp_path: Path) -> None:

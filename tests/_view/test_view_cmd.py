@@ -10,12 +10,20 @@ from veritask._cli.main import cli
 
 
 def test_out_writes_a_site_for_each_kind(
-    dataset: Path, trajectories: Path, logic_file: Path, tmp_path: Path
+    dataset: Path,
+    trajectories: Path,
+    logic_file: Path,
+    gate_records: Path,
+    evolve_run: Path,
+    blueprint_run: Path,
+    tmp_path: Path,
 ) -> None:
     for name, args in {
         "ds": [str(dataset)],
         "traj": [str(trajectories), "--dataset", str(dataset)],
-        "logic": [str(logic_file)],
+        "logic": [str(logic_file), "--gates", str(gate_records)],
+        "evolve": [str(evolve_run)],
+        "blueprint": [str(blueprint_run)],
     }.items():
         out = tmp_path / name
         result = CliRunner().invoke(cli, ["view", *args, "--out", str(out)])
@@ -30,3 +38,5 @@ def test_paths_it_cannot_show_are_clean_errors(dataset: Path, tmp_path: Path) ->
     assert result.exit_code == 1 and "neither trajectories nor logic" in result.output
     result = CliRunner().invoke(cli, ["view", str(dataset / "states"), "--out", str(tmp_path)])
     assert result.exit_code == 1 and "manifest.jsonl" in result.output
+    result = CliRunner().invoke(cli, ["view", str(dataset), "--gates", str(tmp_path)])
+    assert result.exit_code == 1 and "--gates goes with a logic file" in result.output

@@ -260,3 +260,23 @@ def test_code_that_fails_to_load_fails_every_call_without_restarting() -> None:
         first, second = worker.call("f"), worker.call("f")
         assert first.kind == second.kind == "forbidden" and "socket" in (first.error or "")
         assert worker.starts == 1
+
+
+def test_the_worker_accounts_for_the_cpu_its_code_uses_across_restarts() -> None:
+    """Gate 1 times a family file on CPU time, the sandboxed child's included, so a loaded
+    machine (wall time) cannot fail it and a busy child cannot hide its cost."""
+    code = (
+        "import time\n"
+        "def burn(n):\n    t = time.process_time()\n"
+        "    while time.process_time() - t < n:\n        pass\n    return 1\n"
+        "def slow():\n    time.sleep(30)\n"
+    )
+    with SandboxWorker(code, SandboxLimits(cpu_seconds=2.0, wall_seconds=4.0)) as worker:
+        assert worker.cpu_used() == 0.0
+        before = worker.cpu_used()
+        assert worker.call("burn", [0.2]).value == 1
+        first = worker.cpu_used()
+        assert first - before >= 0.2
+        assert worker.call("slow").kind == "timeout"  # the child is replaced
+        assert worker.call("burn", [0.1]).value == 1 and worker.starts == 2
+        assert worker.cpu_used() - first >= 0.1  # the first child's time is kept

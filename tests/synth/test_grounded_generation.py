@@ -1,6 +1,7 @@
 """Property tests of generation on every built-in domain over many seeds: every package is
 certified, grounded and spoiler-free, and the faithful agent, which sees only what the user says,
-the policy and tool results, reaches s_target on every task that is not a refusal."""
+the policy and tool results, reaches s_target on every task, refusals included (a refusal the
+user gives up after is final, so the agent that refuses it is right)."""
 
 from __future__ import annotations
 
@@ -10,18 +11,15 @@ from pathlib import Path
 import pytest
 
 from veritask.agent import FaithfulAgent, ScriptedUser
+from veritask.domains import builtin_domains
 from veritask.env import CompiledDomain
 from veritask.rollout import EpisodeTask, run_episode
 from veritask.synth import generate
 from veritask.task import DatasetDir, check_dataset, load_dataset
 
-DOMAINS = ["travel", "retail", "clinic", "registrar", "mock"]
+DOMAINS = builtin_domains()
 SEEDS = range(8)
 N = 10
-
-FAITHFUL_GAPS = {"retail", "clinic", "registrar"}
-"""Domains where the faithful agent does not yet solve every grounded task (see the design note
-0019: formulas that look up rows the agent does not read, and refusal reactions)."""
 
 
 @pytest.mark.parametrize("domain", DOMAINS)
@@ -41,8 +39,6 @@ def _faithful_failures(domain: str, root: Path, compiled: CompiledDomain) -> lis
     ds = DatasetDir(root)
     failed = []
     for pkg in load_dataset(root):
-        if pkg.refusal:
-            continue
         task = EpisodeTask(
             pkg, compiled, "policy", ds.read_state(pkg.origin), ds.read_state(pkg.target)
         )
@@ -52,15 +48,7 @@ def _faithful_failures(domain: str, root: Path, compiled: CompiledDomain) -> lis
     return failed
 
 
-@pytest.mark.parametrize(
-    "domain",
-    [
-        pytest.param(d, marks=pytest.mark.xfail(reason="faithful agent gaps", strict=False))
-        if d in FAITHFUL_GAPS
-        else d
-        for d in DOMAINS
-    ],
-)
+@pytest.mark.parametrize("domain", DOMAINS)
 def test_the_faithful_agent_solves_every_task_from_its_text(
     domain: str, tmp_path: Path, compiled: dict[str, CompiledDomain]
 ) -> None:

@@ -283,7 +283,7 @@ def test_llm_mode_packages_are_certified(llm_run: tuple[Path, Any, Path]) -> Non
     out, summary, _ = llm_run
     assert summary.tasks == 20
     report = check_dataset(out).to_json()
-    assert report["certified"] == report["spoiler_free"] == 20, report["failures"]
+    assert report["certified"] == report["spoiler_free"] == report["grounded"] == 20
     assert report["failures"] == []
     spec = load_domain("travel")
     compiled = CompiledDomain.from_spec(spec)
@@ -362,6 +362,38 @@ def test_description_that_keeps_leaking_is_discarded(tmp_path: Path) -> None:
     assert summary.discarded["spoiler leak"] == record.attempts > 0
     assert record.successes == 0 and record.calls == 3 * record.attempts  # two repair rounds
     assert len(repairs) == 2 * record.attempts
+
+
+def vague_projector() -> tuple[Callable[[list[Message]], str], list[str]]:
+    """A projector whose first answer per candidate drops every number from the requests and
+    merges the sub-goals into one (without their triggers); the repair messages it receives are collected."""
+    repairs: list[str] = []
+
+    def answer(messages: list[Message]) -> str:
+        draft = extract_json(str(messages[1]["content"]))
+        if len(messages) > 2:
+            repairs.append(str(messages[-1]["content"]))
+            return json.dumps(draft)
+        subs = draft["sub_goals"]
+        vague = re.sub(r"\d+", "some", " ".join(s["request"] for s in subs))
+        draft["sub_goals"] = [{"title": subs[0]["title"], "request": vague}]
+        draft["total_goal"] = re.sub(r"\d+", "some", draft["total_goal"])
+        return json.dumps(draft)
+
+    return answer, repairs
+
+
+def test_a_description_that_drops_requested_values_is_sent_back(tmp_path: Path) -> None:
+    """The model's text carries the draft's structured requests, so it must still say every
+    value they state; an answer that does not is repaired, and every package is grounded."""
+    answer, repairs = vague_projector()
+    summary = llm_generate(tmp_path / "ds", scripted(travel_script(the_projector=answer)), n=3)
+    assert summary.tasks == 3
+    assert repairs and all(("sub-goals" in r or "must state" in r) for r in repairs)
+    report = check_dataset(tmp_path / "ds")
+    assert report.grounded == report.tasks == 3 and report.ok
+    for pkg in load_dataset(tmp_path / "ds"):
+        assert all(sub.ask is not None for sub in pkg.task.sub_goals)
 
 
 # -- (c) early stop on irreversible divergence -----------------------------------------------

@@ -245,3 +245,39 @@ def test_the_environment_is_left_replayed_and_nothing_raises_on_a_stale_ask(
     assert [(u.call, u.arg) for u in problems] == [(1, "book_id")]
     assert "0 records" in problems[0].reason
     assert env.rows("loans")[-1]["book_id"] == "b_dune"
+
+
+def test_a_give_up_the_agent_could_repair_is_not_grounded(env: Environment) -> None:
+    """The user accepts a LATE_FEE refusal, but the fee is the agent's to work out: an agent
+    that computes it is right, and a target that keeps the refusal is not."""
+    ret = Ask(
+        transaction="return_book",
+        tool="update_loans",
+        target=BENS_EMMA_LOAN,
+        values={"status": "RETURNED", "return_step": 7},
+    )
+    calls = [
+        ("query_books", {"title": "Emma"}),
+        ("query_loans", {"member_id": "m_ben"}),
+        ("update_loans", {"id": 1, "status": "RETURNED", "return_step": 7, "late_fee": 0}),
+    ]
+    text = "Return Emma (due step 5): status RETURNED, return step 7."
+    pkg = _package(env, "m_ben", text, [ret], calls, [Fallback(rule="LATE_FEE")])
+    problems = grounding(pkg, env, env.snapshot().data)
+    assert [(u.call, u.arg) for u in problems] == [(2, "late_fee")]
+    assert "gives up after LATE_FEE" in problems[0].reason and "= 4" in problems[0].reason
+
+
+def test_a_give_up_nothing_unstated_can_repair_is_grounded(env: Environment) -> None:
+    """Emma is out: no value the agent may choose lends it, so accepting the refusal is right."""
+    lend_emma = Ask(
+        transaction="lend_book", tool="insert_loans", refs={"book_id": EMMA}, values={"due_step": 4}
+    )
+    calls = [
+        ("query_books", {"title": "Emma"}),
+        ("insert_loans", {"member_id": "m_ana", "book_id": "b_emma", "due_step": 4}),
+    ]
+    text = "Borrow Emma, due step 4."
+    pkg = _package(env, "m_ana", text, [lend_emma], calls, [Fallback(rule="BOOK_AVAILABLE")])
+    assert pkg.witness[1].ok is False
+    assert _problems(env, pkg) == []

@@ -30,6 +30,14 @@ def evolve_group() -> None:
 @click.option(
     "--model", help="Provider spec for the model roles (plans, verification, reflection)."
 )
+@click.option(
+    "--synthesis",
+    type=click.Choice(["symbolic", "model"]),
+    default="symbolic",
+    show_default=True,
+    help="Who synthesizes candidates: the symbolic generator, or the model's synthesis agent "
+    "(read-only exploration, propose_task; needs --model).",
+)
 @click.option("--no-task-verification", is_flag=True, help="Ablation: roll out every candidate.")
 @click.option("--no-reflection", is_flag=True, help="Ablation: keep each stream's first plans.")
 @click.option("--out", type=click.Path(file_okay=False), required=True, help="Dataset directory.")
@@ -55,7 +63,10 @@ def run_cmd(**opts: Any) -> None:
         batch=opts["batch"],
         settings=settings,
         model=opts["model"],
+        synthesis=opts["synthesis"],
     )
+    if opts["synthesis"] == "model" and not opts["model"]:
+        raise click.UsageError("--synthesis model needs --model")
     model = provider_arg(opts["model"]) if opts["model"] else None
     try:
         summary = evolve(

@@ -62,14 +62,30 @@ def _roles_options(fn: Any) -> Any:
         ),
         click.option("--temperature", type=float, help="Sampling temperature for model roles."),
         click.option(
+            "--allow-uncertified",
+            is_flag=True,
+            help="Run even when the dataset fails 'veritask check' (edited, unsealed or stale).",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return _env_options(fn)
+
+
+def _env_options(fn: Any) -> Any:
+    """``--env-model`` and ``--env-tools``: a simulated or hybrid environment."""
+    options = [
+        click.option(
             "--env-model",
             help="Simulate the environment with this model (provider spec) instead of running "
             "the SQLite environment; the model also judges each episode (the reward).",
         ),
         click.option(
-            "--allow-uncertified",
-            is_flag=True,
-            help="Run even when the dataset fails 'veritask check' (edited, unsealed or stale).",
+            "--env-tools",
+            metavar="TOOLS",
+            help="Hybrid mode (with --env-model): tools beyond the spec (OpenAI tools JSON, seed "
+            "trajectories, mcp:CMD ...) answered by the simulator; the spec's tools run on the "
+            "SQLite environment and the judge gives the reward.",
         ),
     ]
     for option in reversed(options):
@@ -147,19 +163,25 @@ def _run(directory: str, opts: dict[str, Any], out: Path | None) -> tuple[list[A
 
 
 def _environment(opts: dict[str, Any], provider_options: dict[str, Any]) -> Any:
-    """The simulated environment ``--env-model`` names, or None for the SQLite one."""
-    spec = opts.get("env_model")
-    if not spec:
+    """The simulated (or, with ``--env-tools``, hybrid) environment ``--env-model`` names, or
+    None for the SQLite one."""
+    from veritask._cli.simulate_cmds import env_catalog, env_label
+
+    spec, tools = opts.get("env_model"), opts.get("env_tools")
+    label = env_label(spec, tools)
+    if label is None or spec is None:
         return None
     from veritask.model import GenerateConfig, get_provider
-    from veritask.simulate import simulated_sessions
+    from veritask.simulate import hybrid_sessions, simulated_sessions
 
     try:
         provider = get_provider(spec, **provider_options)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     config = GenerateConfig(temperature=opts["temperature"])
-    return f"simulated:{spec}", simulated_sessions(provider, config)
+    if tools:
+        return label, hybrid_sessions(provider, env_catalog(tools), config)
+    return label, simulated_sessions(provider, config)
 
 
 @click.command("eval")
@@ -217,30 +239,46 @@ def rollout_cmd(directory: str, out: str, **opts: Any) -> None:
     "reordered and observation noise.",
 )
 @click.option("--perturb-seed", type=int, default=0, show_default=True, help="Variants' seed.")
-def export_sft_cmd(
-    trajectories: str,
-    fmt: str,
-    verified_only: bool,
-    out: str,
-    perturb_schemas: int,
-    perturb_seed: int,
-) -> None:
+@click.option(
+    "--role",
+    type=click.Choice(["assistant", "user"]),
+    default="assistant",
+    show_default=True,
+    help="Whose turns are the targets; user: user-simulator data from verified trajectories "
+    "(the hidden profile as system prompt), needs --dataset.",
+)
+@click.option(
+    "--dataset",
+    type=click.Path(exists=True, file_okay=False),
+    help="The dataset of the trajectories' tasks (for --role user).",
+)
+def export_sft_cmd(trajectories: str, fmt: str, out: str, **opts: Any) -> None:
     """Export trajectories as SFT data: Hugging Face rows, OpenAI chat JSONL, or ShareGPT.
 
     With --perturb-schemas K, each trajectory is followed by K schema-perturbed variants
-    (seeded and deterministic).
+    (seeded and deterministic). With --role user, the rows train a user simulator: the user's
+    turns of verified trajectories are the targets.
     """
-    from veritask.export import export_sft, read_trajectories
+    from veritask.export import export_sft, packages_by_id, read_trajectories
 
-    count = export_sft(
-        read_trajectories(trajectories),
-        fmt,  # type: ignore[arg-type]
-        Path(out),
-        verified_only=verified_only,
-        perturb_schemas=perturb_schemas,
-        perturb_seed=perturb_seed,
-    )
-    click.echo(f"{count} rows -> {out} ({fmt})")
+    role = opts["role"]
+    if role == "user" and opts["dataset"] is None:
+        raise click.UsageError("--role user needs --dataset (the tasks' hidden user profiles)")
+    try:
+        packages = packages_by_id(opts["dataset"]) if role == "user" else None
+        count = export_sft(
+            read_trajectories(trajectories),
+            fmt,  # type: ignore[arg-type]
+            Path(out),
+            verified_only=opts["verified_only"],
+            perturb_schemas=opts["perturb_schemas"],
+            perturb_seed=opts["perturb_seed"],
+            role=role,
+            packages=packages,
+        )
+    except (DatasetError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"{count} rows -> {out} ({fmt}, {role} turns as targets)")
 
 
 def register(group: click.Group) -> None:

@@ -6,6 +6,7 @@ import logging
 
 import click
 
+from veritask._cli.simulate_cmds import env_options, simulated_source
 from veritask.serve import (
     DEFAULT_HOST,
     DEFAULT_IDLE_TIMEOUT,
@@ -69,6 +70,7 @@ from veritask.serve import (
     help="Seconds a client has to send each request; slower connections are closed.",
 )
 @click.option("--log-requests", is_flag=True, help="Log every request to stderr.")
+@env_options
 def serve_cmd(
     domain_or_dir: str,
     host: str,
@@ -80,6 +82,8 @@ def serve_cmd(
     max_state_bytes: int,
     request_timeout: float,
     log_requests: bool,
+    env_model: str | None,
+    env_tools: str | None,
 ) -> None:
     """Serve DOMAIN_OR_DIR over HTTP: POST /reset, POST /step, GET /state, DELETE /session/ID.
 
@@ -87,6 +91,9 @@ def serve_cmd(
     (every session starts from a task's origin; steps are rewarded by proximity to its target).
     Each session has its own database; sessions never share state. Requests must name the
     server by a loopback name (or an --allowed-host) and, from a browser, come from it.
+
+    With --env-model every session is a simulated environment (the model answers each call; no
+    database, so no distance, reward or digest); adding --env-tools makes it hybrid.
     """
     try:
         require_http()
@@ -95,7 +102,7 @@ def serve_cmd(
     from veritask.serve.server import serve  # needs the http extra, checked just above
 
     try:
-        source = open_source(domain_or_dir)
+        source = simulated_source(open_source(domain_or_dir), env_model, env_tools)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     if log_requests:

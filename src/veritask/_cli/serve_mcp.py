@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from veritask._cli._common import spec_arg
+from veritask._cli.simulate_cmds import env_opener, env_options
 from veritask.serve import check_bind
 
 
@@ -50,6 +51,7 @@ from veritask.serve import check_bind
     metavar="NAME[:PORT]",
     help="Another Host name clients use (repeatable; '*' accepts any). Loopback names are in.",
 )
+@env_options
 def serve_mcp_cmd(
     domain: str,
     state: str | None,
@@ -58,13 +60,17 @@ def serve_mcp_cmd(
     port: int,
     allow_remote: bool,
     allowed_hosts: tuple[str, ...],
+    env_model: str | None,
+    env_tools: str | None,
 ) -> None:
     """Serve DOMAIN's tools over the Model Context Protocol (needs the `mcp` package).
 
     Every call acts on one environment that lives as long as the server; policy violations come
     back as tool errors carrying {code, message, violated_rule, hint}. Over HTTP the server
     binds loopback unless --allow-remote, and answers only requests naming an allowed Host
-    (and, from a browser, an allowed Origin).
+    (and, from a browser, an allowed Origin). With --env-model the environment is simulated
+    by the model (from the tool specification and the start state's rows); adding --env-tools
+    serves those tools too, simulated, beside the spec's real ones (hybrid).
     """
     if transport == "http":
         try:
@@ -79,10 +85,11 @@ def serve_mcp_cmd(
             f"serve-mcp needs the MCP SDK ({exc}); install it with: pip install 'veritask[mcp]'"
         ) from None
     state_path = Path(state) if state else None
+    opener = env_opener(env_model, env_tools)
     try:
         if transport == "stdio":
             # stdout is the protocol channel: print nothing there.
-            mcp_server.run_stdio(spec, state_path)
+            mcp_server.run_stdio(spec, state_path, opener=opener)
             return
         shown = f"[{host}]" if ":" in host else host
         click.echo(
@@ -96,6 +103,7 @@ def serve_mcp_cmd(
             port=port,
             allow_remote=allow_remote,
             allowed_hosts=allowed_hosts,
+            opener=opener,
         )
     except KeyboardInterrupt:
         pass

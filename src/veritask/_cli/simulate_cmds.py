@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,11 @@ def simulate_group() -> None:
     """SimAgent on veritask: catalogues, checking with repair, simulated environments."""
 
 
+def env_catalog(ref: str) -> Any:
+    """The catalogue ``--env-tools`` names (a clean CLI error when it cannot be read)."""
+    return _catalog(ref)
+
+
 def _catalog(ref: str | None) -> Any:
     from veritask.simulate import load_catalog
 
@@ -25,6 +31,71 @@ def _catalog(ref: str | None) -> Any:
         return load_catalog(ref)
     except (ValueError, OSError) as exc:
         raise click.ClickException(f"--tools {ref}: {exc}") from None
+
+
+ENV_MODEL_HELP = (
+    "Simulate the environment with this model (provider spec): it answers every tool call "
+    "(with --env-tools, only the calls beyond the spec)."
+)
+ENV_TOOLS_HELP = (
+    "Hybrid mode: tools beyond the spec (OpenAI tools JSON, seed trajectories, mcp:CMD ...) "
+    "answered by the --env-model simulator; the spec's tools run on the SQLite environment."
+)
+
+
+def env_options(fn: Any) -> Any:
+    """``--env-model`` and ``--env-tools`` for the commands that serve an environment."""
+    fn = click.option("--env-tools", "env_tools", metavar="TOOLS", help=ENV_TOOLS_HELP)(fn)
+    return click.option("--env-model", "env_model", metavar="MODEL", help=ENV_MODEL_HELP)(fn)
+
+
+def env_label(env_model: str | None, env_tools: str | None) -> str | None:
+    """How runs and servers name the environment (None for the SQLite one).
+
+    Raises:
+        click.UsageError: ``--env-tools`` without ``--env-model``.
+    """
+    if env_tools and not env_model:
+        raise click.UsageError("--env-tools needs --env-model (the simulator of those tools)")
+    if not env_model:
+        return None
+    return f"hybrid:{env_model}:{env_tools}" if env_tools else f"simulated:{env_model}"
+
+
+def env_opener(
+    env_model: str | None, env_tools: str | None, cache_dir: str | None = None
+) -> Callable[..., Any] | None:
+    """Opens the simulated (or hybrid) session a server serves, or None for the SQLite one.
+
+    The opener takes ``(domain, origin, package=None, target=None)``.
+    """
+    if env_label(env_model, env_tools) is None or env_model is None:
+        return None
+    from veritask.simulate import open_simulated
+
+    provider = provider_arg(env_model, cache_dir)
+    extra = _catalog(env_tools)
+
+    def open_session(domain: Any, origin: bytes, package: Any = None, target: Any = None) -> Any:
+        return open_simulated(provider, domain, origin, package=package, target=target, extra=extra)
+
+    return open_session
+
+
+def simulated_source(source: Any, env_model: str | None, env_tools: str | None) -> Any:
+    """``source`` with every session simulated (or hybrid), or ``source`` itself without
+    ``--env-model``."""
+    opener = env_opener(env_model, env_tools)
+    label = env_label(env_model, env_tools)
+    if opener is None or label is None:
+        return source
+    from veritask.serve import OpenerSource
+
+    def open_start(start: Any) -> Any:
+        target = start.target.data if start.target is not None else None
+        return opener(start.domain, start.origin, start.package, target)
+
+    return OpenerSource(source, open_start, label)
 
 
 @simulate_group.command("tools")
@@ -103,6 +174,14 @@ def check_cmd(
 @click.option("--out", type=click.Path(dir_okay=False), help="Per-task records (JSONL; resumable).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option("--temperature", type=float, help="Sampling temperature of the simulator.")
+@click.option(
+    "--replay",
+    "replays",
+    type=click.Choice(["witness", "faithful"]),
+    multiple=True,
+    help="Trajectories to replay (repeatable; default: the certified witnesses and the "
+    "faithful agent's episodes).",
+)
 @cache_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def fidelity_cmd(
@@ -112,16 +191,18 @@ def fidelity_cmd(
     out: str | None,
     concurrency: int,
     temperature: float | None,
+    replays: tuple[str, ...],
     cache_dir: str | None,
     as_json: bool,
 ) -> None:
-    """Replay DIRECTORY's certified witnesses through a simulated environment and the real one
-    side by side; report agreement per tool and overall, and the judge's against the certified
-    outcome."""
+    """Replay DIRECTORY's certified witnesses and the faithful agent's episodes through a
+    simulated environment and the real one side by side; report agreement per tool, per replay
+    and overall (whole call, accept/reject, error code, rule, fields, values), and the judge's
+    precision and recall of "success" against the certified outcome."""
     from veritask.model import GenerateConfig
     from veritask.pipeline import RunConflict
     from veritask.rollout import TaskSource
-    from veritask.simulate import run_fidelity
+    from veritask.simulate import REPLAYS, run_fidelity
 
     source = TaskSource.load(directory, limit=limit)
     provider = provider_arg(model, cache_dir)
@@ -133,6 +214,7 @@ def fidelity_cmd(
             config=GenerateConfig(temperature=temperature),
             out=Path(out) if out else None,
             concurrency=concurrency,
+            replays=replays or REPLAYS,
         )
     except RunConflict as exc:
         raise click.ClickException(str(exc)) from None
@@ -213,26 +295,44 @@ def _write_synthesis(root: Path, run: Any) -> None:
 
 
 def _print_fidelity(report: dict[str, Any]) -> None:
+    from veritask.simulate import ASPECTS
+
     def cell(entry: dict[str, Any]) -> str:
         rate = entry["rate"]
         return "   -  " if rate is None else f"{rate:6.3f}"
 
     click.echo(f"{report['tasks']} tasks, {report['calls']} calls")
-    click.echo(f"{'tool':28} {'calls':>5} " + " ".join(f"{a[:6]:>6}" for a in ASPECT_NAMES))
+    click.echo(f"{'':28} {'calls':>5} " + " ".join(f"{_SHORT[a]:>6}" for a in ASPECTS))
     rows = [
         ("overall", {"calls": report["calls"], **report["overall"]}),
+        *((f"replay {name}", row) for name, row in report["per_replay"].items()),
         *report["per_tool"].items(),
     ]
     for name, row in rows:
-        click.echo(f"{name:28} {row['calls']:>5} " + " ".join(cell(row[a]) for a in ASPECT_NAMES))
+        click.echo(f"{name:28} {row['calls']:>5} " + " ".join(cell(row[a]) for a in ASPECTS))
+    faithful = report["faithful"]
+    if faithful is not None:
+        click.echo(f"faithful agent: {faithful['solved']}/{faithful['episodes']} solved")
     judge = report["judge"]
-    click.echo(
-        f"judge: agreement {judge['agreement']}, precision {judge['precision']}, "
-        f"recall {judge['recall']} over {judge['judged']} episodes"
-    )
+    for name, row in [("all", judge), *judge["per_episode"].items()]:
+        click.echo(
+            f"judge {name:10} precision {_num(row['precision'])} recall {_num(row['recall'])} "
+            f"agreement {_num(row['agreement'])} over {row['judged']} episodes"
+        )
 
 
-ASPECT_NAMES = ("accept_reject", "error_code", "rule", "fields", "values")
+_SHORT = {
+    "call": "call",
+    "accept_reject": "accept",
+    "error_code": "code",
+    "rule": "rule",
+    "fields": "fields",
+    "values": "values",
+}
+
+
+def _num(value: float | None) -> str:
+    return "  -  " if value is None else f"{value:.3f}"
 
 
 def register(group: click.Group) -> None:

@@ -27,11 +27,21 @@ DEFAULT_PORT = 8766
 @click.option(
     "--dataset",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="The dataset a trajectories file was run on: final diffs and verifier details.",
+    help="The dataset a trajectories file was run on: final diffs, verifier details and task "
+    "links [default: the dataset directory the file is in or next to, if it lists its tasks].",
+)
+@click.option(
+    "--gates",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Gate records of a logic file's families (logic gate all --record DIR) "
+    "[default: *.gates.json and gates/ next to the file].",
 )
 @click.option("--check", is_flag=True, help="Replay and ground every task of a dataset (slower).")
-def view_cmd(path: Path, port: int, out: Path | None, dataset: Path | None, check: bool) -> None:
-    """Look at a dataset directory, a trajectories JSONL or a logic JSONL in a browser."""
+def view_cmd(
+    path: Path, port: int, out: Path | None, dataset: Path | None, gates: Path | None, check: bool
+) -> None:
+    """Look at a dataset directory, a trajectories JSONL, a logic JSONL, or an evolve or
+    blueprint run directory in a browser."""
     try:
         from veritask._view import Site, ViewError, build_app, open_pages
     except ImportError as exc:  # starlette and jinja2 are in the 'http' extra
@@ -39,7 +49,7 @@ def view_cmd(path: Path, port: int, out: Path | None, dataset: Path | None, chec
             f"veritask view needs the 'http' extra (pip install 'veritask[http]'): {exc}"
         ) from None
     try:
-        site = Site(open_pages(path, dataset=dataset, check=check))
+        site = Site(open_pages(path, dataset=dataset, check=check, gates=gates))
     except ViewError as exc:
         raise click.ClickException(str(exc)) from None
     if out is not None:

@@ -1,6 +1,8 @@
-"""A read-only web viewer over task datasets, trajectories and logic instances.
+"""A read-only web viewer over task datasets, trajectories, logic instances (with their gate
+records), evolve runs and blueprint runs.
 
-``open_pages`` reads a path (whichever kind of record it holds), ``Site`` renders its pages,
+``open_pages`` reads a path (whichever kind of record it holds; related sources such as a
+trajectories file's dataset become one site), ``Site`` renders its pages,
 ``build_app`` serves them over HTTP on loopback and ``Site.write`` writes them as a static
 bundle that opens from disk.
 """

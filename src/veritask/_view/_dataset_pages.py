@@ -102,6 +102,9 @@ class DatasetPages:
         self.report = report_dataset(root)
         self.checks = check_tasks(self.ds, self.packages) if check else None
         self.specs: dict[str, DomainSpec] = {}
+        self.runs: dict[str, list[dict[str, Any]]] = {}
+        """Task id -> its trajectories in the same site (``href`` from the site root, ``trial``,
+        ``agent``, ``reward``); filled by whoever mounts trajectories beside the dataset."""
         self.nav = [("index.html", "report"), ("tasks.html", "tasks")]
 
     def paths(self) -> list[str]:
@@ -207,5 +210,6 @@ class DatasetPages:
                 "distance": gold["distance"],
                 "check": self._check(pkg),
                 "attributes": pretty(pkg.user_profile.attributes),
+                "runs": self.runs.get(pkg.id, []),
             },
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,38 @@ from veritask._view._pages import Page, Query, pretty, slug
 from veritask.logic import Family, builtin_families, canonical, read_records, report
 
 _TOP_ANSWERS = 8
+GATE_STATES = ("passed", "failed", "none")
+"""The ``gates`` filter: a family's gate record passed, failed, or there is none."""
+_RECORD_KEYS = {"family", "version", "mode", "passed", "gates"}
+
+
+def _gate_files(path: Path, gates: Path | None) -> list[Path]:
+    if gates is not None:
+        return sorted(gates.glob("*.json"))
+    here = path.resolve().parent
+    return sorted(here.glob("*.gates.json")) + sorted((here / "gates").glob("*.json"))
+
+
+def read_gate_records(path: Path, gates: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Family id -> its gate record (``FamilyGateRecord.to_json``) from the JSON files of
+    ``gates`` (``logic gate all --record DIR``), else from ``*.gates.json`` next to the
+    instance file and ``gates/*.json`` beside it. Files that are not gate records are skipped."""
+    out: dict[str, dict[str, Any]] = {}
+    for file in _gate_files(path, gates):
+        try:
+            record = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if isinstance(record, dict) and record.keys() >= _RECORD_KEYS:
+            out[str(record["family"])] = record
+    return out
+
+
+def gate_state(record: dict[str, Any] | None) -> str:
+    """``passed``, ``failed`` or ``none`` (no record)."""
+    if record is None:
+        return "none"
+    return "passed" if record["passed"] else "failed"
 
 
 def distribution(answers: Counter[str]) -> list[tuple[str, float]]:
@@ -43,8 +76,10 @@ class LogicPages:
 
     kind = "logic"
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, gates: Path | None = None) -> None:
+        """``gates``: a directory of gate records (default: found next to the file)."""
         self.name = path.name
+        self.gates = read_gate_records(path, gates)
         self.records = [(n, r) for n, r in read_records(path)]
         self.families = builtin_families()
         self.report = report(path, families=self.families)
@@ -71,8 +106,10 @@ class LogicPages:
         return None
 
     def index_page(self, query: Query) -> Page:
-        """Every family with its answer figures and flags (``category`` filters)."""
+        """Every family with its answer figures, flags and gate outcome (``category`` and
+        ``gates`` filter)."""
         rep, wanted = self.report, query.get("category", "")
+        gated = query.get("gates", "")
         flagged = {(c["family"], str(c["difficulty"])) for c in rep["degenerate"]["cells"]}
         rows = [
             {
@@ -80,9 +117,11 @@ class LogicPages:
                 "slug": slug(fid),
                 "info": info,
                 "flagged": sorted(d for f, d in flagged if f == fid),
+                "gates": gate_state(self.gates.get(fid)),
             }
             for fid, info in sorted(rep["families"].items())
-            if not wanted or info["category"] == wanted
+            if (not wanted or info["category"] == wanted)
+            and (not gated or gate_state(self.gates.get(fid)) == gated)
         ]
         categories = sorted({i["category"] for i in rep["families"].values()})
         chart = bars(
@@ -99,6 +138,8 @@ class LogicPages:
                 "report": rep,
                 "difficulties": chart,
                 "categories": categories,
+                "gate_states": GATE_STATES,
+                "gated": len(self.gates),
                 "query": dict(query),
             },
         )
@@ -126,6 +167,7 @@ class LogicPages:
                 "info": self.report["families"][fid],
                 "levels": levels,
                 "records": records,
+                "gate": self.gates.get(fid),
             },
         )
 
@@ -142,5 +184,6 @@ class LogicPages:
                 "inputs": pretty(record.get("inputs")),
                 "family_slug": slug(str(record["family"])),
                 "agreement": agreement(record, family),
+                "gate": self.gates.get(str(record["family"])),
             },
         )

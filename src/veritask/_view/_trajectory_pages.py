@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from veritask._view._charts import bars, histogram, line
 from veritask._view._diff import diff_views, final_vs_target
-from veritask._view._pages import Page, Query, fixed_columns, pretty
+from veritask._view._pages import Page, Query, fixed_columns, pretty, slug
 from veritask.domains import builtin_domains, load_domain
 from veritask.env import Layout
 from veritask.reward import dense_rewards
@@ -90,14 +90,40 @@ class TrajectoryPages:
 
     kind = "trajectories"
 
-    def __init__(self, path: Path, dataset: Path | None = None) -> None:
+    def __init__(
+        self, path: Path, dataset: Path | None = None, *, tasks_at: str | None = None
+    ) -> None:
+        """``tasks_at``: where the dataset's task pages are, relative to the site root
+        (``dataset/task/``); None when the site has none."""
         self.name = path.name
+        self.tasks_at = tasks_at
         self.trajectories = read_trajectories(path)
         self.ds = DatasetDir(dataset) if dataset is not None else None
         self.packages: dict[str, TaskPackage] = (
             {p.id: p for p in load_dataset(dataset)} if dataset is not None else {}
         )
         self.nav = [("index.html", "summary")]
+
+    def runs(self, at: str) -> dict[str, list[dict[str, Any]]]:
+        """Task id -> its trajectories, for the task pages (``href`` from the site root, with
+        these pages mounted at ``at``)."""
+        out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for index, traj in enumerate(self.trajectories):
+            out[traj.task_id].append(
+                {
+                    "href": f"{at}trajectory/{index}.html",
+                    "trial": traj.trial,
+                    "agent": traj.agent,
+                    "reward": traj.reward,
+                }
+            )
+        return dict(out)
+
+    def task_link(self, task_id: str) -> str | None:
+        """The task page of ``task_id`` relative to the site root, when the site has it."""
+        if self.tasks_at is None or task_id not in self.packages:
+            return None
+        return f"{self.tasks_at}{slug(task_id)}.html"
 
     def paths(self) -> list[str]:
         """The summary and one page per trajectory."""
@@ -123,6 +149,7 @@ class TrajectoryPages:
                 "index": i,
                 "traj": t,
                 "tokens": t.agent_usage.prompt_tokens + t.agent_usage.completion_tokens,
+                "task_link": self.task_link(t.task_id),
             }
             for i, t in enumerate(self.trajectories)
             if _selected(t, query)
@@ -139,6 +166,8 @@ class TrajectoryPages:
                 "stops": bars([(s, float(n)) for s, n in stops.most_common()]),
                 "query": dict(query),
                 "task_ids": sorted({t.task_id for t in self.trajectories}),
+                "dataset": self.ds.root.resolve().name if self.ds is not None else None,
+                "tasks_at": self.tasks_at,
             },
         )
 
@@ -183,6 +212,7 @@ class TrajectoryPages:
                 "agent": diff_views(traj.agent_diff, _fixed(traj.domain)),
                 "distance": line(distances, label="distance to the target per call"),
                 "dense": dense,
+                "task_link": self.task_link(traj.task_id),
                 **data,
             },
         )

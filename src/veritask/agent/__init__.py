@@ -11,13 +11,14 @@ from veritask.agent._base import (
     wire_messages,
 )
 from veritask.agent._faithful import FaithfulAgent
-from veritask.agent._llm import LLMAgent, LLMUser
+from veritask.agent._llm import USER_OPENING, LLMAgent, LLMUser
 from veritask.agent._symbolic import NoopAgent, OracleAgent, RandomAgent, random_arguments
 from veritask.agent._users import ScriptedUser, flip_roles, user_system_prompt
 
 __all__ = [
     "PAYLOAD",
     "STOP",
+    "USER_OPENING",
     "Agent",
     "FaithfulAgent",
     "LLMAgent",

@@ -45,13 +45,6 @@ class _Job:
     """Read calls already made for this job (by a canonical text of the call)."""
 
 
-def _constrains(text: str, column: str) -> bool:
-    """Whether a rule's text tests which value ``NEW.column`` has, not only that it has one: a
-    rule that just asks for a value leaves the choice to the user (who says it when told)."""
-    blank = re.compile(rf"\bNEW\.{column}\s+IS\s+(?:NOT\s+)?NULL\b", re.I)
-    return f"NEW.{column}" in blank.sub("", text)
-
-
 def _matches(row: dict[str, Any], match: dict[str, Any]) -> bool:
     return all(k in row and row[k] == v for k, v in match.items())
 
@@ -414,9 +407,8 @@ class FaithfulAgent:
     def _other_choice(self, job: _Job, tool: ToolSpec, rule: Rule, stated: set[str]) -> bool:
         """Try the next enum value of an unstated column the rule looks at."""
         table = self.spec.table(tool.table)
-        text = f"{rule.when or ''} {rule.condition}"
         for col in table.columns:
-            if col.name in stated or col.enum is None or not _constrains(text, col.name):
+            if col.name in stated or col.enum is None or not rule.tests_value(col.name):
                 continue
             tried = job.tried.setdefault(col.name, [])
             current = job.decided.get(col.name, col.default)

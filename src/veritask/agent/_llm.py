@@ -36,6 +36,10 @@ class LLMAgent:
         return Turn(message, out.usage)
 
 
+USER_OPENING = "Hi! How can I help you today?"
+"""The assistant's greeting the user simulator answers first (its conversation's first input)."""
+
+
 class LLMUser:
     """An LLM user that follows the task description with progressive disclosure and ends with
     ``###STOP###`` (LOGIGEN Appendix B.1)."""
@@ -65,12 +69,12 @@ class LLMUser:
 
     async def open(self) -> Turn:
         """The opening line."""
-        return await self._say([{"role": "user", "content": "Hi! How can I help you today?"}])
+        return await self._say([{"role": "user", "content": USER_OPENING}])
 
     async def respond(self, messages: list[dict[str, Any]]) -> Turn:
         """The next line, from the conversation with roles flipped."""
         history = [
-            {"role": "user", "content": "Hi! How can I help you today?"},
+            {"role": "user", "content": USER_OPENING},
             *flip_roles(messages),
         ]
         return await self._say(history)

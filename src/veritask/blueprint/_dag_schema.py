@@ -15,7 +15,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-_WORD = re.compile(r"[A-Za-z][a-z0-9]*|[0-9]+|[A-Z]+(?![a-z])")
+_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
+"""A word: an acronym before a capitalised word (``HTTP`` in ``HTTPServer``), a capitalised or
+lower-case word, an all-caps word (``BOOKING``), or digits."""
 _STOP = frozenset({"and", "of", "the", "for", "management", "service", "services", "system"})
 _SESSION = frozenset({"session", "sessions", "login", "token", "conversation", "chat"})
 RESERVED_COLUMNS = frozenset({"id", "limit", "offset", "order_by", "descending", "status"})
@@ -140,7 +142,8 @@ class Blueprint(_Answer):
 
 
 def snake(text: str) -> str:
-    """``LabEquipment``, ``lab equipment``, ``Lab-Equipment`` -> ``lab_equipment``."""
+    """``LabEquipment``, ``lab equipment``, ``Lab-Equipment`` -> ``lab_equipment``;
+    ``BOOKING_QUOTA`` -> ``booking_quota``; ``HTTPServer`` -> ``http_server``."""
     words = _WORD.findall(text.replace("_", " "))
     return "_".join(w.lower() for w in words)
 

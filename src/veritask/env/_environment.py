@@ -447,13 +447,15 @@ class Environment:
         sql = f"SELECT {self._columns_sql(t.name)} FROM {quote_ident(t.name)} ORDER BY rowid"
         return [self._as_dict(t.name, r) for r in self._conn.execute(sql)]
 
-    def select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def select(
+        self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()
+    ) -> list[tuple[Any, ...]]:
         """Run one read-only ``SELECT`` (or ``WITH ... SELECT``) under the authorizer.
 
         For predicates over the current state (per-task checkers): the statement runs in read
         mode, so any write, ``ATTACH``, ``PRAGMA`` or schema change is denied by the authorizer,
         and text that does not start with ``SELECT`` or ``WITH`` is refused before it reaches
-        SQLite.
+        SQLite. ``params`` are positional values, or a mapping for ``:name`` placeholders.
 
         Raises:
             DatabaseError: The statement is not a query, or SQLite refused or failed it.
@@ -463,7 +465,8 @@ class Environment:
             raise DatabaseError(f"only SELECT statements may run here, not {head or 'nothing'!r}")
         self._mode = "read"
         try:
-            return [tuple(row) for row in self._conn.execute(sql, tuple(params))]
+            bound = dict(params) if isinstance(params, Mapping) else tuple(params)
+            return [tuple(row) for row in self._conn.execute(sql, bound)]
         except sqlite3.Error as exc:
             raise DatabaseError(f"query failed: {exc}") from exc
 

@@ -3,13 +3,16 @@
 - Plans: ``SynthesisPlan`` / ``EvaluationPlan`` pairs, versioned per iteration; a covering
   design over domains x rules x archetypes x tiers (``enumerate_plans``) and its ``coverage``;
   model-made plans asked one after another with the earlier ones in context.
-- Streams: per plan pair and iteration, synthesis through a caller-given ``Synthesizer``, plan-
-  driven selection, deterministic task verification (certificate, grounded, spoiler-free,
+- Streams: per plan pair and iteration, synthesis through a caller-given ``Synthesizer`` or the
+  model's synthesis agent (``TaskAgent``: read-only exploration, ``propose_task`` with the
+  witness executed on a scratch copy, only certified and grounded candidates kept), plan-driven
+  selection, deterministic task verification (certificate, grounded, spoiler-free,
   duplicate, difficulty, per-task SQL checkers), rollouts with any assistant, attribution of
   failures by execution (``attribute``: TASK when a text-only solver fails too, TRAJECTORY when
   it succeeds), and reflection (symbolic weight shifts, or a model's revision).
-- The run: ``evolve`` / ``evolve_async`` as pipeline units with a run manifest, exact resume, a
-  dataset directory assembled from the units, and a report.
+- The run: ``evolve`` / ``evolve_async``, the plan streams as an ``Evolution`` on the engine of
+  ``veritask.pipeline`` (the one ``logic evolve`` runs on): units with a run manifest, exact
+  resume, a dataset directory assembled from the units, and a report.
 """
 
 from veritask.evolve._assemble import RUN_DIR, read_report, status
@@ -22,7 +25,14 @@ from veritask.evolve._attribution import (
     run_role,
 )
 from veritask.evolve._coverage import coverage, enumerate_plans
-from veritask.evolve._model_roles import Judgment, model_judgment, model_plans, model_reflection
+from veritask.evolve._model_roles import (
+    Judgment,
+    Rationale,
+    model_judgment,
+    model_plans,
+    model_rationale,
+    model_reflection,
+)
 from veritask.evolve._plans import (
     ARCHETYPES,
     FAILURE_TAXONOMY,
@@ -36,13 +46,16 @@ from veritask.evolve._plans import (
 from veritask.evolve._reflect import Evidence, features, reflect
 from veritask.evolve._run import (
     EvolveConfig,
-    EvolveStage,
     EvolveSummary,
+    PlanStreams,
+    StreamState,
     domain_rules,
+    domain_sources,
     evolve,
     evolve_async,
 )
 from veritask.evolve._stream import StreamRoles, StreamSettings, Synthesize, Synthesizer
+from veritask.evolve._task_agent import AgentLog, Proposal, TaskAgent
 from veritask.evolve._verify import TaskVerdict, candidate_score, select, verify_task
 
 __all__ = [
@@ -51,33 +64,40 @@ __all__ = [
     "PLAN_SCHEMA",
     "RUN_DIR",
     "TIERS",
+    "AgentLog",
     "Attributed",
     "Attribution",
     "EvaluationPlan",
     "Evidence",
     "EvolveConfig",
-    "EvolveStage",
     "EvolveSummary",
     "FaithfulSolver",
     "Judgment",
     "PlanPair",
+    "PlanStreams",
+    "Proposal",
+    "Rationale",
     "Solver",
     "StreamRoles",
     "StreamSettings",
+    "StreamState",
     "SynthesisPlan",
     "Synthesize",
     "Synthesizer",
+    "TaskAgent",
     "TaskVerdict",
     "attribute",
     "candidate_score",
     "coverage",
     "domain_rules",
+    "domain_sources",
     "enumerate_plans",
     "evolve",
     "evolve_async",
     "features",
     "model_judgment",
     "model_plans",
+    "model_rationale",
     "model_reflection",
     "plan_diff",
     "read_report",

@@ -3,7 +3,8 @@
 The dataset is the union of the streams' accepted tasks in unit order (stream, then iteration):
 a normal dataset directory (``manifest.jsonl``, content-addressed states and policies,
 ``run.json``, the ``digest.json`` seal) plus ``checkers.jsonl`` (each task's SQL checkers),
-``trajectories.jsonl`` (the verified trajectories) and ``report.json``. Two streams never talk,
+``trajectories.jsonl`` (the verified trajectories) and ``report.json``. A domain given as a
+spec file is kept as the dataset's ``spec.yaml`` (one per dataset, so a run takes at most one). Two streams never talk,
 so the same (origin, target) pair can come out of two of them; the later one is left out of the
 union and counted in the report.
 """
@@ -24,12 +25,7 @@ RUN_DIR = "evolve-run"
 
 
 class FinishedRun(Protocol):
-    """What assembling needs of a run: where it writes and its finished units."""
-
-    @property
-    def out(self) -> Path:
-        """The output dataset directory."""
-        ...
+    """What assembling needs of a run: its directory and its finished units."""
 
     @property
     def run_dir(self) -> Path:
@@ -83,9 +79,10 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, int]:
     return {k: sum(r[k] for r in rows) for k in (*keys, "accepted")}
 
 
-def assemble(stage: FinishedRun, config: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    """Write the dataset and report from the finished units; the task count and the report."""
-    ds = DatasetDir(stage.out)
+def assemble(stage: FinishedRun, out: Path, config: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """Write the dataset ``out`` and its report from the finished units; the task count and
+    the report."""
+    ds = DatasetDir(out)
     packages: list[TaskPackage] = []
     checkers: list[bytes] = []
     trajectories: list[bytes] = []
@@ -102,7 +99,10 @@ def assemble(stage: FinishedRun, config: dict[str, Any]) -> tuple[int, dict[str,
                 dropped += 1
                 continue
             seen.add((pkg.origin, pkg.target))
-            _copy(DatasetDir(pool_root / item["pool"]), ds, pkg)
+            pool = DatasetDir(pool_root / item["pool"])
+            _copy(pool, ds, pkg)
+            if pool.spec_path.exists() and not ds.spec_path.exists():
+                ds.put_spec(pool.spec_path.read_text(encoding="utf-8"))
             packages.append(pkg)
             checkers.append(_json_line({"id": pkg.id, "checkers": item["checkers"]}))
             if item["trajectory"] is not None:

@@ -131,3 +131,33 @@ async def model_reflection(
     ]
     parse = _plan_parser(domain_rules, pair.stream, pair.synthesis.iteration + 1)
     return await ask(provider, messages, parse, module="evolve.reflect", ledger=ledger)
+
+
+class Rationale(BaseModel):
+    """A model's explanation of an attribution decided by execution."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rationale: str
+
+
+async def model_rationale(
+    provider: ModelProvider,
+    failure: dict[str, Any],
+    ledger: CostLedger | None = None,
+) -> Rationale:
+    """The model's explanation of one failed trajectory's attribution (the attribution itself
+    is decided by running the reference solver; the model only explains it)."""
+    messages = [
+        {
+            "role": "system",
+            "content": "You explain why an assistant failed a tool-use task. The attribution "
+            "(TASK: the task cannot be solved from its text; TRAJECTORY: it can and the "
+            "assistant failed) was decided by running a reference solver; do not change it. "
+            'Answer with JSON {"rationale": "..."} and nothing else.',
+        },
+        {"role": "user", "content": f"Attribution: {json.dumps(failure, sort_keys=True)}"},
+    ]
+    return await ask(
+        provider, messages, parse_model(Rationale), module="evolve.attribute", ledger=ledger
+    )

@@ -1,10 +1,11 @@
-"""``veritask evolve run``: N plan streams x K iterations as pipeline units, resumable.
+"""``veritask evolve run``: N plan streams x K iterations on the evolution engine, resumable.
 
-The units are ``plans`` (the initial plan set: a covering design, or a model's plans) and then
-``<stream>.iter<k>`` for every stream and iteration, stream by stream. They run in order on
-``AsyncExecutor(1)``: an iteration needs the plans its stream's previous iteration wrote. Each
-unit writes one JSON artifact atomically into ``OUT/evolve-run/``; scratch candidates live in
-``OUT/evolve-run/pool/``. When every unit is done, the dataset is assembled from the artifacts
+The job is an :class:`~veritask.pipeline.Evolution` (:class:`PlanStreams`) run by
+:class:`~veritask.pipeline.EvolutionStage`. The units are ``plans`` (the initial plan set: a
+covering design, or a model's plans) and then ``<stream>.iter<k>`` for every stream and
+iteration, stream by stream, in order: an iteration needs the plans its stream's previous
+iteration wrote. Each unit writes one JSON artifact atomically into ``OUT/evolve-run/``; scratch
+candidates live in ``OUT/evolve-run/pool/``. When every unit is done, the dataset is assembled from the artifacts
 in unit order (manifest, states, policies, checkers, verified trajectories, report), so a run
 killed at any point and rerun ends with the bytes of an uninterrupted run.
 """
@@ -16,20 +17,28 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from veritask._util import atomic_write_text
-from veritask.domains import load_domain
+from veritask.domains import builtin_domains, load_domain
 from veritask.evolve._assemble import RUN_DIR, assemble
 from veritask.evolve._attribution import FaithfulSolver, Solver
 from veritask.evolve._coverage import coverage, enumerate_plans
 from veritask.evolve._model_roles import model_plans
 from veritask.evolve._plans import PlanPair
-from veritask.evolve._stream import StreamRoles, StreamSettings, Synthesizer, run_iteration
+from veritask.evolve._stream import (
+    StreamRoles,
+    StreamSettings,
+    Synthesized,
+    Synthesizer,
+    Verified,
+    reflect_on,
+    synthesize,
+    verify,
+)
+from veritask.evolve._task_agent import GENERATOR as TASK_AGENT
+from veritask.evolve._task_agent import TaskAgent
 from veritask.model import ModelProvider
-from veritask.pipeline import AsyncExecutor, RunManifest, Unit, pending
-
-"""The run's units and scratch candidates inside the output directory."""
+from veritask.pipeline import EvolutionStage, Step, run_evolution
 
 
 @dataclass(frozen=True)
@@ -44,6 +53,8 @@ class EvolveConfig:
     settings: StreamSettings = field(default_factory=StreamSettings)
     model: str | None = None
     """The model spec of the model roles (None: symbolic roles)."""
+    synthesis: Literal["symbolic", "model"] = "symbolic"
+    """Who synthesizes candidates: the given synthesizer, or the model's synthesis agent."""
 
     def to_json(self, synthesizer: str) -> dict[str, Any]:
         """The run config as the manifest stores it."""
@@ -60,7 +71,7 @@ class EvolveConfig:
             "task_verification": s.task_verification,
             "reflection": s.reflection,
             "model": self.model,
-            "synthesizer": synthesizer,
+            "synthesizer": TASK_AGENT if self.synthesis == "model" else synthesizer,
         }
 
 
@@ -73,53 +84,65 @@ def domain_rules(domains: tuple[str, ...]) -> dict[str, list[str]]:
     return out
 
 
+def domain_sources(domains: tuple[str, ...]) -> dict[str, str]:
+    """Spec name -> the built-in name or spec file the domain was given as (plans, ids and
+    reports name a domain by its spec's name; synthesis loads it from where it was given).
+
+    Raises:
+        ValueError: More than one domain is a spec file (a dataset keeps one spec copy).
+    """
+    files = [d for d in domains if d not in builtin_domains()]
+    if len(files) > 1:
+        raise ValueError(f"at most one domain may be a spec file, got {files}")
+    return {load_domain(name).name: name for name in domains}
+
+
+@dataclass(frozen=True)
+class StreamState:
+    """What a stream carries from one iteration to the next: its plans and the (origin,
+    target) pairs of the tasks it accepted (a later duplicate is rejected)."""
+
+    pair: PlanPair
+    seen: dict[tuple[str, str], str]
+
+    def after(self, artifact: dict[str, Any]) -> StreamState:
+        """The state after the iteration that wrote ``artifact``."""
+        seen = dict(self.seen)
+        for item in artifact["accepted"]:
+            pkg = item["package"]
+            seen[(pkg["origin"], pkg["target"])] = pkg["id"]
+        return StreamState(PlanPair.model_validate(artifact["next_plan"]), seen)
+
+
 @dataclass
-class EvolveStage:
-    """The evolve job's units over one output directory (an async chain)."""
+class PlanStreams:
+    """The evolve job as an :class:`~veritask.pipeline.Evolution`: the opening unit ``plans``
+    (a covering design, or a model's plans), then ``plan-NN.iter<k>`` per stream."""
 
     config: EvolveConfig
-    out: Path
+    run_dir: Path
     roles: StreamRoles
     name: str = "evolve"
+    opening: str | None = "plans"
 
-    @property
-    def run_dir(self) -> Path:
-        """Where unit artifacts and scratch candidates live."""
-        return self.out / RUN_DIR
+    def streams(self) -> list[str]:
+        """``plan-00`` ... one per plan pair."""
+        return [f"plan-{n:02d}" for n in range(self.config.plans)]
 
-    def units(self) -> list[Unit[tuple[int, int]]]:
-        """``plans``, then every stream's iterations in order."""
-        out: list[Unit[tuple[int, int]]] = [Unit("plans", (-1, -1))]
-        for n in range(self.config.plans):
-            out += [Unit(f"plan-{n:02d}.iter{k}", (n, k)) for k in range(self.config.iterations)]
-        return out
+    def iterations(self) -> int:
+        """K."""
+        return self.config.iterations
 
-    def path(self, unit_id: str) -> Path:
-        """A unit's artifact."""
-        return self.run_dir / f"{unit_id}.json"
+    def unit_id(self, stream: str, k: int) -> str:
+        """``plan-NN.iter<k>``."""
+        return f"{stream}.iter{k}"
 
-    def done(self, unit: Unit[tuple[int, int]]) -> bool:
-        """True when the unit's artifact exists."""
-        return self.path(unit.id).exists()
+    def dump(self, artifact: dict[str, Any]) -> str:
+        """Sorted, indented JSON."""
+        return json.dumps(artifact, indent=1, sort_keys=True) + "\n"
 
-    def setup(self) -> None:
-        """Nothing is shared beyond the roles."""
-
-    def read(self, unit_id: str) -> dict[str, Any]:
-        """A finished unit's artifact."""
-        data: dict[str, Any] = json.loads(self.path(unit_id).read_text(encoding="utf-8"))
-        return data
-
-    async def run(self, unit: Unit[tuple[int, int]]) -> str:
-        """Run one unit and write its artifact atomically; return its id."""
-        if unit.id == "plans":
-            body = await self._plans()
-        else:
-            body = await self._iteration(*unit.params)
-        atomic_write_text(self.path(unit.id), json.dumps(body, indent=1, sort_keys=True) + "\n")
-        return unit.id
-
-    async def _plans(self) -> dict[str, Any]:
+    async def open(self) -> dict[str, Any]:
+        """The initial plan set and its coverage."""
         rules = self.roles.domain_rules
         if self.roles.model is None:
             plans = enumerate_plans(
@@ -132,19 +155,48 @@ class EvolveStage:
             "coverage": coverage(plans, rules),
         }
 
-    async def _iteration(self, n: int, k: int) -> dict[str, Any]:
-        stream = f"plan-{n:02d}"
-        if k == 0:
-            pair = PlanPair.model_validate(self.read("plans")["plans"][n])
-        else:
-            pair = PlanPair.model_validate(self.read(f"{stream}.iter{k - 1}")["next_plan"])
-        seen: dict[tuple[str, str], str] = {}
-        for j in range(k):
-            for item in self.read(f"{stream}.iter{j}")["accepted"]:
-                pkg = item["package"]
-                seen[(pkg["origin"], pkg["target"])] = pkg["id"]
+    def start(self, stream: str, opening: dict[str, Any] | None) -> StreamState:
+        """The stream's plans from the plan set; nothing accepted yet."""
+        assert opening is not None
+        pair = PlanPair.model_validate(opening["plans"][self.streams().index(stream)])
+        return StreamState(pair, {})
+
+    async def synthesize(self, stream: str, k: int, state: StreamState) -> Synthesized:
+        """Certified candidates in ``pool/<stream>/iter<k>``, selected by the plan."""
         pool = self.run_dir / "pool" / stream / f"iter{k}"
-        return await run_iteration(pair, pool, seen, self.config.settings, self.roles)
+        return await synthesize(state.pair, pool, self.config.settings, self.roles)
+
+    async def verify(
+        self, stream: str, k: int, state: StreamState, candidates: Synthesized
+    ) -> Verified:
+        """Task verification, rollouts and attribution."""
+        del stream, k
+        seen = dict(state.seen)
+        return await verify(state.pair, candidates, seen, self.config.settings, self.roles)
+
+    async def reflect(
+        self, stream: str, k: int, state: StreamState, verified: Verified
+    ) -> Step[StreamState]:
+        """The next plans; the artifact holds them, so a restore rebuilds the same state."""
+        del stream, k
+        artifact = await reflect_on(state.pair, verified, self.config.settings, self.roles)
+        return Step(artifact, state.after(artifact))
+
+    def failed(self, stream: str, k: int, state: StreamState) -> None:
+        """Nothing to undo: an iteration writes only scratch candidates before it commits."""
+
+    def restore(
+        self, stream: str, k: int, artifact: dict[str, Any], state: StreamState
+    ) -> Step[StreamState]:
+        """The committed iteration's step."""
+        del stream, k
+        return Step(artifact, state.after(artifact))
+
+    def commit(self, stream: str, k: int, step: Step[StreamState]) -> None:
+        """The dataset is assembled from the unit files at the end."""
+
+    def resumed(self, stream: str, k: int, step: Step[StreamState]) -> None:
+        """Nothing to write again."""
 
 
 @dataclass
@@ -185,15 +237,17 @@ async def evolve_async(
     roles = StreamRoles(
         synthesizer, solver or FaithfulSolver(), domain_rules(config.domains), model
     )
-    stage = EvolveStage(config, Path(out), roles)
-    ids = [u.id for u in stage.units()]
-    RunManifest("evolve", config.to_json(synthesizer.name), ids).open(
-        stage.run_dir / "run-manifest.json"
-    )
-    todo = pending(stage)
-    await AsyncExecutor(1).map(stage, todo, on_result=progress)
-    tasks, report = assemble(stage, config.to_json(synthesizer.name))
-    return EvolveSummary(Path(out), tasks, len(ids), len(ids) - len(todo), report)
+    roles.domain_sources = domain_sources(config.domains)
+    if config.synthesis == "model":
+        if model is None:
+            raise ValueError("model synthesis needs a model")
+        roles.task_agent = TaskAgent(model, roles.ledger)
+    loop = PlanStreams(config, Path(out) / RUN_DIR, roles)
+    stage = EvolutionStage(loop, loop.run_dir)
+    run_config = config.to_json(synthesizer.name)
+    ran = await run_evolution(stage, run_config, progress=progress)
+    tasks, report = assemble(stage, Path(out), run_config)
+    return EvolveSummary(Path(out), tasks, ran.units, ran.resumed, report)
 
 
 def evolve(

@@ -1,5 +1,6 @@
-"""One iteration of one stream: synthesize, verify tasks, roll out, verify trajectories,
-attribute, reflect.
+"""The phases of one iteration of one stream: synthesize (and select), verify (tasks, then
+rollouts and attribution of failed trajectories), reflect. The evolution engine of
+``veritask.pipeline`` runs them (see ``_run``).
 
 Synthesis goes through a :class:`Synthesizer` the caller provides (the command line passes the
 symbolic generator of ``veritask.synth``): this package sits beside the generators on the same
@@ -19,9 +20,10 @@ from typing import Any
 from veritask._util import derive_seed
 from veritask.env import Environment
 from veritask.evolve._attribution import Solver, attribute, run_role
-from veritask.evolve._model_roles import model_judgment, model_reflection
+from veritask.evolve._model_roles import model_judgment, model_rationale, model_reflection
 from veritask.evolve._plans import PlanPair, plan_diff
 from veritask.evolve._reflect import Evidence, reflect
+from veritask.evolve._task_agent import TaskAgent
 from veritask.evolve._verify import TaskVerdict, select, unverified, verify_task
 from veritask.model import CostLedger, ModelProvider, StructuredOutputError
 from veritask.rollout import RoleFactory, TaskSource
@@ -61,6 +63,14 @@ class StreamRoles:
     domain_rules: dict[str, list[str]]
     model: ModelProvider | None = None
     ledger: CostLedger = field(default_factory=CostLedger)
+    task_agent: TaskAgent | None = None
+    """Synthesizes with a model instead of ``synthesizer`` when set."""
+    domain_sources: dict[str, str] = field(default_factory=dict)
+    """Spec name -> how the run was given the domain (a built-in name or a spec file)."""
+
+    def source(self, domain: str) -> str:
+        """What to load the domain named ``domain`` from."""
+        return self.domain_sources.get(domain, domain)
 
 
 @dataclass
@@ -72,20 +82,26 @@ class _Candidate:
     record: dict[str, Any] = field(default_factory=dict)
 
 
-def _synthesize(
+async def _synthesize(
     pair: PlanPair, pool: Path, settings: StreamSettings, roles: StreamRoles
-) -> tuple[list[_Candidate], dict[str, int]]:
+) -> tuple[list[_Candidate], dict[str, int], dict[str, Any]]:
     plan = pair.synthesis
     out: list[_Candidate] = []
     counts: dict[str, int] = {}
+    logs: dict[str, Any] = {}
     for domain in plan.domains:
         seed = derive_seed(settings.seed, plan.stream, plan.iteration, domain) % 1_000_000
         root = pool / domain
-        roles.synthesizer.generate(domain, plan.candidates, seed, root)
+        if roles.task_agent is not None:
+            agent = roles.task_agent
+            log = await agent.synthesize(plan, roles.source(domain), plan.candidates, seed, root)
+            logs[domain] = log.to_json()
+        else:
+            roles.synthesizer.generate(roles.source(domain), plan.candidates, seed, root)
         source = TaskSource.load(root)
         counts[domain] = len(source.packages)
         out += [_Candidate(source, pkg) for pkg in source.packages]
-    return out, counts
+    return out, counts, logs
 
 
 async def _verify(
@@ -148,7 +164,27 @@ async def _rollout(
     solver_seed = derive_seed(settings.seed, pkg.id, "solver") % 1_000_000
     attributed = await attribute(cand.source, pkg, roles.solver, solver_seed)
     record.update(outcome="FAIL", attribution=attributed.kind, detail=attributed.detail)
+    if roles.model is not None:
+        record["rationale"] = await _rationale(cand, record, roles)
     return record
+
+
+async def _rationale(cand: _Candidate, record: dict[str, Any], roles: StreamRoles) -> str:
+    """The model's explanation of an attribution (a malformed answer: the reason instead)."""
+    assert roles.model is not None and cand.trajectory is not None
+    steps = [
+        {"tool": s.tool, "ok": s.ok, "error": (s.error or {}).get("code")}
+        for s in cand.trajectory.steps
+    ]
+    failure = {
+        "task": cand.pkg.task_description,
+        **{k: record[k] for k in ("attribution", "detail", "stop_reason", "partial_credit")},
+        "assistant_calls": steps,
+    }
+    try:
+        return (await model_rationale(roles.model, failure, roles.ledger)).rationale
+    except StructuredOutputError as exc:
+        return f"model answer rejected ({exc})"
 
 
 async def _next_plan(
@@ -184,19 +220,46 @@ def _counts(cands: list[_Candidate], records: list[dict[str, Any]]) -> dict[str,
     }
 
 
-async def run_iteration(
+@dataclass
+class Synthesized:
+    """An iteration's candidates: how many each domain made, and the ones the plan selected."""
+
+    made: dict[str, int]
+    chosen: list[_Candidate]
+    logs: dict[str, Any] = field(default_factory=dict)
+    """The synthesis agent's log per domain (empty for the symbolic generator)."""
+
+
+@dataclass
+class Verified:
+    """An iteration's verdicts and rollouts, and the evidence reflection works from."""
+
+    synthesized: Synthesized
+    records: list[dict[str, Any]]
+    failures: list[dict[str, Any]]
+    evidence: Evidence
+    counts: dict[str, int]
+
+
+async def synthesize(
+    pair: PlanPair, pool: Path, settings: StreamSettings, roles: StreamRoles
+) -> Synthesized:
+    """Synthesize the plan's candidates into ``pool`` and select the ones it wants."""
+    candidates, made, logs = await _synthesize(pair, pool, settings, roles)
+    by_id = {c.pkg.id: c for c in candidates}
+    chosen = [by_id[p.id] for p in select(pair.synthesis, [c.pkg for c in candidates])]
+    return Synthesized(made, chosen, logs)
+
+
+async def verify(
     pair: PlanPair,
-    pool: Path,
+    synthesized: Synthesized,
     seen: dict[tuple[str, str], str],
     settings: StreamSettings,
     roles: StreamRoles,
-) -> dict[str, Any]:
-    """Run one iteration of a stream; its artifact (plans, verdicts, rollouts, the accepted
-    packages and their checkers, the next plans and what changed)."""
-    candidates, made = _synthesize(pair, pool, settings, roles)
-    chosen = select(pair.synthesis, [c.pkg for c in candidates])
-    by_id = {c.pkg.id: c for c in candidates}
-    cands = [by_id[p.id] for p in chosen]
+) -> Verified:
+    """Task verification, then rollouts of the verified tasks and attribution of failures."""
+    cands = synthesized.chosen
     await _verify(cands, pair, seen, settings, roles)
     evidence, failures, records = Evidence(), [], []
     for cand in cands:
@@ -217,22 +280,26 @@ async def run_iteration(
     counts = _counts(cands, records)
     evidence.verified, evidence.rolled_out = counts["verified"], counts["rolled_out"]
     evidence.succeeded = counts["succeeded"]
-    following, how = await _next_plan(pair, evidence, failures, settings, roles)
-    return _artifact(pair, following, how, made, cands, records, counts)
+    return Verified(synthesized, records, failures, evidence, counts)
 
 
-def _artifact(
-    pair: PlanPair,
-    following: PlanPair,
-    how: str,
-    made: dict[str, int],
-    cands: list[_Candidate],
-    records: list[dict[str, Any]],
-    counts: dict[str, int],
+async def reflect_on(
+    pair: PlanPair, verified: Verified, settings: StreamSettings, roles: StreamRoles
 ) -> dict[str, Any]:
+    """The next plans (reflection) and the iteration's artifact (plans, verdicts, rollouts,
+    the accepted packages and their checkers, the next plans and what changed)."""
+    v = verified
+    following, how = await _next_plan(pair, v.evidence, v.failures, settings, roles)
+    return _artifact(pair, following, how, v)
+
+
+def _artifact(pair: PlanPair, following: PlanPair, how: str, v: Verified) -> dict[str, Any]:
+    made, cands, records, counts = v.synthesized.made, v.synthesized.chosen, v.records, v.counts
     kept = {r["id"] for r in records if r.get("attribution") != "TASK"}
     accepted = [c for c in cands if c.pkg.id in kept]
+    extra = {"synthesis_agent": v.synthesized.logs} if v.synthesized.logs else {}
     return {
+        **extra,
         "stream": pair.stream,
         "iteration": pair.synthesis.iteration,
         "plan": pair.model_dump(mode="json"),

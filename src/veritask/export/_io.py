@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -11,10 +11,14 @@ from pydantic import ValidationError
 
 from veritask.export._chat import dumps
 from veritask.export._sft import to_hf_row, to_openai_row, to_sharegpt_row
+from veritask.export._user import user_views
 from veritask.simulate import schema_variants
-from veritask.task import Trajectory, atomic_write
+from veritask.task import TaskPackage, Trajectory, atomic_write
 
 SftFormat = Literal["hf", "openai", "sharegpt"]
+SftRole = Literal["assistant", "user"]
+ROLES: tuple[SftRole, ...] = ("assistant", "user")
+"""Whose turns are the targets: the assistant's, or the user simulator's."""
 FORMATS: dict[str, Callable[[Trajectory], dict[str, Any]]] = {
     "hf": to_hf_row,
     "openai": to_openai_row,
@@ -48,6 +52,8 @@ def export_sft(
     *,
     perturb_schemas: int = 0,
     perturb_seed: int = 0,
+    role: SftRole = "assistant",
+    packages: Mapping[str, TaskPackage] | None = None,
 ) -> int:
     """Write one SFT row per trajectory to a JSONL file (atomically).
 
@@ -61,16 +67,27 @@ def export_sft(
             (tools and parameters renamed and reordered, observation noise; see
             :func:`veritask.simulate.perturb_trajectory`).
         perturb_seed: The seed of the variants (the same seed gives the same bytes).
+        role: ``"assistant"`` (the assistant's turns are the targets) or ``"user"``: user-
+            simulator data from verified trajectories only, whatever ``verified_only`` says
+            (see :func:`veritask.export.user_view`; needs ``packages``).
+        packages: The tasks of the trajectories by id (the hidden user profiles), for ``user``.
 
     Returns:
         The number of rows written.
 
     Raises:
-        ValueError: For an unknown format.
+        ValueError: For an unknown format or role, a user export without packages, or a
+            verified trajectory whose task is not among ``packages``.
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown SFT format {fmt!r}; choose from {sorted(FORMATS)}")
-    selected = verified(trajs) if verified_only else list(trajs)
+    if role not in ROLES:
+        raise ValueError(f"unknown SFT role {role!r}; choose from {list(ROLES)}")
+    selected = verified(trajs) if verified_only or role == "user" else list(trajs)
+    if role == "user":
+        if packages is None:
+            raise ValueError("a user-simulator export needs the tasks (the dataset)")
+        selected = user_views(selected, packages)
     if perturb_schemas:
         selected = schema_variants(selected, perturb_schemas, perturb_seed)
     body = "".join(dumps(FORMATS[fmt](t)) + "\n" for t in selected)

@@ -1,4 +1,10 @@
-"""The evolution loop (SSLogic 3.2-3.4) on the pipeline: each round is a unit of a run.
+"""The evolution loop (SSLogic 3.2-3.4) on the evolution engine: each round is a unit of a run.
+
+The loop is an :class:`~veritask.pipeline.Evolution` (:class:`FamilyRounds`) with one stream,
+the seed family, run by :class:`~veritask.pipeline.EvolutionStage`, the engine ``veritask
+evolve``'s plan streams run on too. A round's phases are the engine's: synthesize (propose or
+refine, and the validator pool), verify (the gates), reflect (the playbook's lessons and the
+refine prompt); an accepted round ends the stream.
 
 One run of :func:`evolve_async` plays rounds (see ``_evolve_round``: propose or refine, the
 independent validators, the gates) until a family passes or ``t_max`` rounds were played. An
@@ -36,8 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from veritask._util import atomic_write_text
-from veritask.logic._evolve_round import Played, Run, play_round
+from veritask.logic._evolve_round import Proposed, Run, conclude, gate, propose
 from veritask.logic._family import Family
 from veritask.logic._playbook import Playbook
 from veritask.logic._records import (
@@ -49,10 +54,11 @@ from veritask.logic._records import (
     write_round,
 )
 from veritask.logic._registry import all_families, get_family
+from veritask.logic._reports import FamilyGateRecord
 from veritask.logic._sandbox import allow_unsafe_no_sandbox, require_sandbox
 from veritask.logic._settings import EvolveSettings
 from veritask.model import CostLedger, ModelProvider, ModuleCost
-from veritask.pipeline import AsyncExecutor, RunManifest, Unit, pending, unit_ids
+from veritask.pipeline import EvolutionStage, Step, run_evolution
 
 JOB = "logic-evolve"
 RUN_MANIFEST = "run-manifest.json"
@@ -83,65 +89,102 @@ def _cost_json(ledger: CostLedger) -> dict[str, Any]:
     return {name: asdict(cost) for name, cost in sorted(ledger.modules.items())}
 
 
+Gated = tuple[Proposed, FamilyGateRecord | None]
+
+
 @dataclass
-class RoundStage:
-    """The rounds of one run as units; a committed round is ``<run_dir>/<round id>.json``."""
+class FamilyRounds:
+    """The rounds of one run as an :class:`~veritask.pipeline.Evolution` with one stream (the
+    seed family); a committed round is ``<run_dir>/<round id>.json`` and an accepted round
+    ends the stream."""
 
     state: Run
     result: EvolutionResult
-    run_dir: Path
     name: str = JOB
-    committed: int = 0
+    opening: str | None = None
     _source: str | None = field(default=None, repr=False)
 
-    def units(self) -> list[Unit[int]]:
-        """Rounds 1 to ``t_max``, in order."""
-        seed = self.state.seed.id
-        return [Unit(round_id(seed, k), k) for k in range(1, self.state.settings.t_max + 1)]
+    def streams(self) -> list[str]:
+        """The seed family's id."""
+        return [self.state.seed.id]
 
-    def path(self, round_no: int) -> Path:
-        """The unit file of a round."""
-        return self.run_dir / f"{round_id(self.state.seed.id, round_no)}.json"
+    def iterations(self) -> int:
+        """``t_max`` rounds at most."""
+        return self.state.settings.t_max
 
-    def done(self, unit: Unit[int]) -> bool:
-        """True for a committed round, and for every round once one was accepted."""
-        return unit.params <= self.committed or self.result.accepted
+    def unit_id(self, stream: str, k: int) -> str:
+        """``<seed>.round<k+1>``."""
+        return round_id(stream, k + 1)
 
-    def setup(self) -> None:
-        """Nothing to build: the run holds the provider and the state."""
+    def dump(self, artifact: dict[str, Any]) -> str:
+        """The unit file's text."""
+        return json.dumps(artifact, indent=2, ensure_ascii=False) + "\n"
 
-    async def run(self, unit: Unit[int]) -> RoundRecord | None:
-        """Play one round and commit it (nothing to do after an accepted round)."""
-        if self.result.accepted:
-            return None
-        try:
-            played = await play_round(self.state, unit.params)
-        except BaseException:
-            self.state.ledger.merge(self.state.spent)
-            raise
-        self._commit(played)
-        return played.record
+    async def open(self) -> dict[str, Any]:
+        """There is no opening unit."""
+        return {}
 
-    def _commit(self, played: Played) -> None:
-        """Write the round's unit file, then its outputs."""
-        run, record = self.state, played.record
+    def start(self, stream: str, opening: dict[str, Any] | None) -> Run:
+        """The run, opened before round 1."""
+        del stream, opening
+        return self.state
+
+    async def synthesize(self, stream: str, k: int, state: Run) -> Proposed:
+        """Propose or refine a family file, with its validator pool."""
+        del stream
+        return await propose(state, k + 1)
+
+    async def verify(self, stream: str, k: int, state: Run, candidates: Proposed) -> Gated:
+        """The gates."""
+        del stream
+        return candidates, await gate(state, k + 1, candidates)
+
+    async def reflect(self, stream: str, k: int, state: Run, verified: Gated) -> Step[Run]:
+        """The record, the playbook's lessons and the refine prompt; the round's unit file:
+        its record, the accepted source, the conversation and playbook after it, its cost."""
+        played = conclude(state, k + 1, *verified)
+        record = played.record
         source = None if played.accepted is None else played.accepted.source
-        state = {
-            **record.unit_json(run.seed.id),
+        artifact = {
+            **record.unit_json(stream),
             "source": source,
-            "conversation": run.conversation,
-            "playbook": run.playbook.to_json(),
+            "conversation": state.conversation,
+            "playbook": state.playbook.to_json(),
             "cost": _cost_json(played.cost),
         }
-        text = json.dumps(state, indent=2, ensure_ascii=False) + "\n"
-        atomic_write_text(self.path(record.round), text)
-        run.ledger.merge(played.cost)
-        self._restore(record, source)
+        return Step(artifact, state, final=record.outcome == "accepted")
+
+    def failed(self, stream: str, k: int, state: Run) -> None:
+        """Charge what the failed round spent."""
+        del stream, k
+        state.ledger.merge(state.spent)
+
+    def restore(self, stream: str, k: int, artifact: dict[str, Any], state: Run) -> Step[Run]:
+        """A committed round: its conversation, playbook, cost and record."""
+        del stream, k
+        state.conversation = list(artifact["conversation"])
+        state.playbook = Playbook.from_json(artifact["playbook"])
+        state.ledger.merge(_cost_ledger(artifact))
+        record = RoundRecord.from_json(artifact)
+        self._restore(record, artifact["source"])
+        return Step(artifact, state, final=record.outcome == "accepted")
+
+    def commit(self, stream: str, k: int, step: Step[Run]) -> None:
+        """Charge the round, then write the accepted family's files, playbook, record copy."""
+        del stream, k
+        self.state.ledger.merge(_cost_ledger(step.artifact))
+        record = RoundRecord.from_json(step.artifact)
+        self._restore(record, step.artifact["source"])
         self._write_outputs(record)
+
+    def resumed(self, stream: str, k: int, step: Step[Run]) -> None:
+        """Write again the outputs of the last committed round when the run had not finished."""
+        del k
+        if not (self.state.settings.run_dir_for(stream) / RESULT).exists():
+            self._write_outputs(RoundRecord.from_json(step.artifact))
 
     def _restore(self, record: RoundRecord, source: str | None) -> None:
         """Add a committed round to the result."""
-        self.committed = record.round
         self._source = source
         self.result.rounds.append(record)
         if record.outcome == "accepted" and record.family is not None:
@@ -160,20 +203,9 @@ class RoundStage:
         if settings.rounds_dir is not None:
             write_round(settings.rounds_dir, seed, record)
 
-    def resume(self) -> None:
-        """Restore the committed rounds in order (records, costs, conversation, playbook) and
-        write again the outputs of the last one when the run had not finished."""
-        for unit in self.units():
-            if self.result.accepted or not self.path(unit.params).exists():
-                break
-            data = json.loads(self.path(unit.params).read_text(encoding="utf-8"))
-            self.state.conversation = list(data["conversation"])
-            self.state.playbook = Playbook.from_json(data["playbook"])
-            costs = {name: ModuleCost(**cost) for name, cost in data["cost"].items()}
-            self.state.ledger.merge(CostLedger(costs))
-            self._restore(RoundRecord.from_json(data), data["source"])
-        if self.result.rounds and not (self.run_dir / RESULT).exists():
-            self._write_outputs(self.result.rounds[-1])
+
+def _cost_ledger(artifact: dict[str, Any]) -> CostLedger:
+    return CostLedger({name: ModuleCost(**cost) for name, cost in artifact["cost"].items()})
 
 
 async def evolve_async(
@@ -207,13 +239,12 @@ async def evolve_async(
     with allowed:
         require_sandbox(unsafe_no_sandbox)
         run = _start(seed_family, provider, settings, ledger)
-        stage = RoundStage(run, EvolutionResult(run.seed.id), settings.run_dir_for(run.seed.id))
+        rounds = FamilyRounds(run, EvolutionResult(run.seed.id))
+        run_dir = settings.run_dir_for(run.seed.id)
+        stage = EvolutionStage(rounds, run_dir)
         config = evolve_config(run.seed, settings, model or provider.name)
-        manifest = RunManifest(JOB, config, unit_ids(stage))
-        manifest.open(stage.run_dir / RUN_MANIFEST, where=str(stage.run_dir), grow=True)
-        stage.resume()
-        await AsyncExecutor(1).map(stage, pending(stage))
-        return _finish(run, stage)
+        await run_evolution(stage, config, where=str(run_dir), grow=True)
+        return _finish(run, rounds, run_dir)
 
 
 def evolve(
@@ -259,9 +290,9 @@ def _start(
     return run
 
 
-def _finish(run: Run, stage: RoundStage) -> EvolutionResult:
+def _finish(run: Run, rounds: FamilyRounds, run_dir: Path) -> EvolutionResult:
     """Costs and playbook summary; the run record of an accepted family; the run's result."""
-    result = stage.result
+    result = rounds.result
     result.costs = run.ledger.to_json()
     result.playbook = {
         "path": str(run.settings.playbook_file),
@@ -269,5 +300,5 @@ def _finish(run: Run, stage: RoundStage) -> EvolutionResult:
     }
     if result.accepted and result.family is not None:
         write_json(run.settings.out / f"{result.family}.evolution.json", result.to_json())
-    write_json(stage.run_dir / RESULT, result.to_json())
+    write_json(run_dir / RESULT, result.to_json())
     return result

@@ -15,9 +15,11 @@ independent validators written for its pool, and runs every gate on the assemble
 4. **Refine** (module ``refine``): on failure the structured gate report goes back to the agent,
    which answers with a corrected file.
 
-:func:`play_round` updates the run's state (the conversation with the agent and the playbook)
-and writes nothing; what the round spent is kept apart (``Played.cost``), so the loop
-(``_evolve.py``) can store it with the round.
+The three steps are the phases of an iteration of the evolution engine
+(``veritask.pipeline.Evolution``): :func:`propose` synthesizes, :func:`gate` verifies and
+:func:`conclude` reflects (playbook lessons and the refine prompt). They update the run's state
+(the conversation with the agent and the playbook) and write nothing; what the round spent is
+kept apart (``Played.cost``), so the loop (``_evolve.py``) can store it with the round.
 """
 
 from __future__ import annotations
@@ -95,34 +97,68 @@ class _RoundFailed(Exception):
         self.problems = problems
 
 
-async def play_round(run: Run, round_no: int) -> Played:
-    """Propose or refine, build the pool, gate; update the conversation and the playbook.
+@dataclass(frozen=True)
+class Proposed:
+    """A round's candidate: the agent's draft and the assembled file, or why there is none."""
 
-    Writes nothing: the loop commits the round.
-    """
+    stage: Literal["propose", "refine"]
+    draft: Draft | None = None
+    source: str | None = None
+    failure: _RoundFailed | None = None
+
+
+async def propose(run: Run, round_no: int) -> Proposed:
+    """Synthesis: the agent proposes (round 1) or refines a family file, and independent
+    validators are written for its pool. Adds the agent's answer to the conversation."""
     stage: Literal["propose", "refine"] = "propose" if round_no == 1 else "refine"
     run.spent = CostLedger()
     try:
         draft = await _ask_draft(run, stage)
         source = await _with_pool(run, draft)
     except _RoundFailed as failed:
+        return Proposed(stage, failure=failed)
+    return Proposed(stage, draft, source)
+
+
+async def gate(run: Run, round_no: int, proposed: Proposed) -> FamilyGateRecord | None:
+    """Verification: every gate on the assembled file (None when there is no file)."""
+    if proposed.draft is None or proposed.source is None:
+        return None
+    return await _gate(run, proposed.draft, proposed.source, round_no)
+
+
+def conclude(run: Run, round_no: int, proposed: Proposed, gates: FamilyGateRecord | None) -> Played:
+    """Reflection: the round's record, the lessons the playbook takes, and the refine prompt
+    the next round answers (nothing is written)."""
+    stage = proposed.stage
+    if proposed.failure is not None or gates is None or proposed.draft is None:
+        failed = proposed.failure or _RoundFailed(None, ["no candidate"])
         _learn(run, failed.problems)
         run.conversation.append(
             {"role": "user", "content": refine_prompt(round_no, failed.problems, {})}
         )
         record = RoundRecord(round_no, stage, "error", failed.family, failed.problems)
         return Played(record, run.spent)
-    gates = await _gate(run, draft, source, round_no)
-    family = draft.spec.id
+    draft, family = proposed.draft, proposed.draft.spec.id
     if gates.passed:
+        assert proposed.source is not None
         _credit(run, draft.lessons)
         record = RoundRecord(round_no, stage, "accepted", family, [], gates.to_json())
-        return Played(record, run.spent, Accepted(draft, source, gates))
+        return Played(record, run.spent, Accepted(draft, proposed.source, gates))
     _learn(run, gates.problems)
     prompt = refine_prompt(round_no, gates.problems, gate_feedback(gates))
     run.conversation.append({"role": "user", "content": prompt})
     record = RoundRecord(round_no, stage, "rejected", family, gates.problems, gates.to_json())
     return Played(record, run.spent)
+
+
+async def play_round(run: Run, round_no: int) -> Played:
+    """Propose or refine, build the pool, gate; update the conversation and the playbook.
+
+    Writes nothing: the loop commits the round.
+    """
+    proposed = await propose(run, round_no)
+    return conclude(run, round_no, proposed, await gate(run, round_no, proposed))
 
 
 async def _gate(run: Run, draft: Draft, source: str, round_no: int) -> FamilyGateRecord:

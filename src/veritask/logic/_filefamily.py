@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import random
 import re
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -229,6 +230,11 @@ class FileFamily(Family):
     path: str | None = None
     worker: SandboxWorker | None = field(default=None, repr=False)
     in_process: ClassVar[bool] = False
+
+    def cpu_seconds(self) -> float:
+        """This process's CPU time plus the sandboxed worker's (its children's, as reported)."""
+        used = self.worker.cpu_used() if self.worker is not None else 0.0
+        return time.process_time() + used
 
     def close(self) -> None:
         """Stop the worker (a later call starts a fresh one)."""

@@ -475,6 +475,7 @@ class SandboxWorker:
     _child: _Child | None = field(default=None, init=False, repr=False)
     _load_error: SandboxResult | None = field(default=None, init=False, repr=False)
     _next_id: int = field(default=0, init=False, repr=False)
+    _spent: float = field(default=0.0, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __enter__(self) -> SandboxWorker:
@@ -564,8 +565,15 @@ class SandboxWorker:
             out.append(_result(reply))
         return out
 
+    def cpu_used(self) -> float:
+        """CPU seconds the sandboxed code has used over the worker's life, every child's
+        included (as each child last reported it)."""
+        child = self._child
+        return self._spent + (child.cpu if child is not None else 0.0)
+
     def _drop(self) -> None:
         if self._child is not None:
+            self._spent += self._child.cpu
             self._child.close()
             self._child = None
 

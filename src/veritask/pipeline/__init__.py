@@ -7,10 +7,20 @@
 - Executors: ``InProcessExecutor`` and ``ProcessPoolExecutor`` behind ``Executor.map``;
   ``AsyncExecutor`` for stages that await model calls.
 - ``run_batch``: the rollout job (episodes on ``veritask.rollout``'s loop).
+- ``Evolution`` / ``EvolutionStage`` / ``run_evolution``: the self-evolving loop (streams of
+  iterations that synthesize, verify and reflect, each committed as a unit) that ``evolve`` and
+  ``logic evolve`` both run on.
 
-Producers (``synth``, ``logic``) define their own stages on top of this package.
+Producers (``synth``, ``logic``, ``evolve``) define their own stages on top of this package.
 """
 
+from veritask.pipeline._evolution import (
+    Evolution,
+    EvolutionRun,
+    EvolutionStage,
+    Step,
+    run_evolution,
+)
 from veritask.pipeline._executors import (
     AsyncExecutor,
     Executor,
@@ -28,6 +38,9 @@ from veritask.pipeline._stage import AsyncStage, Stage, Unit, pending, unit_ids
 __all__ = [
     "AsyncExecutor",
     "AsyncStage",
+    "Evolution",
+    "EvolutionRun",
+    "EvolutionStage",
     "Executor",
     "InProcessExecutor",
     "JsonlUnits",
@@ -37,6 +50,7 @@ __all__ = [
     "RunConflict",
     "RunManifest",
     "Stage",
+    "Step",
     "Unit",
     "config_diff",
     "config_hash",
@@ -44,6 +58,7 @@ __all__ = [
     "pending",
     "rollout_config",
     "run_batch",
+    "run_evolution",
     "unit_ids",
     "use_executor",
 ]

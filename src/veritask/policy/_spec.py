@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
@@ -195,6 +196,13 @@ class Rule(_Model):
     repair: Repair | None = None
     transaction: str | None = None
     examples: list[Example] = Field(default_factory=list)
+
+    def tests_value(self, column: str) -> bool:
+        """Whether the guard or condition tests which value ``NEW.column`` has, not only that it
+        has one (a rule that just asks for a value leaves the choice to the user)."""
+        text = f"{self.when or ''} {self.condition}"
+        blank = re.compile(rf"\bNEW\.{re.escape(column)}\s+IS\s+(?:NOT\s+)?NULL\b", re.I)
+        return f"NEW.{column}" in blank.sub("", text)
 
 
 class Effect(_Model):

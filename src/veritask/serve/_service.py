@@ -283,9 +283,10 @@ class EnvService:
     @staticmethod
     def _reset_reply(session_id: str, served: _Served) -> dict[str, Any]:
         start = served.start
+        tools = start.tools if start.opener is None else served.session.tools
         return {
             "session_id": session_id,
-            "observation": {"tools": start.tools, "task": start.task, "policy": start.policy},
+            "observation": {"tools": tools, "task": start.task, "policy": start.policy},
             "reward": None,
             "done": False,
             "info": {"task_id": start.task_id, "distance_to_target": served.distance},

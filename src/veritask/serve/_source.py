@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -45,6 +45,8 @@ class TaskStart:
     opener: Callable[[TaskStart], Session] | None = None
     """Builds the session (any :class:`~veritask.task.Session`, e.g. a simulated one); None
     opens an :class:`~veritask.task.EnvSession` on ``domain`` at ``origin``."""
+    package: TaskPackage | None = None
+    """The task (None in domain mode), for an ``opener`` whose sessions need more than states."""
 
 
 class EnvSource(Protocol):
@@ -165,7 +167,45 @@ class DatasetSource:
             task=package.task_description,
             policy=task.policy,
             tools=tools,
+            package=package,
         )
+
+
+class OpenerSource:
+    """Another source's starts, with every session built by ``opener`` instead of an
+    :class:`~veritask.task.EnvSession` (a simulated or hybrid environment, say). The reset
+    reply then offers the tools of the session ``opener`` builds.
+
+    Args:
+        inner: Where sessions start from.
+        opener: Builds a session from a start.
+        label: Prefixed to the inner source's name in logs and ``/health``.
+    """
+
+    def __init__(
+        self, inner: EnvSource, opener: Callable[[TaskStart], Session], label: str
+    ) -> None:
+        self.inner = inner
+        self.opener = opener
+        self.label = label
+
+    @property
+    def mode(self) -> str:
+        """The inner source's mode."""
+        return self.inner.mode
+
+    @property
+    def name(self) -> str:
+        """``LABEL:NAME``."""
+        return f"{self.label}:{self.inner.name}"
+
+    def task_ids(self) -> list[str]:
+        """The inner source's tasks."""
+        return self.inner.task_ids()
+
+    def start(self, task_id: str | None, seed: int | None) -> TaskStart:
+        """The inner source's start, opened by ``opener``."""
+        return replace(self.inner.start(task_id, seed), opener=self.opener)
 
 
 def open_source(domain_or_dir: str | Path) -> EnvSource:

@@ -1,6 +1,8 @@
 """Serve an environment's tools over the Model Context Protocol with the official ``mcp`` SDK.
 
-One server holds one :class:`~veritask.task.EnvSession` (one environment): every tool of the domain is published
+One server holds one :class:`~veritask.task.EnvSession` (one environment), or any other
+:class:`~veritask.task.Session` an ``opener`` builds (a simulated one: its tools are the
+session's ``tools``, its calls go through ``astep``, one at a time): every tool of the domain is published
 under its veritask name, with its logic-aware description (preconditions and side effects) and
 its JSON schema. A call runs ``Environment.call``; a rejected call (a policy violation, a bad
 argument, an unknown tool) comes back as a tool error (``isError``) whose text and structured
@@ -20,7 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -45,7 +47,7 @@ from veritask.serve._net import (
     is_loopback,
 )
 from veritask.serve._net import allowed_hosts as host_allow_list
-from veritask.task import EnvSession
+from veritask.task import EnvSession, Session
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -64,11 +66,17 @@ class EnvironmentServer(NamedTuple):
     """A low-level MCP server and the session its tools act on."""
 
     server: Server[Any]
-    session: EnvSession
+    session: Session
 
     @property
     def env(self) -> Environment:
-        """The environment the tools act on."""
+        """The environment the tools act on.
+
+        Raises:
+            TypeError: The session runs on no database (an opener built another kind).
+        """
+        if not isinstance(self.session, EnvSession):
+            raise TypeError(f"the served {type(self.session).__name__} has no database")
         return self.session.env
 
     def close(self) -> None:
@@ -91,6 +99,20 @@ def tool_definitions(env: Environment) -> list[types.Tool]:
         )
         for t in env.tools.values()
     ]
+
+
+def session_tool_definitions(session: Session) -> list[types.Tool]:
+    """Any session's tools (OpenAI function schemas) as MCP tool definitions."""
+    tools = []
+    for schema in session.tools:
+        fn = schema.get("function", schema)
+        wire = {
+            "name": fn["name"],
+            "description": fn.get("description", ""),
+            "inputSchema": fn.get("parameters") or {"type": "object", "properties": {}},
+        }
+        tools.append(types.Tool.model_validate(wire))
+    return tools
 
 
 def call_result(result: ToolResult) -> types.CallToolResult:
@@ -125,13 +147,59 @@ def call_result(result: ToolResult) -> types.CallToolResult:
     )
 
 
+Opener = Callable[[CompiledDomain, bytes], Session]
+"""Builds the served session from the compiled domain and the start state image."""
+
+
 def _session(
-    domain: str | Path | DomainSpec | CompiledDomain, state: str | Path | None
-) -> EnvSession:
+    domain: str | Path | DomainSpec | CompiledDomain,
+    state: str | Path | None,
+    opener: Opener | None = None,
+) -> Session:
     spec = domain if isinstance(domain, DomainSpec | CompiledDomain) else load_domain(domain)
     compiled = spec if isinstance(spec, CompiledDomain) else CompiledDomain.from_spec(spec)
     origin = Path(state).read_bytes() if state is not None else compiled.seed
+    if opener is not None:
+        return opener(compiled, origin)
     return EnvSession(compiled, origin, record=False)
+
+
+_ListTools = Callable[[], Awaitable[list[types.Tool]]]
+_CallTool = Callable[[str, dict[str, Any] | None], Awaitable[types.CallToolResult]]
+
+
+def _handlers(session: Session) -> tuple[_ListTools, _CallTool]:
+    """``list_tools`` and ``call_tool`` over ``session``."""
+    if isinstance(session, EnvSession):
+        env_session = session
+
+        async def list_env_tools() -> list[types.Tool]:
+            return tool_definitions(env_session.env)
+
+        async def call_env_tool(
+            tool: str, arguments: dict[str, Any] | None
+        ) -> types.CallToolResult:
+            # EnvSession.call is synchronous and never awaits, so concurrent requests on the
+            # event loop cannot interleave inside one call.
+            return call_result(env_session.call(tool, arguments or {}))
+
+        return list_env_tools, call_env_tool
+    lock = anyio.Lock()
+    turns = [0]
+
+    async def list_tools() -> list[types.Tool]:
+        return session_tool_definitions(session)
+
+    async def call_tool(tool: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+        async with lock:  # one call at a time: each sees the history of the ones before
+            turns[0] += 1
+            fn = {"name": tool, "arguments": json.dumps(arguments or {})}
+            _message, result = await session.astep(
+                {"id": f"call_{turns[0]}", "function": fn}, turns[0]
+            )
+        return call_result(result)
+
+    return list_tools, call_tool
 
 
 def build_server(
@@ -139,6 +207,7 @@ def build_server(
     state: str | Path | None = None,
     *,
     name: str | None = None,
+    opener: Opener | None = None,
 ) -> EnvironmentServer:
     """Build an MCP server publishing a domain's tools over one fresh environment.
 
@@ -147,23 +216,20 @@ def build_server(
         state: A SQLite state file to start from (see ``Environment.save``); the domain's
             seed state when None.
         name: The server name announced to clients (default ``veritask-<domain>``).
+        opener: Builds the served session from the compiled domain and the start state (any
+            :class:`~veritask.task.Session`, e.g. a simulated environment); None serves an
+            :class:`~veritask.task.EnvSession`.
 
     Returns:
         The server and the session it serves; the session keeps its state across calls for as
         long as the server lives.
     """
-    session = _session(domain, state)
-    spec = session.domain.spec
-    server_name = name or f"veritask-{spec.name}"
-    instructions = render_wiki(spec)
-
-    async def list_tools() -> list[types.Tool]:
-        return tool_definitions(session.env)
-
-    async def call_tool(tool: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
-        # EnvSession.call is synchronous and never awaits, so concurrent requests on the event
-        # loop cannot interleave inside one call.
-        return call_result(session.call(tool, arguments or {}))
+    spec = domain if isinstance(domain, DomainSpec | CompiledDomain) else load_domain(domain)
+    compiled = spec if isinstance(spec, CompiledDomain) else CompiledDomain.from_spec(spec)
+    session = _session(compiled, state, opener)
+    server_name = name or f"veritask-{compiled.spec.name}"
+    instructions = render_wiki(compiled.spec)
+    list_tools, call_tool = _handlers(session)
 
     if _DECORATOR_API:
         legacy: Any = Server(server_name, version=__version__, instructions=instructions)
@@ -184,7 +250,7 @@ def build_server(
     server: Server[Any] = Server(
         server_name,
         version=__version__,
-        description=spec.description or None,
+        description=compiled.spec.description or None,
         instructions=instructions,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
@@ -413,15 +479,19 @@ async def serve_http(
 
 
 def run_stdio(
-    domain: str | Path | DomainSpec | CompiledDomain, state: str | Path | None = None
+    domain: str | Path | DomainSpec | CompiledDomain,
+    state: str | Path | None = None,
+    *,
+    opener: Opener | None = None,
 ) -> None:
     """Build a server for ``domain`` and serve it over stdio (blocking).
 
     Args:
         domain: A built-in domain name, a spec file path, a loaded spec or a compiled domain.
         state: A SQLite state file to start from; the seed state when None.
+        opener: Builds the served session (see :func:`build_server`).
     """
-    served = build_server(domain, state)
+    served = build_server(domain, state, opener=opener)
     try:
         anyio.run(serve_stdio, served.server)
     finally:
@@ -436,6 +506,7 @@ def run_http(
     *,
     allow_remote: bool = False,
     allowed_hosts: Iterable[str] = (),
+    opener: Opener | None = None,
 ) -> None:
     """Build a server for ``domain`` and serve it over streamable HTTP (blocking).
 
@@ -446,13 +517,14 @@ def run_http(
         port: The TCP port to bind.
         allow_remote: Allow a non-loopback ``host`` (the server has no authentication).
         allowed_hosts: More names clients may use in ``Host`` (see :func:`http_app`).
+        opener: Builds the served session (see :func:`build_server`).
 
     Raises:
         ValueError: ``host`` is not loopback and ``allow_remote`` is false (checked before the
             server is built).
     """
     check_bind(host, allow_remote)
-    served = build_server(domain, state)
+    served = build_server(domain, state, opener=opener)
     try:
         anyio.run(
             functools.partial(
@@ -473,6 +545,7 @@ __all__ = [
     "DEFAULT_PORT",
     "HTTP_PATH",
     "EnvironmentServer",
+    "Opener",
     "build_server",
     "call_result",
     "http_app",
@@ -482,6 +555,7 @@ __all__ = [
     "run_stdio",
     "serve_http",
     "serve_stdio",
+    "session_tool_definitions",
     "tool_definitions",
     "transport_security",
 ]

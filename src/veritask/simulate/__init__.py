@@ -7,10 +7,12 @@ simulated environments, and their fidelity measured against the real ones.
   format (veritask, OpenAI / Hugging Face chat, ShareGPT, the paper's text format).
 - Simulated environments: :class:`SimSession` (the session protocol, answered by a model, with a
   model judge), :func:`simulated_sessions` for the rollout job.
-- Fidelity: :func:`measure_fidelity` replays certified witnesses through the simulator and the
-  SQLite environment side by side and reports agreement per tool and overall, and the judge's.
+- Fidelity: :func:`measure_fidelity` replays certified witnesses and the faithful agent's
+  trajectories through the simulator and the SQLite environment side by side and reports
+  agreement per tool, per replay and overall, and the judge's precision and recall.
 - Hybrid mode: :class:`HybridSession` runs spec'd tools on the real environment and the others
-  on the simulator, over one catalogue (:func:`hybrid_catalog`) that marks which.
+  on the simulator, over one catalogue (:func:`hybrid_catalog`) that marks which;
+  :func:`open_simulated` opens either kind for a server.
 - Synthesis: :func:`synthesize` writes new tasks and trajectories from seed trajectories
   (checked, repaired, filtered, costed); :func:`schema_variants` makes schema-perturbed copies.
 """
@@ -37,6 +39,7 @@ from veritask.simulate._check import (
 from veritask.simulate._checkfile import CheckSummary, check_file, check_record, sidecar
 from veritask.simulate._fidelity import (
     ASPECTS,
+    REPLAYS,
     FidelityStage,
     compare,
     fidelity_report,
@@ -55,7 +58,7 @@ from veritask.simulate._formats import (
     render_text,
     write_row,
 )
-from veritask.simulate._hybrid import HybridSession, hybrid_sessions
+from veritask.simulate._hybrid import HybridSession, hybrid_sessions, open_simulated
 from veritask.simulate._perturb import (
     NOISE_KEY,
     SchemaVariant,
@@ -70,6 +73,7 @@ from veritask.simulate._simenv import (
     SimSession,
     action_text,
     observation,
+    observation_payload,
     simulated_sessions,
     task_goals,
     testbed_rows,
@@ -99,6 +103,7 @@ __all__ = [
     "FILTERS",
     "JUDGE_MARK",
     "NOISE_KEY",
+    "REPLAYS",
     "SIMULATOR_MARK",
     "SYNTH_MARK",
     "Call",
@@ -141,6 +146,8 @@ __all__ = [
     "load_seeds",
     "measure_fidelity",
     "observation",
+    "observation_payload",
+    "open_simulated",
     "parse_answer",
     "parse_text",
     "perturb_trajectory",

@@ -32,7 +32,7 @@ class HybridSession:
     """The session protocol over a real environment and a simulator (see the module docstring).
 
     Attributes:
-        package: The task.
+        package: The task (None when the session serves a domain's tools with no task).
         domain: Its compiled domain (the real tools).
         origin: The start state image.
         provider: The simulator and judge model.
@@ -42,7 +42,7 @@ class HybridSession:
         target: s_target (the real environment measures distances to it).
     """
 
-    package: TaskPackage
+    package: TaskPackage | None
     domain: CompiledDomain
     origin: bytes
     provider: ModelProvider
@@ -158,3 +158,24 @@ def hybrid_sessions(
         )
 
     return build
+
+
+def open_simulated(
+    provider: ModelProvider,
+    domain: CompiledDomain,
+    origin: bytes,
+    *,
+    package: TaskPackage | None = None,
+    target: bytes | None = None,
+    extra: ToolCatalog | None = None,
+    config: GenerateConfig | None = None,
+) -> Session:
+    """One simulated session (a :class:`HybridSession` when ``extra`` names more tools).
+
+    This is what a server opens per client when it serves a simulated environment: the
+    ``package`` is the task when the server has one (a dataset), None over a bare domain.
+    """
+    settings = config or GenerateConfig()
+    if extra is not None:
+        return HybridSession(package, domain, origin, provider, extra, settings, target=target)
+    return SimSession(package, domain, origin, provider, settings, target=target)

@@ -182,7 +182,8 @@ class SimSession:
     """The environment side of an episode, answered by a model (see the module docstring).
 
     Attributes:
-        package: The task.
+        package: The task (None when the session serves a domain's tools with no task: the
+            simulator then sees no goal, and the judge gives no verdict).
         domain: Its compiled domain (tool specifications, and the testbed's tables).
         origin: The start state image (testbed data); nothing is executed on it.
         provider: The simulator and judge model.
@@ -192,7 +193,7 @@ class SimSession:
         tool_catalog: The tools the simulator answers for (default: the domain's).
     """
 
-    package: TaskPackage
+    package: TaskPackage | None
     domain: CompiledDomain
     origin: bytes
     provider: ModelProvider
@@ -225,9 +226,10 @@ class SimSession:
             testbed = testbed_rows(self.domain, self.origin)
             self._system = simulator_prompt(self.catalog, testbed)
         history = [{"tool": name, "arguments": a, "observation": o} for name, a, o in self.history]
+        goal = "" if self.package is None else f"Current task: {self.package.task.total_goal}\n\n"
         user = (
-            f"Current task: {self.package.task.total_goal}\n\n"
-            f"Previous actions and observations:\n{json.dumps(history, default=str)}\n\n"
+            goal
+            + f"Previous actions and observations:\n{json.dumps(history, default=str)}\n\n"
             + action_text(tool, args)
         )
         return [{"role": "system", "content": self._system}, {"role": "user", "content": user}]
@@ -270,7 +272,10 @@ class SimSession:
         return {"role": "tool", "tool_call_id": call_id, "content": payload}, result
 
     async def judge(self, messages: list[dict[str, Any]]) -> Judgement:
-        """The judge's verdict on an interaction history, against the task's goals."""
+        """The judge's verdict on an interaction history, against the task's goals (no verdict
+        without a task)."""
+        if self.package is None:
+            return Judgement(None, reasoning="no task to judge against")
         history = [
             {k: m[k] for k in ("role", "content", "tool_calls") if m.get(k) is not None}
             for m in messages
@@ -318,8 +323,8 @@ class SimSession:
         reward = 1.0 if verdict.success else 0.0
         problem = error or (None if verdict.success is not None else verdict.reasoning)
         return Trajectory(
-            task_id=self.package.id,
-            domain=self.package.domain,
+            task_id=self.package.id if self.package else "",
+            domain=self.package.domain if self.package else self.domain.spec.name,
             trial=trial,
             seed=seed,
             agent=agent,

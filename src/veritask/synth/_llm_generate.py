@@ -249,8 +249,6 @@ class LLMUnitWorker(UnitWorker):
                 u.origin_digest,
                 u.policy_digest,
             )
-            u.ds.put_state(episode.target)
-            return pkg
         except ProjectionRejected as exc:
             if exc.reason == "spoiler leak":
                 result.leaks.append(exc.detail)
@@ -258,6 +256,11 @@ class LLMUnitWorker(UnitWorker):
         except SpoilerLeak as leak:
             result.leaks.append(str(leak))
             return "spoiler leak"
+        ungrounded = self._ungrounded(pkg, u.scene.origin)
+        if ungrounded is not None:
+            return ungrounded
+        u.ds.put_state(episode.target)
+        return pkg
 
     async def _explore(
         self,

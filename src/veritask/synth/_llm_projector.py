@@ -25,7 +25,7 @@ from veritask.synth._analysis import DomainModel
 from veritask.synth._explorer import Episode
 from veritask.synth._projector import Projection, SymbolicProjector, _archetype, classify
 from veritask.synth._sampler import StateView
-from veritask.task import TaskDescription, find_spoilers
+from veritask.task import TaskDescription, find_spoilers, unstated_in
 
 LEAK_REASON = "the description names what the user cannot know"
 
@@ -38,7 +38,9 @@ Goal-first, procedure-hidden:
 words. Never say how: no tool names, no table or column names, no internal record ids, no row \
 numbers such as "#12" or "id 12". Name records by their name, label or amount.
 - Keep every fact needed to reach exactly the same final state (names, amounts, steps, choices) \
-and keep the sub-goals in the order they happened.
+and keep the sub-goals of the draft, one for one and in the same order. Every value a draft \
+request states (a name, an amount, a step number, a code) must appear in your text exactly as \
+the draft writes it.
 - Each policy refusal the client met becomes a false belief plus a reactive trigger of the form \
 "IF the agent explains that ..., THEN ...". A goal that was refused outright ends with accepting \
 the refusal.
@@ -99,8 +101,13 @@ class LLMProjector:
         self.config = config
         self.symbolic = SymbolicProjector(model)
 
-    def parser(self, internal: set[str], known: list[str]) -> Callable[[str], TaskDescription]:
-        """Parse an answer into a TaskDescription and reject it when it leaks."""
+    def parser(
+        self, internal: set[str], known: list[str], draft: TaskDescription | None = None
+    ) -> Callable[[str], TaskDescription]:
+        """Parse an answer into a TaskDescription and reject it when it leaks. With the
+        symbolic ``draft``, the answer's sub-goals take the draft's structured requests (its
+        asks and fallbacks, one for one), and an answer that drops a value a request states is
+        rejected with the values named, so the text still grounds the task."""
         validate = parse_model(TaskDescription)
         spec = self.model.spec
 
@@ -112,7 +119,7 @@ class LLMProjector:
                     f"{LEAK_REASON}: {'; '.join(leaks)}. Rewrite it without them: describe "
                     "records by name, label or amount."
                 )
-            return task
+            return task if draft is None else _with_asks(task, draft)
 
         return parse
 
@@ -141,7 +148,7 @@ class LLMProjector:
             task = await ask(
                 self.provider,
                 messages,
-                self.parser(internal, draft.profile.known_ids),
+                self.parser(internal, draft.profile.known_ids, draft.task),
                 module="projector",
                 ledger=self.ledger,
                 config=config or self.config,
@@ -157,6 +164,30 @@ class LLMProjector:
             update={"archetype": _archetype(self.model, episode, edge, adversarial)}
         )
         return Projection(task=task, profile=profile, tags=tags, difficulty=difficulty)
+
+
+def _with_asks(task: TaskDescription, draft: TaskDescription) -> TaskDescription:
+    """The model's text with the draft's structured requests attached, sub-goal by sub-goal.
+
+    Raises:
+        ValueError: The sub-goals do not match the draft's one for one, or the text leaves out
+            a value a request states (both go back to the model).
+    """
+    if len(task.sub_goals) != len(draft.sub_goals):
+        raise ValueError(
+            f"write exactly {len(draft.sub_goals)} sub-goals, one per sub-goal of the draft and "
+            f"in its order (got {len(task.sub_goals)})"
+        )
+    subs = [
+        mine.model_copy(update={"ask": theirs.ask, "fallbacks": theirs.fallbacks})
+        for mine, theirs in zip(task.sub_goals, draft.sub_goals, strict=True)
+    ]
+    out = task.model_copy(update={"sub_goals": subs})
+    missing = unstated_in(out)
+    if missing:
+        said = "; ".join(sorted({f"{u.arg} {u.reason.split(' is not')[0]}" for u in missing}))
+        raise ValueError(f"the text must state these values as the draft does: {said}")
+    return out
 
 
 __all__ = ["PROJECTOR_PROMPT", "LLMProjector", "ProjectionRejected", "render_episode"]

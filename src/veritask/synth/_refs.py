@@ -183,6 +183,11 @@ def part_text(model: DomainModel, table: str, column: str, value: Any, actor: An
         return ref_text(model, value, actor)
     if is_own(model, table, column) and value == actor:
         return f'{words.removesuffix(" id")}: you (user id "{actor}")'
+    t = model.spec.table(table)
+    if column in t.column_names and t.column(column).references is not None:
+        # a record's own number the user knows (an order number): "order 1001", as a named
+        # record is said above, not "order id 1001", which reads as an internal row id
+        return f"{words.removesuffix(' id')} {value}"
     return f"{words} {value}"
 
 

@@ -6,7 +6,7 @@ from veritask.task._certify import Certificate, certify, outcome_mismatch, repla
 from veritask.task._check import CheckReport, check_dataset
 from veritask.task._costs import PriceTable, cost_report, dataset_ledger, load_prices
 from veritask.task._dataset import SPEC_FILE, DatasetDir, DatasetError, load_dataset
-from veritask.task._grounded import Ungrounded, grounding, package_asks
+from veritask.task._grounded import Ungrounded, grounding, package_asks, task_asks, unstated_in
 from veritask.task._package import (
     TAGS,
     Ask,
@@ -71,6 +71,8 @@ __all__ = [
     "replay_witness",
     "report_dataset",
     "sha256",
+    "task_asks",
     "text_keys",
     "unpack_dataset",
+    "unstated_in",
 ]

@@ -18,7 +18,11 @@ of its arguments must be one of:
   the state the call meets, so a rule whose ``when`` guard does not apply determines nothing.
 
 Every value an ask states must also appear in the task text, so the structure cannot say more
-than the user does.
+than the user does. And a refusal the user gives up after must be *final*: when the agent could
+make the refused call pass by changing only values the user did not state (the value a
+calculation rule's formula gives, another choice of an enum the rule tests), an agent that does
+so is right and the target, which keeps the refusal, is wrong. Finality is also decided by
+execution, on the state the refused call met.
 """
 
 from __future__ import annotations
@@ -29,9 +33,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from veritask.env import Environment
-from veritask.policy import Column, ToolSpec, actor_table
-from veritask.task._package import Ask, RowRef, TaskPackage, WitnessCall
+from veritask.env import DatabaseError, Environment, bind_new_old
+from veritask.policy import Column, Rule, ToolSpec, actor_table
+from veritask.task._package import Ask, RowRef, TaskDescription, TaskPackage, WitnessCall
 
 
 @dataclass(frozen=True)
@@ -67,10 +71,10 @@ def _in_text(value: Any, text: str) -> bool:
     return re.search(pattern, text) is not None
 
 
-def package_asks(pkg: TaskPackage) -> list[Ask]:
+def task_asks(task: TaskDescription) -> list[Ask]:
     """Every request the user may make: each sub-goal's ask and its fallbacks' asks, in order."""
     out: list[Ask] = []
-    for sub in pkg.task.sub_goals:
+    for sub in task.sub_goals:
         if sub.ask is not None:
             out.append(sub.ask)
         for fb in sub.fallbacks:
@@ -80,16 +84,28 @@ def package_asks(pkg: TaskPackage) -> list[Ask]:
     return out
 
 
-def unstated(pkg: TaskPackage) -> list[Ungrounded]:
-    """Values an ask states that the task text does not say."""
+def package_asks(pkg: TaskPackage) -> list[Ask]:
+    """Every request the user of a package may make (see :func:`task_asks`)."""
+    return task_asks(pkg.task)
+
+
+def unstated_in(task: TaskDescription, text: str | None = None) -> list[Ungrounded]:
+    """Values the task's asks state that its text (``text``, else the rendered task) does not
+    say. A model that writes the text is held to this before its package is built."""
+    shown = task.render() if text is None else text
     found: list[Ungrounded] = []
-    for ask in package_asks(pkg):
+    for ask in task_asks(task):
         refs = [r for r in (ask.target, *ask.refs.values()) if r is not None]
         stated = [*ask.values.items(), *(kv for r in refs for kv in _leaves(r))]
         for col, value in stated:
-            if value is not None and not _in_text(value, pkg.task_description):
+            if value is not None and not _in_text(value, shown):
                 found.append(Ungrounded(-1, ask.tool, col, f"{value!r} is not in the task text"))
     return found
+
+
+def unstated(pkg: TaskPackage) -> list[Ungrounded]:
+    """Values an ask states that the task text does not say."""
+    return unstated_in(pkg.task, pkg.task_description)
 
 
 def _leaves(ref: RowRef) -> Iterator[tuple[str, Any]]:
@@ -129,6 +145,7 @@ class _Grounder:
         self.used: set[int] = set()
         self.seen = _Seen()
         self.actor_table = actor_table(env.spec)
+        self.give_ups = _give_ups(pkg)
 
     def run(self, origin: bytes) -> list[Ungrounded]:
         self.env.restore(origin)
@@ -137,6 +154,8 @@ class _Grounder:
             tool = self.env.tools.get(call.tool)
             if tool is not None and tool.writes and call.ok:
                 found += self._write(i, tool, call)
+            elif tool is not None and tool.writes:
+                found += self._final(i, tool, call)
             result = self.env.call(call.tool, call.args)
             if result.ok and tool is not None:
                 self.seen.add(tool.table, result.to_json()["result"])
@@ -291,6 +310,78 @@ class _Grounder:
             if result.error is None or result.error.violated_rule is None:
                 return False
         return True
+
+    def _final(self, index: int, tool: ToolSpec, call: WitnessCall) -> list[Ungrounded]:
+        """A refused write the user gives up after must stay refused whatever the agent
+        decides: no single change of a value the user did not state makes it pass and change
+        the state."""
+        rule_id = (call.error or {}).get("violated_rule")
+        stated = self.give_ups.get((tool.name, str(rule_id)))
+        if rule_id is None or stated is None:
+            return []
+        for column, value in self._choices(tool, call, self.env.spec.rule(str(rule_id)), stated):
+            before = self.env.snapshot()
+            passed = self.env.call(call.tool, {**call.args, column: value}).ok
+            changed = passed and self.env.distance(before) > 0
+            self.env.restore(before)
+            if changed:  # a pass that changes nothing leaves the target as it is
+                why = f"the user gives up after {rule_id}, but the agent can make the call pass with {column} = {value!r}"
+                return [Ungrounded(index, tool.name, column, why)]
+        return []
+
+    def _choices(
+        self, tool: ToolSpec, call: WitnessCall, rule: Rule, stated: set[str]
+    ) -> Iterator[tuple[str, Any]]:
+        """Values the agent may pick on its own: each calculation rule's formula for an
+        unstated column of this write, then the other values of unstated enums the rule tests."""
+        table = self.env.spec.table(tool.table)
+        new, old = self._rows(tool, call)
+        for other in self.env.spec.rules:
+            repair = other.repair
+            if repair is None or other.table != tool.table or tool.kind not in other.on:
+                continue
+            if repair.column in stated:
+                continue
+            sql, params = bind_new_old(repair.value, new, old)
+            try:
+                found = self.env.select(f"SELECT {sql}", params)
+            except DatabaseError:
+                continue
+            if found and found[0][0] is not None and not _same(found[0][0], new.get(repair.column)):
+                yield repair.column, found[0][0]
+        for column in table.columns:
+            if column.enum is None or column.name in stated or not rule.tests_value(column.name):
+                continue
+            yield from ((column.name, v) for v in column.enum if not _same(v, new.get(column.name)))
+
+    def _rows(
+        self, tool: ToolSpec, call: WitnessCall
+    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """The row the write would make (NEW) and, for an update, the row it changes (OLD)."""
+        table = self.env.spec.table(tool.table)
+        key = tool.key
+        old: dict[str, Any] | None = None
+        if tool.kind != "insert" and key is not None and key in call.args:
+            result = self.env.call(f"query_{tool.table}", {key: call.args[key]})
+            payload = result.to_json()["result"] if result.ok else None
+            rows = payload.get("rows") if isinstance(payload, dict) else None
+            old = dict(rows[0]) if rows else None
+        base = {c.name: c.default for c in table.columns} if old is None else dict(old)
+        return {**base, **call.args}, old
+
+
+def _give_ups(pkg: TaskPackage) -> dict[tuple[str, str], set[str]]:
+    """(tool, rule) of each refusal a user accepts, with the columns the user states for it."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for sub in pkg.task.sub_goals:
+        asks = [a for a in (sub.ask, *(fb.then for fb in sub.fallbacks)) if a is not None]
+        for fb in sub.fallbacks:
+            if fb.then is not None:
+                continue
+            for ask in asks:
+                stated = set(ask.values) | set(ask.refs)
+                out.setdefault((ask.tool, fb.rule), set()).update(stated)
+    return out
 
 
 def _nested(ref: RowRef) -> bool:
