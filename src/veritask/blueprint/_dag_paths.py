@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from veritask.blueprint._ground import ground_paths
+from veritask.blueprint._ground import FAILURE_KINDS, ground_paths
 from veritask.blueprint._toolgraph import (
     build_tool_graph,
     check_tool_graph,
@@ -57,7 +57,8 @@ def tasks_work(maker: TaskMaker | None, spec_path: Path, n: int, out: Path) -> J
 
 
 def paths_section(units: list[Json]) -> Json:
-    """The ``paths`` stage in the report: summed over services."""
+    """The ``paths`` stage in the report: summed over services, the failure classes as
+    scalars (``policy_violation``, ``invalid_entity_data``, ``spec_bug``)."""
     failures: dict[str, int] = {}
     for unit in units:
         for kind, count in unit["failures"].items():
@@ -72,7 +73,7 @@ def paths_section(units: list[Json]) -> Json:
         "kept": kept,
         "filtered": grounded - kept,
         "kept_share": round(kept / grounded, 4) if grounded else 0.0,
-        "failures": failures,
+        **{kind: failures.get(kind, 0) for kind in FAILURE_KINDS},
     }
 
 

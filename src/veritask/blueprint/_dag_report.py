@@ -162,14 +162,12 @@ def report_lines(report: Json) -> list[str]:
     counts = report.get("counts") or section4(report)
     lines = ["counts      " + ", ".join(f"{k} {v}" for k, v in counts.items() if v is not None)]
     for stage, section in report["stages"].items():
-        shown = {k: v for k, v in section.items() if not isinstance(v, list | dict)}
+        shown = {k: v for k, v in section.items() if not isinstance(v, list)}
         lines.append(f"{stage:<11} " + ", ".join(f"{k} {v}" for k, v in shown.items()))
         for item in section.get("rejections", []):
             lines.append(
                 f"  rejected {item['unit']}: {'; '.join(dict.fromkeys(item['reasons']))[:300]}"
             )
-        for kind, count in section.get("failures", {}).items():
-            lines.append(f"  failed paths, {kind.replace('_', ' ')}: {count}")
     for svc in report["services"]:
         lines.append(
             f"service {svc['service']}: {svc['tables']} tables, {svc['rules']} rules, "
