@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from veritask._cli.blueprint_run_cmds import generate_service_tasks
 from veritask._cli.main import cli
 from veritask.blueprint import (
     STAGES,
@@ -68,7 +69,7 @@ class KillingProvider:
 
 
 def _run(out: Path, provider: Any, **kwargs: Any) -> BlueprintDag:
-    dag = BlueprintDag(out, CONFIG, provider, "scripted", **kwargs)
+    dag = BlueprintDag(out, CONFIG, provider, "scripted", make_tasks=generate_service_tasks)
     dag.run()
     return dag
 
@@ -166,10 +167,18 @@ def test_dag_compiles_three_certified_services(baseline: tuple[Path, int], tmp_p
     for service in report["services"]:
         spec = load_spec(out / service["spec_path"])
         assert run_spec_examples(spec) == [] and example_coverage(spec) == []
-        data = tmp_path / spec.name
-        assert generate(str(out / service["spec_path"]), 20, 0, data).tasks == 20
-        check = check_dataset(data)
-        assert check.certified == check.tasks == 20 and check.ok
+    paths = stages["paths"]
+    assert paths["topology_failures"] == 0 and paths["paths"] > 0
+    assert paths["grounded"] == paths["kept"] + paths["filtered"] and paths["kept"] > 0
+    failures = [paths[k] for k in ("policy_violation", "invalid_entity_data", "spec_bug")]
+    assert sum(failures) == paths["filtered"]
+    tasks = stages["tasks"]
+    assert tasks["tasks"] == tasks["certified"] == tasks["grounded"] == 102 >= 100
+    counts = report["counts"]
+    assert counts["services"] == 3 and counts["tasks"] == 102
+    for unit in json.loads((out / "tasks.json").read_text())["units"]:
+        check = check_dataset(out / unit["dataset"])
+        assert check.certified == check.tasks == 34 and check.ok
 
 
 def test_kill_and_resume_repeats_no_call(baseline: tuple[Path, int], tmp_path: Path) -> None:
@@ -198,7 +207,8 @@ def test_until_from_status_and_conflict(tmp_path: Path) -> None:
     assert states == {
         s: ("complete" if s in ("domains", "entities") else "waiting") for s in STAGES
     }
-    assert dag.run(start="graph")[-1] == "seed"
+    assert dag.run(start="graph")[-1] == "tasks"
+    assert stage_report(out)["stages"]["tasks"]["skipped"] == 3  # no task maker given
     other = DagConfig(topics=CONFIG.topics, batch=4, max_domains=5)
     with pytest.raises(RunConflict, match="max_domains"):
         BlueprintDag(out, other, KillingProvider(), "scripted").run()
@@ -222,3 +232,30 @@ def test_cli_run_and_status(tmp_path: Path) -> None:
     assert report["this_run"] == {"model_calls": 12, "cached_calls": 0}
     again = CliRunner().invoke(cli, [*args, "--json"])
     assert json.loads(again.output)["this_run"] == {"model_calls": 0, "cached_calls": 0}
+
+
+def test_kill_in_the_tasks_stage_resumes_to_the_same_bytes(
+    baseline: tuple[Path, int], tmp_path: Path
+) -> None:
+    out, calls = baseline
+    made: list[str] = []
+
+    def dying(spec_path: Path, n: int, seed: int, data: Path) -> dict[str, Any]:
+        if made:  # the second service dies after its first unit of tasks is written
+
+            def die(_: int) -> None:
+                raise Killed("killed in the tasks stage")
+
+            generate(str(spec_path), n, seed, data, progress=lambda k: k and die(k))
+        made.append(spec_path.parent.name)
+        return generate_service_tasks(spec_path, n, seed, data)
+
+    run = tmp_path / "run"
+    first = KillingProvider()
+    with pytest.raises(Killed):
+        BlueprintDag(run, CONFIG, first, "scripted", make_tasks=dying).run()
+    assert any((run / "datasets").glob("*/parts/*"))  # a partial dataset is left behind
+    second = KillingProvider()
+    _run(run, second)
+    assert first.calls == calls and second.calls == 0
+    assert _tree(run) == _tree(out)

@@ -19,7 +19,9 @@ from veritask.blueprint import (
     graph_to_json,
     task_template,
 )
+from veritask.blueprint._ground import Mode, ground_paths
 from veritask.policy import SpecError, dump_spec
+from veritask.synth import fused_services
 
 
 @click.command("tool-graph")
@@ -30,11 +32,35 @@ from veritask.policy import SpecError, dump_spec
     "--max-paths", type=click.IntRange(min=1), default=200, show_default=True, help="Path cap."
 )
 @click.option("--out", type=click.Path(dir_okay=False), help="Save the graph (node-link JSON).")
+@click.option(
+    "--ground",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Ground each path this many times and execute it (execution filtering).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["auto", "sampling", "creation"]),
+    default="auto",
+    show_default=True,
+    help="Grounding mode; auto: creation for a fused spec, else sampling.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Grounding seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (graph, checks, templates).")
 def tool_graph_cmd(
-    domain: str, min_len: int, max_len: int, max_paths: int, out: str | None, as_json: bool
+    domain: str,
+    min_len: int,
+    max_len: int,
+    max_paths: int,
+    out: str | None,
+    ground: int,
+    mode: str,
+    seed: int,
+    as_json: bool,
 ) -> None:
-    """Build a domain's tool dependency graph, check its topology, enumerate task templates.
+    """Build a domain's tool dependency graph, check its topology, enumerate task templates;
+    with --ground, ground and execute every path and report the kept share.
 
     Exits with status 1 when a topology check fails."""
     spec = spec_arg(domain)
@@ -58,6 +84,12 @@ def tool_graph_cmd(
         "templates": [t.to_json() for t in templates],
         "graph": data,
     }
+    if ground:
+        chosen: Mode = "creation" if fused_services(spec) else "sampling"
+        if mode != "auto":
+            chosen = "creation" if mode == "creation" else "sampling"
+        report = ground_paths(spec, templates, chosen, seed, ground)
+        payload["grounding"] = report.to_json()
     if as_json:
         echo_json(payload)
     else:
@@ -77,6 +109,13 @@ def _print_summary(payload: dict[str, Any]) -> None:
         label = ",".join(edge["kinds"])
         detail = ", ".join(edge["args"] or edge["rules"])
         click.echo(f"  {edge['source']} -> {edge['target']} [{label}: {detail}]")
+    if "grounding" in payload:
+        g = payload["grounding"]
+        click.echo(
+            f"  grounding ({g['mode']}): {g['grounded']} of {g['paths']} instances grounded,"
+            f" {g['kept']} kept ({g['kept_share']:.1%}), {g['filtered']} filtered: "
+            + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in g["failures"].items())
+        )
     click.echo(f"  {payload['paths']} paths; first templates:")
     for template in payload["templates"][:5]:
         click.echo(f"    {' -> '.join(template['tools'])}")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import click
 
 from veritask._cli._common import cache_dir_option, echo_json, provider_arg
@@ -15,13 +18,32 @@ from veritask.blueprint import (
     stage_report,
 )
 from veritask.pipeline import RunConflict
+from veritask.synth import generate
+from veritask.task import check_dataset
 
 _STAGE = click.Choice(STAGES)
 
 
+def generate_service_tasks(spec_path: Path, n: int, seed: int, out: Path) -> dict[str, Any]:
+    """The ``tasks`` stage's work: ``veritask generate`` on one service, then ``check``.
+
+    Only what the finished dataset shows is returned (a resumed generate does not know the
+    discards of the units an earlier, killed run made), so the artifact's bytes do not depend
+    on a kill."""
+    summary = generate(str(spec_path), n, seed, out)
+    check = check_dataset(out)
+    return {
+        "tasks": summary.tasks,
+        "certified": check.certified,
+        "grounded": check.grounded,
+        "spoiler_free": check.spoiler_free,
+    }
+
+
 @click.group("blueprint")
 def blueprint_group() -> None:
-    """Seed topics -> domains -> entities -> entity graph -> blueprints -> compiled services."""
+    """Seed topics -> domains -> entities -> entity graph -> blueprints -> compiled services
+    -> grounded template paths -> certified tasks."""
 
 
 @blueprint_group.command("run")
@@ -52,7 +74,14 @@ def run_cmd(
     provider = provider_arg(model)
     progress = None if as_json else (lambda line: click.echo(line, err=True))
     dag = BlueprintDag(
-        out, config, provider, model, concurrency=concurrency, cache=cache_dir, progress=progress
+        out,
+        config,
+        provider,
+        model,
+        concurrency=concurrency,
+        cache=cache_dir,
+        progress=progress,
+        make_tasks=generate_service_tasks,
     )
     try:
         dag.run(start, until)

@@ -63,6 +63,12 @@ _Mode = Literal["symbolic", "llm"]
     metavar="SPEC",
     help="Provider spec for the LLM roles, e.g. openai:gpt-4o-mini or replay:run.jsonl.",
 )
+@click.option(
+    "--persona",
+    is_flag=True,
+    help="Write each description as a persona task: an instruction, a motivation, a start-up "
+    "query stating one pain point, the rest in a hidden profile (symbolic mode).",
+)
 @cache_dir_option
 @executor_options
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
@@ -75,6 +81,7 @@ def generate_cmd(
     explorer: str,
     projector: str | None,
     model: str | None,
+    persona: bool,
     cache_dir: str | None,
     executor: str,
     ray_address: str | None,
@@ -110,6 +117,7 @@ def generate_cmd(
                 explorer=cast(_Mode, explorer),
                 projector=cast(_Mode | None, projector),
                 model=provider,
+                persona=persona,
             )
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None

@@ -25,12 +25,23 @@ import yaml
 
 from veritask._util import atomic_write_text, sha256_text
 from veritask.blueprint import _dag_stages as st
+from veritask.blueprint._dag_paths import TaskMaker, paths_work, tasks_work
 from veritask.blueprint._dag_schema import Entity
 from veritask.model import CachedProvider, CostLedger, ModelProvider
 from veritask.pipeline import AsyncExecutor, RunManifest, Unit, pending
 from veritask.policy import DomainSpec, dump_spec
 
-STAGES = ("domains", "entities", "graph", "outlines", "blueprints", "compile", "seed")
+STAGES = (
+    "domains",
+    "entities",
+    "graph",
+    "outlines",
+    "blueprints",
+    "compile",
+    "seed",
+    "paths",
+    "tasks",
+)
 """The stages in run order."""
 
 Json = dict[str, Any]
@@ -50,6 +61,8 @@ class DagConfig:
         rounds: Check-Fix-Verify rounds of each compilation.
         persons: Faker persons added to each service.
         resources: Faker rows added to each peripheral table.
+        max_paths: Template paths enumerated per service (Steps 14-16).
+        tasks_per_service: Certified tasks generated from each service.
     """
 
     topics: tuple[str, ...]
@@ -61,6 +74,8 @@ class DagConfig:
     rounds: int = 3
     persons: int = 12
     resources: int = 8
+    max_paths: int = 200
+    tasks_per_service: int = 34
 
     def to_json(self) -> Json:
         """The config as JSON (topics as a list)."""
@@ -132,6 +147,7 @@ class BlueprintDag:
         concurrency: Units of one stage in flight at once (not part of the config).
         cache: Another cache folder.
         progress: Called with a line after each unit.
+        make_tasks: What the ``tasks`` stage generates tasks with (see ``_dag_paths``).
     """
 
     def __init__(
@@ -144,6 +160,7 @@ class BlueprintDag:
         concurrency: int = 4,
         cache: str | Path | None = None,
         progress: Callable[[str], None] | None = None,
+        make_tasks: TaskMaker | None = None,
     ) -> None:
         self.out = Path(out)
         self.config = config
@@ -152,6 +169,7 @@ class BlueprintDag:
         self.asker = st.Asker(CachedProvider(provider, cache or self.out / "cache"), config.repairs)
         self.ledger = CostLedger()
         self.progress = progress
+        self.make_tasks = make_tasks
 
     # -- files ----------------------------------------------------------------------------
 
@@ -212,7 +230,24 @@ class BlueprintDag:
             return self._compile_units(), lambda u, led: st.compile_work(
                 u, entities, asker, cfg.rounds, led
             )
-        return self._seed_units(), lambda u, _led: self._seed(u, entities)
+        if stage == "seed":
+            return self._seed_units(), lambda u, _led: self._seed(u, entities)
+        return self._service_units(), lambda u, _led: self._after_seed(stage, u)
+
+    def _service_units(self) -> list[Unit[Json]]:
+        return [
+            Unit(r["unit"], {"spec_path": r["spec_path"]})
+            for r in self.summary("seed")["units"]
+            if r["status"] == "seeded"
+        ]
+
+    async def _after_seed(self, stage: str, unit: Unit[Json]) -> Json:
+        spec_path = self.out / unit.params["spec_path"]
+        if stage == "paths":
+            return paths_work(spec_path, self.config.max_paths, seed=0)
+        out = self.out / "datasets" / unit.id
+        result = tasks_work(self.make_tasks, spec_path, self.config.tasks_per_service, out)
+        return {**result, "dataset": f"datasets/{unit.id}"} if out.exists() else result
 
     def _blueprint_units(self) -> list[Unit[Json]]:
         return [

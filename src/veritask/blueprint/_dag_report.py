@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from veritask.blueprint._dag import STAGES
+from veritask.blueprint._dag_paths import paths_section, tasks_section
 from veritask.pipeline import RunManifest
 
 Json = dict[str, Any]
@@ -91,6 +92,10 @@ def _section(stage: str, s: Json) -> Json:
             "fixed_by_rounds": fixed,
             "rejections": _reasons(units, "rejected"),
         }
+    if stage == "paths":
+        return paths_section(units)
+    if stage == "tasks":
+        return tasks_section(units)
     counts = Counter(u["status"] for u in units)
     return {
         "seeded": counts["seeded"],
@@ -118,7 +123,7 @@ def _service(unit: Json) -> Json:
 def stage_report(out: str | Path) -> Json:
     """The counts per complete stage, the services and the model requests per stage."""
     root = Path(out)
-    report: Json = {"stages": {}, "services": [], "model_requests": {}}
+    report: Json = {"counts": {}, "stages": {}, "services": [], "model_requests": {}}
     for stage in STAGES:
         path = root / f"{stage}.json"
         if not path.exists():
@@ -128,12 +133,34 @@ def stage_report(out: str | Path) -> Json:
         report["model_requests"][stage] = _requests(summary)
         if stage == "seed":
             report["services"] = [_service(u) for u in summary["units"] if u["status"] == "seeded"]
+    report["counts"] = section4(report)
     return report
 
 
+def _get(report: Json, stage: str, key: str) -> Any:
+    return report["stages"].get(stage, {}).get(key)
+
+
+def section4(report: Json) -> Json:
+    """The counts per stage in the layout of AgentSkiller's Section 4 (None: not reached)."""
+    return {
+        "domains": _get(report, "domains", "kept"),
+        "entities": _get(report, "entities", "kept"),
+        "blueprints_accepted": _get(report, "blueprints", "accepted"),
+        "blueprints_rejected": _get(report, "blueprints", "rejected"),
+        "services": _get(report, "seed", "seeded"),
+        "paths": _get(report, "paths", "paths"),
+        "grounded": _get(report, "paths", "grounded"),
+        "filtered": _get(report, "paths", "filtered"),
+        "kept": _get(report, "paths", "kept"),
+        "tasks": _get(report, "tasks", "tasks"),
+    }
+
+
 def report_lines(report: Json) -> list[str]:
-    """The report as text, in the order of the paper's Section 4."""
-    lines: list[str] = []
+    """The report as text: the Section 4 counts, then each stage in the paper's order."""
+    counts = report.get("counts") or section4(report)
+    lines = ["counts      " + ", ".join(f"{k} {v}" for k, v in counts.items() if v is not None)]
     for stage, section in report["stages"].items():
         shown = {k: v for k, v in section.items() if not isinstance(v, list)}
         lines.append(f"{stage:<11} " + ", ".join(f"{k} {v}" for k, v in shown.items()))

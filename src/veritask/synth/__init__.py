@@ -28,6 +28,7 @@ from veritask.synth._architect_run import (
 from veritask.synth._architect_seed import Seed, SeedError, SeedHints, load_seed, parse_seed
 from veritask.synth._designer import DesignError, Scene, SymbolicSetDesigner
 from veritask.synth._explorer import Episode, SymbolicExplorer
+from veritask.synth._fused import fused_services
 from veritask.synth._generate import (
     GenerateSummary,
     generate,
@@ -35,6 +36,7 @@ from veritask.synth._generate import (
 )
 from veritask.synth._llm_explorer import Exploration, ExplorerLimits, LLMExplorer
 from veritask.synth._llm_projector import LLMProjector, ProjectionRejected
+from veritask.synth._persona import LLMPersonaWriter, Persona, persona_of, persona_problems
 from veritask.synth._projector import SymbolicProjector, classify
 from veritask.synth._unit import GENERATOR
 from veritask.task import find_spoilers, replay, text_keys
@@ -55,7 +57,9 @@ __all__ = [
     "ExplorerLimits",
     "GenerateSummary",
     "LLMExplorer",
+    "LLMPersonaWriter",
     "LLMProjector",
+    "Persona",
     "PlanLimits",
     "ProjectionRejected",
     "RulesArtifact",
@@ -73,10 +77,13 @@ __all__ = [
     "default_run_dir",
     "derive_seed",
     "find_spoilers",
+    "fused_services",
     "generate",
     "generate_async",
     "load_seed",
     "parse_seed",
+    "persona_of",
+    "persona_problems",
     "play_in",
     "play_in_memory",
     "replay",

@@ -93,6 +93,7 @@ def generate(
     projector: Mode | None = None,
     model: ModelProvider | str | None = None,
     limits: ExplorerLimits | None = None,
+    persona: bool = False,
 ) -> GenerateSummary:
     """Generate ``n`` certified task packages into ``out`` (resumable; deterministic in ``seed``).
 
@@ -109,12 +110,16 @@ def generate(
         model: The provider for the LLM roles, or a provider spec string
             (``get_provider``); required when a role is ``llm``.
         limits: Bounds of each LLM exploration.
+        persona: Symbolic mode: write each description as a persona task with information
+            hiding (``_persona``).
 
     Raises:
         ValueError: ``out`` holds a different run, or the mode and model do not fit.
     """
     mode = _llm_mode(explorer, projector, model, limits)
-    stage = _stage(domain, n, seed, out, mode)
+    if persona and mode is not None:
+        raise ValueError("persona descriptions are written in symbolic mode only")
+    stage = _stage(domain, n, seed, out, mode, persona)
     ds, todo = _prepare(stage, mode, progress)
     if isinstance(stage, SceneStage):
         results: Iterable[UnitResult] = executor_for(workers).map(stage, todo)
@@ -160,9 +165,11 @@ MANIFEST = "run-manifest.json"
 GenerateStage = SceneStage | LLMSceneStage
 
 
-def _stage(domain: str, n: int, seed: int, out: str | Path, mode: LLMMode | None) -> GenerateStage:
+def _stage(
+    domain: str, n: int, seed: int, out: str | Path, mode: LLMMode | None, persona: bool = False
+) -> GenerateStage:
     if mode is None:
-        return SceneStage(domain, seed, n, Path(out))
+        return SceneStage(domain, seed, n, Path(out), persona=persona)
     return LLMSceneStage(domain, seed, n, Path(out), mode)
 
 
@@ -185,6 +192,8 @@ def _run_config(stage: GenerateStage, mode: LLMMode | None) -> dict[str, Any]:
         info["spec"] = SPEC_FILE
     if mode is not None:
         info.update(mode.run_info())
+    if isinstance(stage, SceneStage) and stage.persona:
+        info["persona"] = True  # only when set: other runs keep their config bytes
     return info
 
 

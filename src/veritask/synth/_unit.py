@@ -23,6 +23,8 @@ from veritask.policy import Rule, render_wiki
 from veritask.synth._analysis import DomainModel
 from veritask.synth._designer import DesignError, Scene, SymbolicSetDesigner, faker_for
 from veritask.synth._explorer import Episode, SymbolicExplorer
+from veritask.synth._fused import CrossServiceExplorer, fused_services
+from veritask.synth._persona import PERSONA_TAG, persona_text
 from veritask.synth._projector import Projection, SymbolicProjector
 from veritask.synth._sampler import Sampler, StateView
 from veritask.task import (
@@ -84,6 +86,8 @@ class UnitWorker:
 
     generator = GENERATOR
     """What the packages name as their generator."""
+    persona = False
+    """Persona mode: the description is a persona task with information hiding."""
 
     def __init__(self, domain: str) -> None:
         self.spec = load_domain(domain)
@@ -95,6 +99,8 @@ class UnitWorker:
         self.spec_hash = self.spec.spec_hash()
         self.rules: list[Rule] = list(self.spec.rules)
         self.checker = Environment(self.domain)
+        self.fused = fused_services(self.spec)
+        """The services of a fused spec (None for any other): episodes then span services."""
 
     def _aim(self, task_index: int, retry: int) -> Rule | None:
         """The rule task ``task_index`` aims at on its ``retry``-th try: see ``rotation``."""
@@ -112,7 +118,7 @@ class UnitWorker:
         refusal_ok: bool,
     ) -> Episode | None:
         sampler = Sampler(self.model, view, rng, faker_for(rng.getrandbits(32)))
-        explorer = SymbolicExplorer(self.model, env, view, sampler, rng)
+        explorer = self._explorer(env, view, sampler, rng)
         first = (self.model.transaction_for(aim) if aim else None) or rng.choice(
             self.model.write_transactions
         )
@@ -128,6 +134,16 @@ class UnitWorker:
                 if episode is not None and (not aimed or aim is None or aim.id in episode.rejected):
                     return episode
         return None
+
+    def _explorer(
+        self, env: Environment, view: StateView, sampler: Sampler, rng: random.Random
+    ) -> SymbolicExplorer:
+        """The symbolic Explorer, or on a fused spec the cross-service one."""
+        if self.fused is None:
+            return SymbolicExplorer(self.model, env, view, sampler, rng)
+        explorer = CrossServiceExplorer(self.model, env, view, sampler, rng)
+        explorer.fused = self.fused
+        return explorer
 
     def _cast_order(
         self,
@@ -260,6 +276,8 @@ class UnitWorker:
         """Why an episode cannot become a package (None when it can)."""
         if episode is None:
             return "no reachable goal"
+        if self.fused is not None and len(self.fused.written(episode.witness, self.model)) < 2:
+            return "writes in fewer than two services"
         snap = origin if episode.refusal is not None else env.snapshot()
         if episode.refusal is None and env.distance(origin) == 0:
             return "target equals origin"
@@ -313,6 +331,12 @@ class UnitWorker:
         """The package of a projected episode (after a last spoiler check); its target state is
         stored by the caller once the package is accepted."""
         text = proj.task.render()
+        if self.persona:
+            args = (internal, proj.profile.known_ids, episode.witness)
+            text, problems = persona_text(proj, self.spec, args)
+            if problems:
+                raise SpoilerLeak(f"{problems} in {text!r}")
+            proj.tags = sorted({*proj.tags, PERSONA_TAG})
         spoilers = find_spoilers(text, self.spec, internal, proj.profile.known_ids)
         spoilers += decided_spoilers(text, self.spec, episode.witness)
         if spoilers:
@@ -368,6 +392,8 @@ class SceneStage:
     out: Path
     name: str = "generate"
     _worker: UnitWorker | None = field(default=None, repr=False)
+    persona: bool = False
+    """Persona mode (``veritask generate --persona``)."""
 
     def __getstate__(self) -> dict[str, object]:
         return {**self.__dict__, "_worker": None}
@@ -383,6 +409,7 @@ class SceneStage:
     def setup(self) -> None:
         """Build this worker's ``UnitWorker``."""
         self._worker = UnitWorker(self.domain)
+        self._worker.persona = self.persona
 
     def run(self, unit: Unit[SceneParams]) -> UnitResult:
         """Produce one unit's packages and write its part atomically."""

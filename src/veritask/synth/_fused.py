@@ -1,0 +1,152 @@
+"""Cross-service episodes for fused specs (AgentSkiller section 3.13, symbolic).
+
+``veritask fuse`` names everything of service ``s`` in its namespace: the tables ``s_<table>``
+(their tools ``insert_s_<table>`` ...), the procedures ``s_<id>`` called ``"S: <name>"``; only
+the person table is shared. :func:`fused_services` reads that contract back from a spec: a spec
+whose procedures name two or more services and whose every other table sits in one of their
+namespaces is fused. Any spec that does not meet it (every built-in domain) is generated exactly
+as before.
+
+On a fused spec, :class:`CrossServiceExplorer` plans each episode across services through the
+shared person: after the first goal (and its follow-ups) it adds a goal, for the same person, in
+every service the episode has not written yet, trying that service's procedures in a seeded
+order; an episode that cannot reach one is dropped (None). Refusal tasks are not made: they
+write nothing, so they cannot span services. The generation unit admits only episodes whose
+accepted writes cover two or more services (:meth:`FusedServices.written`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from veritask.policy import DomainSpec, Rule, Transaction, actor_table
+from veritask.synth._analysis import DomainModel
+from veritask.synth._explorer import Episode, SubGoalTrace, SymbolicExplorer
+from veritask.task import WitnessCall
+
+CROSS_TRIES = 6
+"""Procedures of a missing service tried (each with its own repairs) before the episode is
+dropped."""
+
+MIN_SERVICES = 2
+
+
+@dataclass(frozen=True)
+class FusedServices:
+    """The services of a fused spec and the namespace of each table (the person table has
+    none)."""
+
+    services: tuple[str, ...]
+    tables: dict[str, str]
+
+    def written(self, witness: list[WitnessCall], model: DomainModel) -> set[str]:
+        """The services whose tables the witness's accepted writes changed."""
+        out = set()
+        for call in witness:
+            if call.ok and model.writes(call.tool):
+                service = self.tables.get(model.tool(call.tool).table)
+                if service is not None:
+                    out.add(service)
+        return out
+
+
+def _service_label(tx: Transaction) -> str | None:
+    """The service a fused procedure names (``"Travel: Book Flight"`` with id
+    ``travel_book_flight`` -> ``travel``), None when its name and id do not agree."""
+    label, sep, _ = tx.name.partition(": ")
+    service = label.lower()
+    if not sep or not service or not tx.id.startswith(f"{service}_"):
+        return None
+    return service
+
+
+def fused_services(spec: DomainSpec) -> FusedServices | None:
+    """The services of a spec written by ``veritask fuse``, or None for any other spec.
+
+    Fused means: every procedure names its service (``"S: ..."``, id ``s_...``, its tool on a
+    table ``s_...``), there are at least two services, and every table but the actor sits in the
+    namespace of one of them (the longest matching service name wins).
+    """
+    if not spec.transactions:
+        return None
+    actor = actor_table(spec)
+    services: set[str] = set()
+    for tx in spec.transactions:
+        service = _service_label(tx)
+        if service is None or not tx.tool.partition("_")[2].startswith(f"{service}_"):
+            return None
+        services.add(service)
+    if len(services) < MIN_SERVICES:
+        return None
+    longest = sorted(services, key=lambda s: (-len(s), s))
+    tables: dict[str, str] = {}
+    for table in spec.tables:
+        if table.name == actor:
+            continue
+        owner = next((s for s in longest if table.name.startswith(f"{s}_")), None)
+        if owner is None:
+            return None
+        tables[table.name] = owner
+    if len(set(tables.values())) < MIN_SERVICES:
+        return None
+    return FusedServices(tuple(sorted(services)), tables)
+
+
+class CrossServiceExplorer(SymbolicExplorer):
+    """The symbolic Explorer on a fused spec: every episode writes in two or more services.
+
+    Set ``fused`` before exploring (the unit does); see the module docstring for the plan.
+    """
+
+    fused: FusedServices | None = None
+
+    def _service_of(self, tx: Transaction) -> str | None:
+        assert self.fused is not None
+        return self.fused.tables.get(self.model.tool(tx.tool).table)
+
+    def explore(
+        self,
+        actor: Any,
+        first: Transaction,
+        aim: Rule | None,
+        max_goals: int,
+        chain: float,
+        allow_refusal: bool,  # noqa: ARG002 - a refusal writes nothing, so it spans no services
+    ) -> Episode | None:
+        """One episode for ``actor`` that writes in every service it can reach, at least two;
+        None when it reaches fewer (state and witness are then left to the caller to reset)."""
+        episode = super().explore(actor, first, aim, max_goals, chain, allow_refusal=False)
+        if episode is None or episode.refusal is not None or self.fused is None:
+            return None
+        goals = list(episode.subgoals)
+        for service in self.fused.services:
+            if service in self.fused.written(self.witness, self.model):
+                continue
+            more = self._cross_goal(service, actor)
+            if more is None:
+                return None
+            goals += more
+        if len(self.fused.written(self.witness, self.model)) < MIN_SERVICES:
+            return None
+        return Episode(
+            actor,
+            list(self.witness),
+            goals,
+            declined=episode.declined,
+            refused_ask=episode.refused_ask,
+        )
+
+    def _cross_goal(self, service: str, actor: Any) -> list[SubGoalTrace] | None:
+        """A goal of ``actor`` in ``service``: its procedures in a seeded order, the first one
+        reached (with its lead-up goals), else None."""
+        options = [tx for tx in self.model.write_transactions if self._service_of(tx) == service]
+        self.rng.shuffle(options)
+        for tx in options[:CROSS_TRIES]:
+            more = self._attempt(tx, actor)
+            if more is not None:
+                return more
+        return None
+
+
+__all__ = ["CrossServiceExplorer", "FusedServices", "fused_services"]
