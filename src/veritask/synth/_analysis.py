@@ -32,8 +32,11 @@ _NAME_COLUMNS = ("name", "full_name", "title", "label", "display_name")
 
 
 def humanize(name: str) -> str:
-    """``flight_bookings`` -> ``flight booking``; ``trip_purpose`` -> ``trip purpose``."""
-    words = name.split("_")
+    """``flight_bookings`` -> ``flight booking``; ``trip_purpose`` -> ``trip purpose``. A word
+    said twice in a row is said once: a fused spec's ``travel_travel_requests`` (the service
+    prefix on a table that already starts with it) -> ``travel request``."""
+    parts = name.split("_")
+    words = [w for i, w in enumerate(parts) if i == 0 or w != parts[i - 1]]
     last = words[-1]
     if last.endswith("ies"):
         words[-1] = last[:-3] + "y"
