@@ -27,7 +27,7 @@ def mock_env(compiled: dict[str, CompiledDomain]) -> Environment:
 @pytest.fixture(scope="session")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, int, int], Path]:
     """``generated(domain, n, seed)``: ``n`` tasks of ``domain`` generated from ``seed`` into a
-    directory of their own (``<tmp>/<domain>``), made once per test session for each argument
+    directory of their own (``<tmp>/<domain>``), made once per test run for each argument
     triple and shared by every test that asks for it: tests read it and write elsewhere."""
     made: dict[tuple[str, int, int], Path] = {}
 
