@@ -4,6 +4,7 @@ gate records, an evolve run and a blueprint run."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,6 @@ from veritask._cli.main import cli
 from veritask.blueprint import BlueprintDag, DagConfig
 from veritask.logic import GateSettings, get_family, run_gates
 from veritask.model import ScriptedProvider
-from veritask.synth import generate
 
 
 def _run(*args: str) -> None:
@@ -22,11 +22,9 @@ def _run(*args: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def dataset(generated: Callable[[str, int, int], Path]) -> Path:
     """Twelve certified tasks of the ``mock`` domain."""
-    out = tmp_path_factory.mktemp("view") / "ds"
-    generate("mock", 12, 5, out)
-    return out
+    return generated("mock", 12, 5)
 
 
 @pytest.fixture(scope="session")

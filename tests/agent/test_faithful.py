@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from tests._hand_built import hand_built, witness_of
 
 from veritask.agent import PAYLOAD, FaithfulAgent, ScriptedUser, wire_messages
 from veritask.env import CompiledDomain, Environment
@@ -19,8 +20,6 @@ from veritask.task import (
     TaskDescription,
     TaskPackage,
     Trajectory,
-    UserProfile,
-    WitnessCall,
 )
 
 DUNE = RowRef(table="books", match={"title": "Dune"})
@@ -34,35 +33,11 @@ def _package(
     env: Environment, user: str, subs: list[SubGoal], calls: list[tuple[str, dict[str, Any]]]
 ) -> tuple[TaskPackage, bytes, bytes]:
     origin = env.snapshot().data
-    witness = []
-    for tool, args in calls:
-        got = env.call(tool, args).to_json()
-        witness.append(
-            WitnessCall(
-                tool=tool, args=args, ok=got["ok"], result=got["result"], error=got["error"]
-            )
-        )
+    witness = witness_of(env, calls)
     target = env.snapshot().data
     env.restore(origin)
     task = TaskDescription(who_you_are="me", total_goal="goal", sub_goals=subs)
-    pkg = TaskPackage(
-        id="t",
-        domain="mock",
-        spec_hash="0" * 64,
-        policy="0" * 64,
-        task=task,
-        task_description=task.render(),
-        user_profile=UserProfile(user_id=user, name=user, archetype="rookie"),
-        origin="0" * 64,
-        target="0" * 64,
-        witness=witness,
-        difficulty="L1",
-        tags=[],
-        rules_exercised=[],
-        boundary_hits=0,
-        seed=0,
-        generator="test",
-    )
+    pkg = hand_built(task, witness, user)
     return pkg, origin, target
 
 

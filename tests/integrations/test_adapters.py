@@ -14,27 +14,19 @@ import pytest
 
 httpx = pytest.importorskip("httpx")
 
-from veritask.integrations import VeritaskEnv, run_episode  # noqa: E402
+from veritask.integrations import run_episode  # noqa: E402
 from veritask.integrations.areal import VeritaskAReaLAgent  # noqa: E402
 from veritask.integrations.art import art_rollout  # noqa: E402
 from veritask.integrations.skyrl import VeritaskTextEnv, skyrl_rows  # noqa: E402
 from veritask.integrations.toolparse import parse_tool_calls, strip_tool_calls  # noqa: E402
-from veritask.synth import generate  # noqa: E402
 from veritask.task import TaskPackage  # noqa: E402
 
 BASE = "http://policy.test/v1"
 
 
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory: pytest.TempPathFactory) -> str:
-    out = tmp_path_factory.mktemp("adapters") / "travel"
-    generate("travel", 6, 11, out)
-    return str(out)
-
-
-@pytest.fixture(scope="module")
-def task(dataset: str) -> TaskPackage:
-    return next(p for p in VeritaskEnv(dataset).source.packages if not p.refusal and p.witness)
+def task(solvable: list[TaskPackage]) -> TaskPackage:
+    return solvable[0]
 
 
 def _endpoint(witness: list[Any]) -> Any:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,20 +20,12 @@ from veritask.integrations.verifiers_env import (
     veritask_dataset,
     veritask_reward,
 )
-from veritask.synth import generate
 from veritask.task import TaskPackage
 
 
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory: pytest.TempPathFactory) -> str:
-    out = tmp_path_factory.mktemp("vf") / "travel"
-    generate("travel", 10, 5, out)
-    return str(out)
-
-
-@pytest.fixture(scope="module")
-def packages(dataset: str) -> dict[str, TaskPackage]:
-    return {p.id: p for p in VeritaskEnv(dataset).source.packages}
+def dataset(generated: Callable[[str, int, int], Path]) -> str:
+    return str(generated("travel", 10, 5))
 
 
 def test_dataset_rows(dataset: str, packages: dict[str, TaskPackage]) -> None:

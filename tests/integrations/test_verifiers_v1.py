@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import json
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,6 @@ from mcp.server.mcpserver import MCPServer  # noqa: E402
 
 from veritask.integrations import VeritaskEnv  # noqa: E402
 from veritask.integrations import verifiers_v1 as v1  # noqa: E402
-from veritask.synth import generate  # noqa: E402
 from veritask.task import TaskPackage  # noqa: E402
 
 PLUGIN = "veritask-tasks"
@@ -39,15 +38,8 @@ def _plugin_importable() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory: pytest.TempPathFactory) -> str:
-    out = tmp_path_factory.mktemp("vf1") / "travel"
-    generate("travel", 8, 3, out)
-    return str(out)
-
-
-@pytest.fixture(scope="module")
-def packages(dataset: str) -> dict[str, TaskPackage]:
-    return {p.id: p for p in VeritaskEnv(dataset).source.packages}
+def dataset(generated: Callable[[str, int, int], Path]) -> str:
+    return str(generated("travel", 8, 3))
 
 
 @pytest.fixture(scope="module")

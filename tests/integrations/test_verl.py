@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,6 @@ import yaml
 
 from veritask.integrations import VeritaskEnv
 from veritask.integrations import verl as vt
-from veritask.synth import generate
 from veritask.task import TaskPackage
 
 # name -> parameter names (after self), as in verl/tools/base_tool.py and verl/interactions/base.py
@@ -56,15 +56,8 @@ class AgentData:
 
 
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory: pytest.TempPathFactory) -> str:
-    out = tmp_path_factory.mktemp("verl") / "travel"
-    generate("travel", 10, 11, out)
-    return str(out)
-
-
-@pytest.fixture(scope="module")
-def packages(dataset: str) -> dict[str, TaskPackage]:
-    return {p.id: p for p in VeritaskEnv(dataset).source.packages}
+def dataset(generated: Callable[[str, int, int], Path]) -> str:
+    return str(generated("travel", 10, 11))
 
 
 @pytest.fixture(scope="module")

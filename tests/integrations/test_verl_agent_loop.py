@@ -24,7 +24,6 @@ from verl_restated import (  # beside this file (pytest puts its folder on sys.p
 from veritask.integrations import VeritaskEnv
 from veritask.integrations import verl_agent_loop as val
 from veritask.integrations.verl import verl_rows
-from veritask.synth import generate
 from veritask.task import TaskPackage
 
 
@@ -49,21 +48,12 @@ class Loop080(val.VeritaskLoopMixin, ToolAgentLoop080):
 FLAVOURS = {"verl-0.9.1": Loop091, "verl-0.8.0": Loop080}
 
 
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory: pytest.TempPathFactory) -> str:
-    out = tmp_path_factory.mktemp("verl-loop") / "travel"
-    generate("travel", 6, 11, out)
-    return str(out)
+# dataset, packages and solvable: conftest.py beside this file
 
 
 @pytest.fixture(scope="module")
 def rows(dataset: str) -> dict[str, dict[str, Any]]:
     return {r["extra_info"]["task_id"]: r for r in verl_rows(dataset, agent_name=val.AGENT_NAME)}
-
-
-@pytest.fixture(scope="module")
-def tasks(dataset: str) -> list[TaskPackage]:
-    return [p for p in VeritaskEnv(dataset).source.packages if p.witness and not p.refusal]
 
 
 def oracle_replies(task: TaskPackage) -> list[str]:
@@ -88,9 +78,9 @@ def play(
 @pytest.mark.parametrize("flavour", sorted(FLAVOURS))
 @pytest.mark.parametrize("mode", ["oracle", "noop"])
 def test_scripted_episodes_score_the_verified_reward(
-    flavour: str, mode: str, tasks: list[TaskPackage], rows: dict[str, dict[str, Any]]
+    flavour: str, mode: str, solvable: list[TaskPackage], rows: dict[str, dict[str, Any]]
 ) -> None:
-    for task in tasks:
+    for task in solvable:
         replies = oracle_replies(task) if mode == "oracle" else []
         output, _ = play(FLAVOURS[flavour], rows[task.id], replies)
         expected = 1.0 if mode == "oracle" else 0.0
@@ -105,9 +95,9 @@ def test_scripted_episodes_score_the_verified_reward(
 
 @pytest.mark.parametrize("flavour", sorted(FLAVOURS))
 def test_user_turns_are_inserted_with_mask_zero(
-    flavour: str, tasks: list[TaskPackage], rows: dict[str, dict[str, Any]]
+    flavour: str, solvable: list[TaskPackage], rows: dict[str, dict[str, Any]]
 ) -> None:
-    task = tasks[0]
+    task = solvable[0]
     output, server = play(FLAVOURS[flavour], rows[task.id], oracle_replies(task))
     ids, mask = output.response_ids, output.response_mask
     assert len(ids) == len(mask)
@@ -126,24 +116,24 @@ def test_user_turns_are_inserted_with_mask_zero(
 
 @pytest.mark.parametrize("flavour", sorted(FLAVOURS))
 def test_a_turn_limit_ends_the_episode_without_asking_the_user(
-    flavour: str, tasks: list[TaskPackage], rows: dict[str, dict[str, Any]]
+    flavour: str, solvable: list[TaskPackage], rows: dict[str, dict[str, Any]]
 ) -> None:
-    output, server = play(FLAVOURS[flavour], rows[tasks[0].id], [], max_assistant_turns=1)
+    output, server = play(FLAVOURS[flavour], rows[solvable[0].id], [], max_assistant_turns=1)
     assert len(server.prompts) == 1 and set(output.response_mask) == {1}
     assert output.reward_score == 0.0
     assert output.extra_fields[val.RESULT_KEY]["user_stopped"] is False
 
 
 def test_a_length_limit_stops_before_the_user_turn(
-    tasks: list[TaskPackage], rows: dict[str, dict[str, Any]]
+    solvable: list[TaskPackage], rows: dict[str, dict[str, Any]]
 ) -> None:
-    output, server = play(Loop091, rows[tasks[0].id], [], response_length=30)
+    output, server = play(Loop091, rows[solvable[0].id], [], response_length=30)
     assert len(server.prompts) == 1 and set(output.response_mask) == {1}
     assert output.extra_fields[val.RESULT_KEY]["reward"] == 0.0
 
 
 def test_the_episode_lives_in_the_rollouts_extra_fields(
-    tasks: list[TaskPackage], rows: dict[str, dict[str, Any]]
+    solvable: list[TaskPackage], rows: dict[str, dict[str, Any]]
 ) -> None:
     seen: list[Any] = []
 
@@ -152,7 +142,7 @@ def test_the_episode_lives_in_the_rollouts_extra_fields(
             seen.append(agent_data.extra_fields[val.SESSION_KEY])
             return await super()._call_tool(tool_call, tools_kwargs, agent_data)
 
-    task = tasks[0]
+    task = solvable[0]
     output, _ = play(Spy, rows[task.id], oracle_replies(task))
     assert len(seen) == len(task.witness) and all(isinstance(s, VeritaskEnv) for s in seen)
     assert len({id(s) for s in seen}) == 1
@@ -160,13 +150,13 @@ def test_the_episode_lives_in_the_rollouts_extra_fields(
 
 
 def test_config_entry_keywords_and_the_fallback_dataset(
-    dataset: str, tasks: list[TaskPackage], rows: dict[str, dict[str, Any]]
+    dataset: str, solvable: list[TaskPackage], rows: dict[str, dict[str, Any]]
 ) -> None:
-    row = dict(rows[tasks[0].id])
-    row["extra_info"] = {"task_id": tasks[0].id}
+    row = dict(rows[solvable[0].id])
+    row["extra_info"] = {"task_id": solvable[0].id}
     with pytest.raises(ValueError, match="dataset_dir"):
         play(Loop091, row, [])
-    server = ScriptedServer(oracle_replies(tasks[0]))
+    server = ScriptedServer(oracle_replies(solvable[0]))
     loop = Loop091(server_manager=server, name=val.AGENT_NAME, dataset_dir=dataset)
     assert "name" not in loop.leftover_kwargs
     out = asyncio.run(loop.run({}, raw_prompt=row["prompt"], extra_info=row["extra_info"]))

@@ -25,10 +25,8 @@ from verl.experimental.agent_loop.agent_loop import (
 from verl.utils.dataset.rl_dataset import RLHFDataset
 from verl.workers.rollout.replica import TokenOutput
 
-from veritask.integrations import VeritaskEnv
 from veritask.integrations import verl_agent_loop as val
 from veritask.integrations.verl import verl_rows
-from veritask.synth import generate
 from veritask.task import TaskPackage
 
 CHATML = (
@@ -65,21 +63,12 @@ def tokenizer() -> Any:
     return tok
 
 
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory: pytest.TempPathFactory) -> str:
-    out = tmp_path_factory.mktemp("verl-real") / "travel"
-    generate("travel", 6, 11, out)
-    return str(out)
+# dataset, packages and solvable: conftest.py beside this file
 
 
 @pytest.fixture(scope="module")
 def rows(dataset: str) -> dict[str, dict[str, Any]]:
     return {r["extra_info"]["task_id"]: r for r in verl_rows(dataset, agent_name=val.AGENT_NAME)}
-
-
-@pytest.fixture(scope="module")
-def tasks(dataset: str) -> list[TaskPackage]:
-    return [p for p in VeritaskEnv(dataset).source.packages if p.witness and not p.refusal]
 
 
 class Server:
@@ -169,10 +158,10 @@ def test_registered_under_its_name() -> None:
 
 @pytest.mark.parametrize("mode", ["oracle", "noop"])
 def test_episodes_through_verls_tool_agent_loop(
-    mode: str, tokenizer: Any, tasks: list[TaskPackage], rows: dict[str, dict[str, Any]]
+    mode: str, tokenizer: Any, solvable: list[TaskPackage], rows: dict[str, dict[str, Any]]
 ) -> None:
     entry = _agent_loop_registry[val.AGENT_NAME]
-    for task in tasks:
+    for task in solvable:
         server = Server(tokenizer, oracle(task) if mode == "oracle" else [])
         output = play(entry, tokenizer, server, rows[task.id])
         expected = 1.0 if mode == "oracle" else 0.0
@@ -194,13 +183,13 @@ def test_episodes_through_verls_tool_agent_loop(
 def test_the_agent_loop_config_file_drives_it(
     dataset: str,
     tokenizer: Any,
-    tasks: list[TaskPackage],
+    solvable: list[TaskPackage],
     rows: dict[str, dict[str, Any]],
     tmp_path: Path,
 ) -> None:
     paths = val.write_verl_files(dataset, str(tmp_path))
     (entry,) = OmegaConf.load(paths["agent_loop_config"])  # as AgentLoopWorker reads it
-    task = tasks[0]
+    task = solvable[0]
     server = Server(tokenizer, oracle(task))
     output = play(entry, tokenizer, server, rows[task.id], {"task_id": task.id})  # dataset: entry
     assert output.reward_score == 1.0

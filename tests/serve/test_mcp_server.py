@@ -5,52 +5,21 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
 from click.testing import CliRunner
 from mcp import ClientSession
-from mcp.shared.memory import create_client_server_memory_streams
+from tests._mcp_memory import in_session
 
 from veritask._cli.serve_mcp import serve_mcp_cmd
 from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment
-from veritask.serve.mcp_server import EnvironmentServer, build_server
-
-T = TypeVar("T")
+from veritask.serve.mcp_server import build_server
 
 LAPSED_LOAN = {"member_id": "m_lapsed", "book_id": "b_dune", "due_step": 10}
 GOOD_LOAN = {"member_id": "m_ana", "book_id": "b_dune", "due_step": 10}
-
-
-def in_session(served: EnvironmentServer, body: Callable[[ClientSession], Awaitable[T]]) -> T:
-    """Run ``body`` with an initialized client session connected in memory to ``served``."""
-    out: list[T] = []
-
-    async def main() -> None:
-        server = served.server
-        with anyio.fail_after(30):
-            async with (
-                create_client_server_memory_streams() as (client_streams, server_streams),
-                anyio.create_task_group() as tg,
-            ):
-                tg.start_soon(
-                    lambda: server.run(
-                        server_streams[0],
-                        server_streams[1],
-                        server.create_initialization_options(),
-                        raise_exceptions=True,
-                    )
-                )
-                async with ClientSession(client_streams[0], client_streams[1]) as session:
-                    await session.initialize()
-                    out.append(await body(session))
-                tg.cancel_scope.cancel()
-
-    anyio.run(main)
-    return out[0]
 
 
 async def call(session: ClientSession, tool: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,8 @@ import asyncio
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,17 +26,14 @@ from veritask.serve.openenv_app import (  # noqa: E402
     make_openenv_app,
 )
 from veritask.serve.openenv_client import VeritaskOpenEnvClient  # noqa: E402
-from veritask.synth import generate  # noqa: E402
 from veritask.task import TaskPackage  # noqa: E402
 
 SESSIONS = 50
 
 
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory: pytest.TempPathFactory) -> str:
-    out = tmp_path_factory.mktemp("openenv") / "travel"
-    generate("travel", 6, 11, out)
-    return str(out)
+def dataset(generated: Callable[[str, int, int], Path]) -> str:
+    return str(generated("travel", 6, 11))
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import functools
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,7 +21,6 @@ from veritask.env import CompiledDomain, Environment
 from veritask.model import RecordingProvider, ScriptedProvider, register_provider
 from veritask.rollout import TaskSource
 from veritask.simulate import JUDGE_MARK, open_simulated
-from veritask.synth import generate
 
 pytest.importorskip("mcp")
 pytest.importorskip("starlette")
@@ -29,7 +28,7 @@ pytest.importorskip("uvicorn")
 pytest.importorskip("httpx")
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp.shared.memory import create_client_server_memory_streams
+from tests._mcp_memory import in_session
 
 from veritask.serve import mcp_server, server
 from veritask.serve.client import EnvClient
@@ -91,10 +90,8 @@ def mock() -> CompiledDomain:
 
 
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("served") / "mock"
-    generate("mock", 4, 1, root)
-    return root
+def dataset(generated: Callable[[str, int, int], Path]) -> Path:
+    return generated("mock", 4, 1)
 
 
 @pytest.fixture(scope="module")
@@ -185,36 +182,6 @@ def test_env_tools_needs_env_model(extra_tools: Path) -> None:
 # -- MCP ----------------------------------------------------------------------------------------
 
 
-def in_mcp(
-    served: mcp_server.EnvironmentServer, body: Callable[[ClientSession], Awaitable[T]]
-) -> T:
-    """Run ``body`` with an MCP client connected in memory to ``served``."""
-    out: list[T] = []
-
-    async def main() -> None:
-        mcp = served.server
-        with anyio.fail_after(30):
-            async with (
-                create_client_server_memory_streams() as (client_streams, server_streams),
-                anyio.create_task_group() as tg,
-            ):
-                tg.start_soon(
-                    lambda: mcp.run(
-                        server_streams[0],
-                        server_streams[1],
-                        mcp.create_initialization_options(),
-                        raise_exceptions=True,
-                    )
-                )
-                async with ClientSession(client_streams[0], client_streams[1]) as session:
-                    await session.initialize()
-                    out.append(await body(session))
-                tg.cancel_scope.cancel()
-
-    anyio.run(main)
-    return out[0]
-
-
 def mcp_built_by_cli(
     monkeypatch: pytest.MonkeyPatch, args: list[str]
 ) -> mcp_server.EnvironmentServer:
@@ -250,7 +217,7 @@ def test_serve_mcp_env_model_plays_an_episode(monkeypatch: pytest.MonkeyPatch) -
         ]
         return tools, calls
 
-    tools, calls = in_mcp(served, episode)
+    tools, calls = in_session(served, episode)
     with Environment(mock()) as env:
         real = [t.model_dump(by_alias=True, mode="json") for t in mcp_server.tool_definitions(env)]
     offered = [t.model_dump(by_alias=True, mode="json") for t in tools]
@@ -274,7 +241,7 @@ def test_serve_mcp_hybrid(monkeypatch: pytest.MonkeyPatch, extra_tools: Path) ->
         ]
         return names, calls
 
-    names, calls = in_mcp(served, episode)
+    names, calls = in_session(served, episode)
     assert names == [*mock().tools, "send_notice"]
     with Environment(mock()) as env:
         real = env.call("insert_loans", LAPSED_LOAN).error

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests._hand_built import hand_built, witness_of
 
 from veritask.env import CompiledDomain, Environment
 from veritask.policy import render_wiki
@@ -60,18 +61,6 @@ class Built:
     packages: list[TaskPackage]
 
 
-def _run(env: Environment, calls: list[tuple[str, dict[str, Any]]]) -> list[WitnessCall]:
-    witness = []
-    for tool, args in calls:
-        out = env.call(tool, args).to_json()
-        witness.append(
-            WitnessCall(
-                tool=tool, args=args, ok=out["ok"], result=out["result"], error=out["error"]
-            )
-        )
-    return witness
-
-
 def _episode(
     compiled: CompiledDomain, ds: DatasetDir, calls: list[tuple[str, dict[str, Any]]]
 ) -> tuple[str, str, list[WitnessCall]]:
@@ -79,7 +68,7 @@ def _episode(
     env = Environment(compiled)
     try:
         origin = ds.put_state(env.snapshot().data)
-        witness = _run(env, calls)
+        witness = witness_of(env, calls)
         target = ds.put_state(env.snapshot().data)
     finally:
         env.close()
@@ -113,24 +102,20 @@ def _package(
 ) -> TaskPackage:
     origin, target, witness = episode
     task = _description(fields.pop("goal"), fields.pop("ask"), fields.pop("fallback"))
-    data: dict[str, Any] = {
-        "id": task_id,
-        "domain": "mock",
-        "spec_hash": compiled.spec.spec_hash(),
-        "policy": policy,
-        "task": task,
-        "task_description": task.render(),
-        "user_profile": UserProfile(
-            user_id="m_ana", name="Ana Ruiz", archetype="rookie", known_ids=["m_ana"]
-        ),
-        "origin": origin,
-        "target": target,
-        "witness": witness,
-        "seed": 7,
-        "generator": "hand-built",
-    }
-    data.update(fields)
-    return TaskPackage(**data)
+    user = UserProfile(user_id="m_ana", name="Ana Ruiz", archetype="rookie", known_ids=["m_ana"])
+    return hand_built(
+        task,
+        witness,
+        user,
+        id=task_id,
+        spec_hash=compiled.spec.spec_hash(),
+        policy=policy,
+        origin=origin,
+        target=target,
+        seed=7,
+        generator="hand-built",
+        **fields,
+    )
 
 
 def write_manifest(root: Path, packages: list[TaskPackage]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests._hand_built import hand_built, witness_of
 
 from veritask.env import CompiledDomain, Environment
 from veritask.task import (
@@ -15,26 +16,12 @@ from veritask.task import (
     SubGoal,
     TaskDescription,
     TaskPackage,
-    UserProfile,
-    WitnessCall,
     grounding,
 )
 
 DUNE = RowRef(table="books", match={"title": "Dune"})
 EMMA = RowRef(table="books", match={"title": "Emma"})
 BENS_EMMA_LOAN = RowRef(table="loans", match={"book_id": EMMA, "due_step": 5})
-
-
-def _witness(env: Environment, calls: list[tuple[str, dict[str, Any]]]) -> list[WitnessCall]:
-    out = []
-    for tool, args in calls:
-        got = env.call(tool, args).to_json()
-        out.append(
-            WitnessCall(
-                tool=tool, args=args, ok=got["ok"], result=got["result"], error=got["error"]
-            )
-        )
-    return out
 
 
 def _package(
@@ -46,30 +33,13 @@ def _package(
     fallbacks: list[Fallback] | None = None,
 ) -> TaskPackage:
     origin = env.snapshot().data
-    witness = _witness(env, calls)
+    witness = witness_of(env, calls)
     env.restore(origin)
     subs = [
         SubGoal(title=a.transaction, request=text, ask=a, fallbacks=fallbacks or []) for a in asks
     ]
     task = TaskDescription(who_you_are="me", total_goal=text, sub_goals=subs)
-    return TaskPackage(
-        id="t",
-        domain="mock",
-        spec_hash="0" * 64,
-        policy="0" * 64,
-        task=task,
-        task_description=task.render(),
-        user_profile=UserProfile(user_id=user, name=user, archetype="rookie"),
-        origin="0" * 64,
-        target="0" * 64,
-        witness=witness,
-        difficulty="L1",
-        tags=[],
-        rules_exercised=[],
-        boundary_hits=0,
-        seed=0,
-        generator="test",
-    )
+    return hand_built(task, witness, user)
 
 
 @pytest.fixture
