@@ -275,3 +275,14 @@ def test_cli_persona_with_the_llm_projector(tmp_path: Path) -> None:
     )
     result = CliRunner().invoke(cli, ["check", str(out), "--json"])
     assert result.exit_code == 0, result.output
+
+
+def test_llm_explorer_with_the_symbolic_projector_writes_the_symbolic_persona(
+    tmp_path: Path,
+) -> None:
+    summary = persona_generate(tmp_path / "ds", scripted(), n=3, projector="symbolic")
+    assert summary.tasks == 3 and "persona" not in summary.costs.modules
+    assert check_dataset(tmp_path / "ds").ok
+    for pkg in load_dataset(tmp_path / "ds"):
+        assert "persona" in pkg.tags and VOICE not in pkg.task_description
+        assert pkg.task_description.startswith("INSTRUCTION")
