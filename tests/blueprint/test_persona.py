@@ -14,9 +14,25 @@ import pytest
 from veritask.domains import load_domain
 from veritask.model import ScriptedProvider, StructuredOutputError
 from veritask.synth import generate
-from veritask.synth._persona import LLMPersonaWriter, Persona, persona_of, persona_problems
+from veritask.synth._persona import (
+    HIDING_REASON,
+    LEAK_REASON,
+    UNSTATED_REASON,
+    LLMPersonaWriter,
+    Persona,
+    persona_of,
+    persona_problems,
+    rejection_reason,
+)
 from veritask.synth._projector import Projection
-from veritask.task import DatasetDir, TaskPackage, check_dataset, load_dataset, text_keys
+from veritask.task import (
+    DatasetDir,
+    TaskPackage,
+    check_dataset,
+    load_dataset,
+    task_asks,
+    text_keys,
+)
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +118,11 @@ def test_llm_writer_parses_repairs_and_rejects(dataset: Path) -> None:
         instruction=pkg.task.total_goal,
         motivation="My manager asked me to sort out my trip paperwork before Friday.",
         startup_query="Hello! I'd like some help getting a business trip set up.",
-        hidden_profile=[pkg.task.who_you_are, *(s.request for s in pkg.task.sub_goals)],
+        hidden_profile=[
+            pkg.task.who_you_are,
+            *(s.request for s in pkg.task.sub_goals),
+            *(t for s in pkg.task.sub_goals for t in s.reactive_triggers),  # fallback values
+        ],
     )
     leaking = good.model_copy(update={"startup_query": "Please run insert_travel_requests."})
     provider = ScriptedProvider(["not json", leaking.model_dump_json(), good.model_dump_json()])
@@ -114,3 +134,51 @@ def test_llm_writer_parses_repairs_and_rejects(dataset: Path) -> None:
     stubborn = ScriptedProvider([leaking.model_dump_json()] * 3)
     with pytest.raises(StructuredOutputError):
         asyncio.run(LLMPersonaWriter(spec, stubborn, max_repairs=2).write(_projection(pkg), args))
+
+
+def test_the_startup_query_may_not_name_a_record_or_an_amount(dataset: Path) -> None:
+    """The values a request reaches records by (a trip's purpose, a flight's code) and its
+    amounts are hidden too; single digits are not (they would match any small count)."""
+    spec = load_domain("travel")
+    checked = 0
+    for pkg in load_dataset(dataset):
+        persona = persona_of(_projection(pkg), spec)
+        args = _spoiler_args(dataset, pkg)
+        for request in task_asks(pkg.task):
+            refs = [r for r in (request.target, *request.refs.values()) if r is not None]
+            named = [v for r in refs for v in r.match.values() if isinstance(v, str) and len(v) > 2]
+            amounts = [v for v in request.values.values() if type(v) is int and v >= 10]
+            for value in [*named[:1], *amounts[:1]]:
+                told = persona.model_copy(update={"startup_query": f"It is about {value}."})
+                assert f"gives away {str(value)!r}" in " ".join(
+                    persona_problems(told, pkg.task, spec, args)
+                )
+                checked += 1
+        small = persona.model_copy(update={"startup_query": "I have 2 things to sort out."})
+        assert persona_problems(small, pkg.task, spec, args) == []
+    assert checked >= 10
+
+
+def test_llm_writer_sends_back_dropped_values_and_two_goals(dataset: Path) -> None:
+    spec = load_domain("travel")
+    pkg = _multi_goal(dataset)
+    args = _spoiler_args(dataset, pkg)
+    good = persona_of(_projection(pkg), spec)
+    vague = good.model_copy(
+        update={"instruction": "Sort out my trip.", "hidden_profile": [pkg.task.who_you_are]}
+    )
+    titles = list(dict.fromkeys(s.title for s in pkg.task.sub_goals))
+    two = good.model_copy(update={"startup_query": f"I need {titles[0]} and {titles[1]}."})
+    provider = ScriptedProvider(
+        [vague.model_dump_json(), two.model_dump_json(), good.model_dump_json()]
+    )
+    assert asyncio.run(LLMPersonaWriter(spec, provider).write(_projection(pkg), args)) == good
+    repairs = [r["messages"][-1]["content"] for r in provider.requests[1:]]
+    assert UNSTATED_REASON in repairs[0] and HIDING_REASON not in repairs[0]
+    assert HIDING_REASON in repairs[1] and "2 pain points" in repairs[1]
+    stubborn = ScriptedProvider([two.model_dump_json()] * 3)
+    with pytest.raises(StructuredOutputError) as caught:
+        asyncio.run(LLMPersonaWriter(spec, stubborn).write(_projection(pkg), args))
+    assert rejection_reason(caught.value.reasons[-1]) == "persona hides too little"
+    assert rejection_reason(f"{LEAK_REASON}: x. {HIDING_REASON}: y") == "spoiler leak"
+    assert rejection_reason("not JSON") == "persona rejected"

@@ -67,7 +67,8 @@ _Mode = Literal["symbolic", "llm"]
     "--persona",
     is_flag=True,
     help="Write each description as a persona task: an instruction, a motivation, a start-up "
-    "query stating one pain point, the rest in a hidden profile (symbolic mode).",
+    "query stating one pain point, the rest in a hidden profile (with --projector llm the "
+    "model writes it).",
 )
 @cache_dir_option
 @executor_options

@@ -62,6 +62,7 @@ def _llm_mode(
     projector: Mode | None,
     model: ModelProvider | str | None,
     limits: ExplorerLimits | None,
+    persona: bool = False,
 ) -> LLMMode | None:
     """The LLM settings of a run, or None for a symbolic run; clear errors for bad mixes."""
     for role, value in (("explorer", explorer), ("projector", projector)):
@@ -78,7 +79,7 @@ def _llm_mode(
             "(a provider, or a spec such as 'openai:gpt-4o-mini' or 'replay:run.jsonl')"
         )
     provider = get_provider(model) if isinstance(model, str) else model
-    return LLMMode(explorer, chosen, provider, limits or ExplorerLimits())
+    return LLMMode(explorer, chosen, provider, limits or ExplorerLimits(), persona=persona)
 
 
 def generate(
@@ -110,15 +111,13 @@ def generate(
         model: The provider for the LLM roles, or a provider spec string
             (``get_provider``); required when a role is ``llm``.
         limits: Bounds of each LLM exploration.
-        persona: Symbolic mode: write each description as a persona task with information
-            hiding (``_persona``).
+        persona: Write each description as a persona task with information hiding
+            (``_persona``); with ``projector="llm"`` the model writes it.
 
     Raises:
         ValueError: ``out`` holds a different run, or the mode and model do not fit.
     """
-    mode = _llm_mode(explorer, projector, model, limits)
-    if persona and mode is not None:
-        raise ValueError("persona descriptions are written in symbolic mode only")
+    mode = _llm_mode(explorer, projector, model, limits, persona)
     stage = _stage(domain, n, seed, out, mode, persona)
     ds, todo = _prepare(stage, mode, progress)
     if isinstance(stage, SceneStage):
@@ -141,17 +140,18 @@ async def generate_async(
     projector: Mode | None = None,
     model: ModelProvider | str | None = None,
     limits: ExplorerLimits | None = None,
+    persona: bool = False,
 ) -> GenerateSummary:
     """:func:`generate` for callers inside a running event loop (a notebook, an async trainer).
 
     LLM mode awaits the model calls on the caller's loop; symbolic mode runs in a thread.
     Arguments, outputs and resume behave exactly as in :func:`generate`.
     """
-    mode = _llm_mode(explorer, projector, model, limits)
+    mode = _llm_mode(explorer, projector, model, limits, persona)
     if mode is None:
         return await asyncio.to_thread(
             generate, domain, n, seed, out, workers, progress, explorer=explorer,
-            projector=projector,
+            projector=projector, persona=persona,
         )  # fmt: skip
     stage = LLMSceneStage(domain, seed, n, Path(out), mode)
     ds, todo = _prepare(stage, mode, progress)

@@ -32,6 +32,7 @@ from veritask.synth._designer import Scene, faker_for
 from veritask.synth._explorer import Episode
 from veritask.synth._llm_explorer import Exploration, ExplorerLimits, LLMExplorer
 from veritask.synth._llm_projector import LLMProjector, ProjectionRejected
+from veritask.synth._persona import LLMPersonaWriter
 from veritask.synth._projector import Projection
 from veritask.synth._sampler import StateView
 from veritask.synth._unit import (
@@ -70,6 +71,8 @@ class LLMMode:
         limits: Bounds of each exploration.
         attempts_per_task: Candidates tried per task slot before the unit gives up on it.
         max_repairs: Rounds in which the Projector's answer may be sent back.
+        persona: Write each description as a persona task (``_persona``): with an LLM
+            projector the model writes it (module ``persona``) from the symbolic draft.
     """
 
     explorer: Mode
@@ -78,6 +81,7 @@ class LLMMode:
     limits: ExplorerLimits = field(default_factory=ExplorerLimits)
     attempts_per_task: int = LLM_ATTEMPTS_PER_TASK
     max_repairs: int = 2
+    persona: bool = False
 
     @property
     def generator(self) -> str:
@@ -99,7 +103,7 @@ class LLMMode:
                 "attempts_per_task": self.attempts_per_task,
                 "max_repairs": self.max_repairs,
             },
-        }
+        } | ({"persona": True} if self.persona else {})  # other runs keep their config bytes
 
 
 @dataclass
@@ -163,6 +167,8 @@ class LLMUnitWorker(UnitWorker):
         super().__init__(domain)
         self.mode = mode
         self.generator = mode.generator
+        self.persona = mode.persona and mode.projector == "symbolic"
+        """A symbolic persona; with an LLM projector the model writes it (``_persona_of``)."""
 
     async def run_unit(
         self, domain: str, seed: int, unit: int, count: int, first_index: int, out: Path
@@ -249,6 +255,8 @@ class LLMUnitWorker(UnitWorker):
                 u.origin_digest,
                 u.policy_digest,
             )
+            if self.mode.persona and self.mode.projector == "llm":
+                pkg = await self._persona_of(u, episode, proj, pkg, config)
         except ProjectionRejected as exc:
             if exc.reason == "spoiler leak":
                 result.leaks.append(exc.detail)
@@ -326,12 +334,26 @@ class LLMUnitWorker(UnitWorker):
     ) -> Projection:
         u.view.invalidate()
         edge = self._edge(u.scene, episode)
-        if self.mode.projector == "symbolic":
+        if self.mode.projector == "symbolic" or self.mode.persona:
             return self.projector.project(u.view, episode, edge, u.internal)
         projector = LLMProjector(
             self.model, self.mode.provider, u.ledger, max_repairs=self.mode.max_repairs
         )
         return await projector.project(u.view, episode, dialogue, edge, u.internal, config)
+
+    async def _persona_of(
+        self,
+        u: _Unit,
+        episode: Episode,
+        proj: Projection,
+        pkg: TaskPackage,
+        config: GenerateConfig,
+    ) -> TaskPackage:
+        """The package with its persona written by the model from the symbolic draft (the
+        LLM projector's part in persona mode)."""
+        writer = LLMPersonaWriter(self.spec, self.mode.provider, u.ledger, self.mode.max_repairs)
+        args = (u.internal, proj.profile.known_ids, episode.witness)
+        return await writer.dress(proj, pkg, args, config)
 
 
 __all__ = [

@@ -25,10 +25,27 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from veritask.model import CostLedger, GenerateConfig, ModelProvider, ask, parse_model
+from veritask.model import (
+    CostLedger,
+    GenerateConfig,
+    ModelProvider,
+    StructuredOutputError,
+    ask,
+    parse_model,
+)
 from veritask.policy import DomainSpec
+from veritask.synth._llm_projector import ProjectionRejected
 from veritask.synth._projector import Projection
-from veritask.task import TaskDescription, WitnessCall, decided_spoilers, find_spoilers
+from veritask.task import (
+    RowRef,
+    TaskDescription,
+    TaskPackage,
+    WitnessCall,
+    decided_spoilers,
+    find_spoilers,
+    task_asks,
+    unstated_in,
+)
 
 PERSONA_TAG = "persona"
 
@@ -87,12 +104,31 @@ def persona_of(projection: Projection, spec: DomainSpec) -> Persona:
 
 
 def _stated_values(task: TaskDescription) -> list[str]:
-    """The values the user states in their requests (revealed later, when asked)."""
+    """The values the user states in their requests (revealed later, when asked): the strings
+    longer than two characters and the numbers of two digits or more that a request, its
+    fallbacks or the records it names (a trip's purpose, a flight's code) state."""
     out: list[str] = []
-    for sub in task.sub_goals:
-        if sub.ask is not None:
-            out += [str(v) for v in sub.ask.values.values() if isinstance(v, str) and len(v) > 2]
+    for request in task_asks(task):
+        refs = [r for r in (request.target, *request.refs.values()) if r is not None]
+        values = [*request.values.values(), *(v for r in refs for v in _leaves(r))]
+        out += [str(v) for v in values if _telling(v)]
     return sorted(set(out))
+
+
+def _leaves(ref: RowRef) -> list[Any]:
+    out: list[Any] = []
+    for value in ref.match.values():
+        out += _leaves(value) if isinstance(value, RowRef) else [value]
+    return out
+
+
+def _telling(value: Any) -> bool:
+    """Whether a value, said in the first message, would give a detail away."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return abs(value) >= 10
+    return isinstance(value, str) and len(value) > 2
 
 
 def _mentions(text: str, phrase: str) -> bool:
@@ -108,10 +144,22 @@ def persona_problems(
     """Why a persona cannot be used (empty when it can): a spoiler anywhere in its text
     (``spoiler_args``: internal ids, ids the user knows, the witness), or a start-up query
     that names more than one sub-goal or a value the user keeps hidden."""
+    return _spoilers(persona, spec, spoiler_args) + _told_too_much(persona, task)
+
+
+def _spoilers(
+    persona: Persona,
+    spec: DomainSpec,
+    spoiler_args: tuple[set[str], list[str], list[WitnessCall]],
+) -> list[str]:
     internal, known, witness = spoiler_args
     text = persona.render()
-    problems = find_spoilers(text, spec, internal, known)
-    problems += decided_spoilers(text, spec, witness)
+    return find_spoilers(text, spec, internal, known) + decided_spoilers(text, spec, witness)
+
+
+def _told_too_much(persona: Persona, task: TaskDescription) -> list[str]:
+    """The information-hiding check of the start-up query."""
+    problems: list[str] = []
     query = persona.startup_query
     titles = list(dict.fromkeys(s.title for s in task.sub_goals))
     named = [t for t in titles if _mentions(query, t)]
@@ -141,21 +189,39 @@ From a grounded task (a structured draft) write four fields in natural, first-pe
 - "instruction": the user's whole goal, with every name, amount and choice of the draft;
 - "motivation": one or two sentences on why this user wants it (plausible, consistent with who \
 they are);
-- "startup_query": the user's first message. It states ONE pain point only: the first goal, in \
-everyday words, without its details (no names, amounts or dates the draft gives) and without \
-the later goals;
+- "startup_query": the user's first message. It states ONE pain point only: the first of the \
+requests' goals, in everyday words, without its details (no names, amounts or dates the draft \
+gives) and without the later goals;
 - "hidden_profile": a list of facts the user reveals only when the agent asks: who they are, \
-each request with its values, how they react to refusals, what they believe at first.
+each request with its values, how they react to refusals, what they believe at first. Every \
+value a request states (a name, an amount, a step, a code) appears in your text exactly as the \
+draft writes it.
 
 Never write tool names, table or column names, or internal record ids. Answer with one JSON \
 object and nothing else:
 {"instruction": "...", "motivation": "...", "startup_query": "...", "hidden_profile": ["..."]}"""
 
 
+LEAK_REASON = "the persona names what the user cannot know"
+HIDING_REASON = "the start-up query says too much"
+UNSTATED_REASON = "the persona must state these values as the draft does"
+
+
+def rejection_reason(last: str) -> str:
+    """The discard reason of a persona the model could not get right, from the problems of
+    its last answer: ``spoiler leak``, ``persona hides too little`` or ``persona rejected``."""
+    if LEAK_REASON in last:
+        return "spoiler leak"
+    if HIDING_REASON in last:
+        return "persona hides too little"
+    return "persona rejected"
+
+
 class LLMPersonaWriter:
     """Writes persona tasks with a model; the answer is parsed, checked with
-    :func:`persona_problems`, sent back with the problems named a bounded number of times,
-    and otherwise rejected (``veritask.model.StructuredOutputError``)."""
+    :func:`persona_problems` and for every value the requests state (the text must still
+    ground the task), sent back with the problems named a bounded number of times, and
+    otherwise rejected (``veritask.model.StructuredOutputError``)."""
 
     def __init__(
         self,
@@ -181,9 +247,16 @@ class LLMPersonaWriter:
 
         def parse(text: str) -> Persona:
             persona = validate(text)
-            problems = persona_problems(persona, task, self.spec, spoiler_args)
+            problems: list[str] = []
+            if leaks := _spoilers(persona, self.spec, spoiler_args):
+                problems.append(f"{LEAK_REASON}: {'; '.join(leaks)}")
+            if told := _told_too_much(persona, task):
+                problems.append(f"{HIDING_REASON}: {'; '.join(told)}")
+            if missing := unstated_in(task, persona.render()):
+                said = sorted({f"{u.arg} {u.reason.split(' is not')[0]}" for u in missing})
+                problems.append(f"{UNSTATED_REASON}: {'; '.join(said)}")
             if problems:
-                raise ValueError("; ".join(problems) + ". Rewrite it without them.")
+                raise ValueError(". ".join(problems) + ". Rewrite it without these problems.")
             return persona
 
         return parse
@@ -192,16 +265,19 @@ class LLMPersonaWriter:
         self,
         projection: Projection,
         spoiler_args: tuple[set[str], list[str], list[WitnessCall]],
+        config: GenerateConfig | None = None,
     ) -> Persona:
-        """The persona of a projected episode, in the model's words.
+        """The persona of a projected episode, in the model's words (charged to module
+        ``persona``).
 
         Raises:
             veritask.model.StructuredOutputError: Still unusable after the repair rounds.
         """
         draft = persona_of(projection, self.spec)
+        task = projection.task
         payload: dict[str, Any] = {
-            "draft_task": projection.task.model_dump(mode="json", exclude={"sub_goals"}),
-            "requests": [s.request for s in projection.task.sub_goals],
+            "draft_task": task.model_dump(mode="json", exclude={"sub_goals"}),
+            "requests": [{"goal": s.title, "request": s.request} for s in task.sub_goals],
             "symbolic_persona": draft.model_dump(mode="json"),
         }
         messages = [
@@ -211,13 +287,35 @@ class LLMPersonaWriter:
         persona: Persona = await ask(
             self.provider,
             messages,
-            self.parser(projection.task, spoiler_args),
+            self.parser(task, spoiler_args),
             module="persona",
             ledger=self.ledger,
-            config=self.config,
+            config=config or self.config,
             max_repairs=self.max_repairs,
         )
         return persona
+
+    async def dress(
+        self,
+        projection: Projection,
+        package: TaskPackage,
+        spoiler_args: tuple[set[str], list[str], list[WitnessCall]],
+        config: GenerateConfig | None = None,
+    ) -> TaskPackage:
+        """``package`` (built from ``projection``) with the model's persona as its text and
+        the ``persona`` tag; the structured task, and so the certificate, stay as they are.
+
+        Raises:
+            ProjectionRejected: No usable persona after the repair rounds; its ``reason`` is
+                from :func:`rejection_reason`, its ``detail`` the last answer's problems.
+        """
+        try:
+            persona = await self.write(projection, spoiler_args, config)
+        except StructuredOutputError as exc:
+            last = exc.reasons[-1]
+            raise ProjectionRejected(rejection_reason(last), last) from None
+        tags = sorted({*package.tags, PERSONA_TAG})
+        return package.model_copy(update={"task_description": persona.render(), "tags": tags})
 
 
 def _json(data: Any) -> str:
@@ -225,11 +323,15 @@ def _json(data: Any) -> str:
 
 
 __all__ = [
+    "HIDING_REASON",
+    "LEAK_REASON",
     "PERSONA_PROMPT",
     "PERSONA_TAG",
+    "UNSTATED_REASON",
     "LLMPersonaWriter",
     "Persona",
     "persona_of",
     "persona_problems",
     "persona_text",
+    "rejection_reason",
 ]
