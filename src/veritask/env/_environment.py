@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from veritask.env._args import validate_arguments
+from veritask.env._args import plain_params, validate_arguments
 from veritask.env._build import build_image
 from veritask.env._notebook import bind_new_old
 from veritask.env._result import ToolError, ToolResult, failure
@@ -25,7 +26,15 @@ from veritask.env._state import (
     read_tracked,
     rebase,
 )
-from veritask.policy import RAISE_PATTERN, DomainSpec, Rule, ToolSpec, build_tools, quote_ident
+from veritask.policy import (
+    RAISE_PATTERN,
+    DomainSpec,
+    Rule,
+    ToolSpec,
+    build_tools,
+    compile_sql,
+    quote_ident,
+)
 from veritask.policy._tools import DEFAULT_LIMIT
 
 Mode = Literal["read", "write", "admin"]
@@ -55,20 +64,45 @@ class CompiledDomain:
     seed: bytes
     read_only: frozenset[str]
     columns_sql: dict[str, str]
+    returning: frozenset[str] = frozenset()
+    """Tables no trigger writes to: a write's ``RETURNING`` clause is the stored row there."""
+    plain: dict[str, dict[str, type]] = field(default_factory=dict)
+    """Per tool, the parameters checked by type alone (``plain_params``)."""
 
     @classmethod
     def from_spec(cls, spec: DomainSpec) -> CompiledDomain:
         """Compile a spec: tools, diff layout and the seed database image."""
+        triggers = compile_sql(spec).triggers
+        tools = build_tools(spec)
         return cls(
             spec=spec,
-            tools=build_tools(spec),
+            tools=tools,
             layout=Layout.from_spec(spec),
             seed=build_image(spec),
             read_only=frozenset(t.name for t in spec.tables if not t.writable),
             columns_sql={
                 t.name: ", ".join(quote_ident(c) for c in t.column_names) for t in spec.tables
             },
+            returning=frozenset(
+                t.name for t in spec.tables if not _written_by_triggers(t.name, triggers)
+            ),
+            plain={name: plain_params(tool) for name, tool in tools.items()},
         )
+
+
+def _written_by_triggers(table: str, triggers: str) -> bool:
+    """True when some trigger body may insert into, update or replace rows of ``table``.
+
+    Conservative on purpose (any ``UPDATE``/``INTO``/``REPLACE`` naming the table counts): a
+    false positive only costs a read-back ``SELECT``; a false negative would return a row that an
+    AFTER trigger changed later in the same statement (``RETURNING`` does not see that).
+    """
+    name = re.escape(table)
+    pattern = (
+        rf"\b(?:UPDATE|INTO|REPLACE)\s+(?:OR\s+\w+\s+)?(?:[\w\"`\[\]]+\s*\.\s*)?"
+        rf"[\"`\[]?{name}(?![\w$])"
+    )
+    return re.search(pattern, triggers, re.IGNORECASE) is not None
 
 
 class Environment:
@@ -100,6 +134,7 @@ class Environment:
         self._conn.set_authorizer(self._authorize)
         self._conn.set_progress_handler(self._past_deadline, _PROGRESS_OPCODES)
         self._conn.execute("PRAGMA foreign_keys = ON")
+        self._cur = self._conn.cursor()  # the write path's statements (one cursor, reused)
         self._sql_cache: dict[tuple[str, tuple[str, ...]], str] = {}
         self._insert_cache: dict[tuple[str, tuple[str, ...]], tuple[str, tuple[str, ...]]] = {}
         self._savepoint = _CallSavepoint(self)
@@ -208,7 +243,7 @@ class Environment:
                 else f"the tool name must be a string, got {label}",
                 hint="Available tools: " + ", ".join(self.domain.tools),
             )
-        clean, err = validate_arguments(spec, args, self.spec)
+        clean, err = validate_arguments(spec, args, self.spec, self.domain.plain.get(tool))
         if err is not None:
             return ToolResult(tool=tool, ok=False, error=err)
         try:
@@ -271,13 +306,10 @@ class Environment:
             else:
                 sets = ", ".join(f"{quote_ident(c)} = ?" for c in cols)
                 sql = f"UPDATE {table} SET {sets} WHERE rowid = ?"
+            if tool.table in self.domain.returning:
+                sql += f" RETURNING {self._columns_sql(tool.table)}"
             self._sql_cache[key] = sql
         return sql
-
-    def _row_by_rowid(self, table: str, rowid: int | None) -> Row | None:
-        sql = self.domain.layout.tables[table].by_rowid_sql
-        row: Row | None = self._conn.execute(sql, (rowid,)).fetchone()
-        return row
 
     def _insert(self, tool: ToolSpec, args: dict[str, Any]) -> ToolResult:
         key = (tool.name, tuple(args))
@@ -291,10 +323,13 @@ class Environment:
     def _update(self, tool: ToolSpec, args: dict[str, Any]) -> ToolResult:
         assert tool.key is not None
         key_value = args.pop(tool.key)
-        found = self._conn.execute(
-            f"SELECT rowid, {self._columns_sql(tool.table)} FROM {quote_ident(tool.table)} WHERE {quote_ident(tool.key)} = ?",
-            (key_value,),
-        ).fetchone()
+        lookup = self._sql_cache.get((tool.name, ()))
+        if lookup is None:
+            lookup = self._sql_cache[(tool.name, ())] = (
+                f"SELECT rowid, {self._columns_sql(tool.table)} FROM {quote_ident(tool.table)} "
+                f"WHERE {quote_ident(tool.key)} = ?"
+            )
+        found = self._cur.execute(lookup, (key_value,)).fetchone()
         if found is None:
             return failure(
                 tool.name,
@@ -322,18 +357,24 @@ class Environment:
         old: tuple[int, Row] | None,
         args: dict[str, Any],
     ) -> ToolResult:
-        """Run one write and read back the stored row, both inside the savepoint."""
+        """Run one write and read back the stored row, both inside the savepoint.
+
+        Where no trigger writes to the table the statement's ``RETURNING`` clause is the stored
+        row; elsewhere (an effect may update the row after the write) it is read back by rowid.
+        """
+        cur, table = self._cur, self.domain.layout.tables[tool.table]
         try:
             with self._savepoint:
-                cur = self._conn.execute(sql, values)
-                rowid = old[0] if old is not None else cur.lastrowid
-                row = self._row_by_rowid(tool.table, rowid)
+                if tool.table in self.domain.returning:
+                    row = cur.execute(sql, values).fetchone()
+                else:
+                    cur.execute(sql, values)
+                    rowid = old[0] if old is not None else cur.lastrowid
+                    row = cur.execute(table.by_rowid_sql, (rowid,)).fetchone()
         except sqlite3.Error as exc:
             return ToolResult(tool=tool.name, ok=False, error=self._translate(tool, exc, old, args))
-        columns = self.domain.layout.tables[tool.table].columns
-        result = dict(zip(columns, row, strict=True)) if row is not None else None
-        changed = old is None or row != old[1]
-        return ToolResult(tool.name, True, result, None, changed)
+        result = dict(zip(table.columns, row, strict=False)) if row is not None else None
+        return ToolResult.accepted(tool.name, result, old is None or row != old[1])
 
     # -- errors ----------------------------------------------------------------------------
 
@@ -498,7 +539,7 @@ class _CallSavepoint:
             raise RuntimeError("a transaction is already open; refusing to nest vt_call")
         env._mode = "write"
         try:
-            env._conn.execute("SAVEPOINT vt_call")
+            env._cur.execute("SAVEPOINT vt_call")
         except BaseException:
             env._mode = "read"
             raise
@@ -510,7 +551,7 @@ class _CallSavepoint:
         try:
             if exc_type is None:
                 try:
-                    env._conn.execute("RELEASE vt_call")
+                    env._cur.execute("RELEASE vt_call")
                 except BaseException:
                     self._undo()
                     raise

@@ -48,6 +48,17 @@ class TableLayout:
         return f"SELECT rowid, {cols} FROM {quote_ident(self.name)}"
 
     @functools.cached_property
+    def tracked_sql(self) -> str:
+        """Each tracked row of the table: rowid, whether it existed at the root, its columns at
+        the root, its columns now."""
+        base = ", ".join(f"b.{quote_ident(c)}" for c in self.columns)
+        cur = ", ".join(f"m.{quote_ident(c)}" for c in self.columns)
+        return (
+            f"SELECT b.rid, b.existed, {base}, {cur} FROM {quote_ident('vt_base_' + self.name)} b "
+            f"JOIN {quote_ident(self.name)} m ON m.rowid = b.rid"
+        )
+
+    @functools.cached_property
     def by_rowid_sql(self) -> str:
         """``SELECT <columns> FROM <table> WHERE rowid = ?``."""
         cols = ", ".join(quote_ident(c) for c in self.columns)
@@ -177,15 +188,8 @@ def read_tracked(conn: sqlite3.Connection, layout: Layout) -> Tracked:
     for name in dirty_tables(conn, layout):
         t = layout.tables[name]
         n = len(t.columns)
-        base_cols = ", ".join(f"b.{quote_ident(c)}" for c in t.columns)
-        cur_cols = ", ".join(f"m.{quote_ident(c)}" for c in t.columns)
-        sql = (
-            f"SELECT b.rid, b.existed, {base_cols}, {cur_cols} FROM {quote_ident('vt_base_' + name)} b "
-            f"JOIN {quote_ident(name)} m ON m.rowid = b.rid"
-        )
         out[name] = {
-            r[0]: (tuple(r[2 : 2 + n]) if r[1] else None, tuple(r[2 + n :]))
-            for r in conn.execute(sql)
+            r[0]: (r[2 : 2 + n] if r[1] else None, r[2 + n :]) for r in conn.execute(t.tracked_sql)
         }
     return Tracked(found[0] if found else "", out)
 
