@@ -218,11 +218,12 @@ def validate_arguments(
     ``plain`` is ``plain_params(tool)``, computed once per tool by callers on the hot path.
     """
     if type(raw) is dict:
-        args: dict[Any, Any] | None = raw
+        args: dict[Any, Any] = raw
     else:
-        args, err = parse_arguments(tool, raw)
-        if err is not None or args is None:
+        parsed, err = parse_arguments(tool, raw)
+        if err is not None or parsed is None:
             return {}, err
+        args = parsed
     if plain is None:
         plain = plain_params(tool)
     clean: dict[str, Any] = {}
