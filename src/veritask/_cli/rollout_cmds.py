@@ -67,13 +67,6 @@ def _roles_options(fn: Any) -> Any:
             "the SQLite environment; the model also judges each episode (the reward).",
         ),
         click.option(
-            "--workers",
-            type=click.IntRange(min=1),
-            default=1,
-            show_default=True,
-            help="With --executor ray: Ray actors, each running --concurrency episodes at once.",
-        ),
-        click.option(
             "--allow-uncertified",
             is_flag=True,
             help="Run even when the dataset fails 'veritask check' (edited, unsealed or stale).",
@@ -81,7 +74,16 @@ def _roles_options(fn: Any) -> Any:
     ]
     for option in reversed(options):
         fn = option(fn)
-    return executor_options(fn)
+    return executor_options(_WORKERS(fn))
+
+
+_WORKERS = click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="With --executor ray: Ray actors, each running --concurrency episodes at once.",
+)
 
 
 def _require_certified(directory: str) -> None:
