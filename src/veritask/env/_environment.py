@@ -21,6 +21,7 @@ from veritask.env._state import (
     Row,
     Snapshot,
     StateDiff,
+    Tracked,
     diff,
     diff_tracked,
     read_tracked,
@@ -137,6 +138,7 @@ class Environment:
         self._cur = self._conn.cursor()  # the write path's statements (one cursor, reused)
         self._sql_cache: dict[tuple[str, tuple[str, ...]], str] = {}
         self._insert_cache: dict[tuple[str, tuple[str, ...]], tuple[str, tuple[str, ...]]] = {}
+        self._query_cache: dict[tuple[Any, ...], tuple[str, str, list[str]]] = {}
         self._savepoint = _CallSavepoint(self)
         self._mode = "read"
         self.restore(state if state is not None else self.domain.seed)
@@ -261,29 +263,50 @@ class Environment:
     def _as_dict(self, table: str, row: Row) -> dict[str, Any]:
         return dict(zip(self.domain.layout.tables[table].columns, row, strict=True))
 
+    def _query_sql(self, tool: ToolSpec, args: dict[str, Any]) -> tuple[str, str, list[str]]:
+        """The row and count statements of a query with these arguments, and the arguments
+        they bind in order (cached per tool, argument names and ordering)."""
+        order_by, descending = args.get("order_by"), bool(args.get("descending"))
+        key = (tool.name, tuple(args), order_by, descending)
+        found = self._query_cache.get(key)
+        if found is None:
+            where: list[str] = []
+            names: list[str] = []
+            for name in args:
+                p = tool.params[name]
+                if p.column is None:
+                    continue
+                op = {"eq": "=", "min": ">=", "max": "<="}[p.role]
+                where.append(f"{quote_ident(p.column)} {op} ?")
+                names.append(name)
+            clause = f" WHERE {' AND '.join(where)}" if where else ""
+            table = quote_ident(tool.table)
+            order = (
+                quote_ident(str(order_by)) + (" DESC" if descending else "") + ", "
+                if "order_by" in args
+                else ""
+            )
+            rows_sql = (
+                f"SELECT {self._columns_sql(tool.table)} FROM {table}{clause} "
+                f"ORDER BY {order}rowid LIMIT ? OFFSET ?"
+            )
+            found = self._query_cache[key] = (
+                rows_sql,
+                f"SELECT count(*) FROM {table}{clause}",
+                names,
+            )
+        return found
+
     def _query(self, tool: ToolSpec, args: dict[str, Any]) -> ToolResult:
-        where: list[str] = []
-        params: list[Any] = []
-        for name, value in args.items():
-            p = tool.params[name]
-            if p.column is None:
-                continue
-            op = {"eq": "=", "min": ">=", "max": "<="}[p.role]
-            where.append(f"{quote_ident(p.column)} {op} ?")
-            params.append(value)
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
-        table = quote_ident(tool.table)
-        order = (
-            quote_ident(args["order_by"]) + (" DESC" if args.get("descending") else "") + ", "
-            if "order_by" in args
-            else ""
-        )
+        rows_sql, count_sql, names = self._query_sql(tool, args)
+        params = [args[n] for n in names]
         limit, offset = args.get("limit", DEFAULT_LIMIT), args.get("offset", 0)
-        sql = f"SELECT {self._columns_sql(tool.table)} FROM {table}{clause} ORDER BY {order}rowid LIMIT ? OFFSET ?"
-        rows = self._conn.execute(sql, [*params, limit, offset]).fetchall()
-        (total,) = self._conn.execute(f"SELECT count(*) FROM {table}{clause}", params).fetchone()
+        cur = self._cur
+        rows = cur.execute(rows_sql, [*params, limit, offset]).fetchall()
+        (total,) = cur.execute(count_sql, params).fetchone()
+        columns = self.domain.layout.tables[tool.table].columns
         result = {
-            "rows": [self._as_dict(tool.table, r) for r in rows],
+            "rows": [dict(zip(columns, r, strict=False)) for r in rows],
             "total": total,
             "limit": limit,
             "offset": offset,
@@ -469,10 +492,30 @@ class Environment:
 
     def diff(self, target: Snapshot) -> StateDiff:
         """DIFF from the current state to ``target`` (rows only ``target`` has are "added")."""
-        mine, theirs = read_tracked(self._conn, self.domain.layout), target.tracked
+        mine, theirs = read_tracked(self._conn, self.domain.layout), self._tracked_of(target)
         if mine.root and mine.root == theirs.root:
             return diff_tracked(mine, theirs, self.domain.layout)
         return diff(self.snapshot(), target)
+
+    def _tracked_of(self, target: Snapshot) -> Tracked:
+        """``target.tracked``, read through this connection when not known yet.
+
+        A fresh connection parses the whole schema (every table, index and trigger) before its
+        first query, which costs far more than reading the tracked rows; this connection has
+        the domain's schema parsed already and keeps it across images of the domain (SQLite
+        re-parses only when the schema cookie changes). The current state is put back byte for
+        byte.
+        """
+        if target.known_tracked is None:
+            current = self._conn.serialize()
+            self._mode = "admin"
+            try:
+                self._conn.deserialize(target.data)
+                target.known_tracked = read_tracked(self._conn, self.domain.layout)
+            finally:
+                self._conn.deserialize(current)
+                self._mode = "read"
+        return target.tracked
 
     def distance(self, target: Snapshot) -> int:
         """Rows in the symmetric difference between the current state and ``target``."""

@@ -203,23 +203,24 @@ def _open(data: bytes) -> sqlite3.Connection:
 class Snapshot:
     """A restorable state: the serialized database, readable for diffs without restoring it."""
 
-    __slots__ = ("_tracked", "data", "layout")
+    __slots__ = ("data", "known_tracked", "layout")
 
     def __init__(self, data: bytes, layout: Layout, tracked: Tracked | None = None) -> None:
         self.data = data
         self.layout = layout
-        self._tracked = tracked
+        self.known_tracked = tracked
+        """The tracked changes once read (or given); None until then."""
 
     @property
     def tracked(self) -> Tracked:
         """Root id and rows touched since it (read from the image on first use)."""
-        if self._tracked is None:
+        if self.known_tracked is None:
             conn = _open(self.data)
             try:
-                self._tracked = read_tracked(conn, self.layout)
+                self.known_tracked = read_tracked(conn, self.layout)
             finally:
                 conn.close()
-        return self._tracked
+        return self.known_tracked
 
     def digest(self) -> str:
         """sha256 of the serialized database."""
