@@ -103,11 +103,20 @@ def test_an_unforeseen_exception_is_rolled_back_and_reported(
 ) -> None:
     """The last resort: an exception inside the savepoint becomes INTERNAL_ERROR after rollback."""
     before = mock_env.image()
+    cursor = mock_env._cur
 
-    def broken(table: str, rowid: int) -> Any:
-        raise ZeroDivisionError("simulated bug after the write ran")
+    class Broken:
+        """The write path's cursor, failing right after the write statement ran."""
 
-    monkeypatch.setattr(mock_env, "_row_by_rowid", broken)
+        lastrowid = None
+
+        def execute(self, sql: str, params: Any = ()) -> Any:
+            out = cursor.execute(sql, params)
+            if sql.startswith("INSERT"):
+                raise ZeroDivisionError("simulated bug after the write ran")
+            return out
+
+    monkeypatch.setattr(mock_env, "_cur", Broken())
     result = mock_env.call("insert_loans", GOOD)
     assert_clean_rejection(mock_env, before, result)
     assert result.error is not None and result.error.code == "INTERNAL_ERROR"
@@ -176,26 +185,26 @@ def test_an_expired_deadline_does_not_interrupt_later_work(mock_env: Environment
 
 
 class _FailingRelease:
-    """A connection whose next ``RELEASE vt_call`` fails (as a deferred constraint would)."""
+    """A cursor whose next ``RELEASE vt_call`` fails (as a deferred constraint would)."""
 
-    def __init__(self, conn: Any) -> None:
-        self.conn = conn
+    def __init__(self, cursor: Any) -> None:
+        self.cursor = cursor
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.conn, name)
+        return getattr(self.cursor, name)
 
     def execute(self, sql: str, *params: Any) -> Any:
         if sql == "RELEASE vt_call":
             raise sqlite3.IntegrityError("FOREIGN KEY constraint failed")
-        return self.conn.execute(sql, *params)
+        return self.cursor.execute(sql, *params)
 
 
 def test_a_failing_release_is_rolled_back(mock_env: Environment) -> None:
     before = mock_env.image()
-    real = mock_env._conn
-    mock_env._conn = _FailingRelease(real)  # type: ignore[assignment]
+    real = mock_env._cur
+    mock_env._cur = _FailingRelease(real)  # type: ignore[assignment]
     result = mock_env.call("insert_loans", GOOD)
-    mock_env._conn = real
+    mock_env._cur = real
     assert result.error is not None and result.error.code == "FOREIGN_KEY_VIOLATION"
     assert_clean_rejection(mock_env, before, result)
     assert mock_env.call("insert_loans", GOOD).ok

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from veritask._cli import logic_gate_cmds
-from veritask._cli._common import echo_json
+from veritask._cli._common import echo_json, executor_options, executor_scope
 from veritask._cli.logic_gate_cmds import (
     families_dir_option,
     family_by_id,
@@ -102,6 +102,14 @@ def list_cmd(families_dirs: tuple[str, ...], as_json: bool) -> None:
 @families_dir_option
 @unsafe_no_sandbox_option
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="With --executor ray: Ray actors drafting families in parallel (same output bytes).",
+)
+@executor_options
 def generate_cmd(
     family: str,
     n: int,
@@ -113,6 +121,9 @@ def generate_cmd(
     families_dirs: tuple[str, ...],
     unsafe_no_sandbox: bool,
     as_json: bool,
+    workers: int,
+    executor: str,
+    ray_address: str | None,
 ) -> None:
     """Write N instances per family as JSONL.
 
@@ -135,8 +146,8 @@ def generate_cmd(
     try:
         parsed = None if mix is None else Mix.parse(DEFAULT_MIX_SPEC if mix == "default" else mix)
         settings = ProduceSettings(n, difficulty=difficulty, mix=parsed, seed=seed, split=split)
-        with sandboxed(families, unsafe_no_sandbox):
-            summary = produce_file(out, families, settings)
+        with sandboxed(families, unsafe_no_sandbox), executor_scope(executor, workers, ray_address):
+            summary = produce_file(out, families, settings, families_dirs)
     except (MixError, ProduceError, FamilyCodeError, RunConflict) as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:

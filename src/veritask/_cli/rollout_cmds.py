@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from veritask._cli._common import echo_json
+from veritask._cli._common import echo_json, executor_options, executor_scope
 from veritask.task import DatasetError, check_dataset
 
 _err = Console(stderr=True)
@@ -90,7 +90,16 @@ def _env_options(fn: Any) -> Any:
     ]
     for option in reversed(options):
         fn = option(fn)
-    return fn
+    return executor_options(_WORKERS(fn))
+
+
+_WORKERS = click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="With --executor ray: Ray actors, each running --concurrency episodes at once.",
+)
 
 
 def _require_certified(directory: str) -> None:
@@ -109,8 +118,8 @@ def _require_certified(directory: str) -> None:
 
 
 def _run(directory: str, opts: dict[str, Any], out: Path | None) -> tuple[list[Any], int]:
-    from veritask.pipeline import RunConflict, run_batch
-    from veritask.rollout import EpisodeLimits, RoleFactory, TaskSource
+    from veritask.pipeline import RunConflict
+    from veritask.rollout import RoleFactory, TaskSource
 
     if not opts["allow_uncertified"]:
         _require_certified(directory)
@@ -143,23 +152,40 @@ def _run(directory: str, opts: dict[str, Any], out: Path | None) -> tuple[list[A
         disable=opts["quiet"],
     ) as bar:
         task = bar.add_task("episodes", total=total)
+        scope = executor_scope(opts["executor"], opts["workers"], opts["ray_address"])
         try:
-            trajectories = asyncio.run(
-                run_batch(
-                    source,
-                    roles,
-                    trials=opts["trials"],
-                    seed=opts["seed"],
-                    concurrency=opts["concurrency"],
-                    out=out,
-                    limits=EpisodeLimits(max_turns=opts["max_turns"]),
-                    progress=lambda _t: bar.advance(task),
-                    environment=environment,
-                )
-            )
+            with scope:
+                trajectories = _run_batch(source, roles, opts, out, environment, bar, task)
         except RunConflict as exc:
             raise click.ClickException(str(exc)) from None
     return trajectories, opts["trials"]
+
+
+def _run_batch(
+    source: Any,
+    roles: Any,
+    opts: dict[str, Any],
+    out: Path | None,
+    environment: Any,
+    bar: Progress,
+    task: Any,
+) -> list[Any]:
+    from veritask.pipeline import run_batch
+    from veritask.rollout import EpisodeLimits
+
+    return asyncio.run(
+        run_batch(
+            source,
+            roles,
+            trials=opts["trials"],
+            seed=opts["seed"],
+            concurrency=opts["concurrency"],
+            out=out,
+            limits=EpisodeLimits(max_turns=opts["max_turns"]),
+            progress=lambda _t: bar.advance(task),
+            environment=environment,
+        )
+    )
 
 
 def _environment(opts: dict[str, Any], provider_options: dict[str, Any]) -> Any:

@@ -194,16 +194,49 @@ def parse_arguments(tool: ToolSpec, raw: Any) -> tuple[dict[str, Any] | None, To
     return dict(raw), None
 
 
+def plain_params(tool: ToolSpec) -> dict[str, type]:
+    """The parameters checked by type alone (no enum, no bounds): name -> ``str`` or ``int``.
+
+    A value of exactly that type (an ASCII string of bounded length, a 64-bit integer) needs no
+    other check, so ``validate_arguments`` takes it without the general checks' calls.
+    """
+    out: dict[str, type] = {}
+    for name, p in tool.params.items():
+        if p.enum is None and p.minimum is None and p.maximum is None:
+            if p.json_type == "string":
+                out[name] = str
+            elif p.json_type in _NUMERIC:
+                out[name] = int
+    return out
+
+
 def validate_arguments(
-    tool: ToolSpec, raw: Any, spec: DomainSpec
+    tool: ToolSpec, raw: Any, spec: DomainSpec, plain: Mapping[str, type] | None = None
 ) -> tuple[dict[str, Any], ToolError | None]:
-    """Check arguments against the tool's parameters; return the cleaned values or an error."""
-    args, err = parse_arguments(tool, raw)
-    if err is not None or args is None:
-        return {}, err
+    """Check arguments against the tool's parameters; return the cleaned values or an error.
+
+    ``plain`` is ``plain_params(tool)``, computed once per tool by callers on the hot path.
+    """
+    if type(raw) is dict:
+        args: dict[Any, Any] = raw
+    else:
+        parsed, err = parse_arguments(tool, raw)
+        if err is not None or parsed is None:
+            return {}, err
+        args = parsed
+    if plain is None:
+        plain = plain_params(tool)
     clean: dict[str, Any] = {}
+    params = tool.params
     for name, value in args.items():
-        param = tool.params.get(name) if isinstance(name, str) else None
+        kind = type(value)
+        if kind is plain.get(name) and (  # the common case, without the general checks' calls
+            (kind is str and len(value) <= MAX_STRING_CHARS and value.isascii())
+            or (kind is int and SQLITE_INT_MIN <= value <= SQLITE_INT_MAX)
+        ):
+            clean[name] = value
+            continue
+        param = params.get(name) if isinstance(name, str) else None
         if param is None:
             return {}, _unknown(tool, name, spec)
         if value is None:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from veritask.env._args import validate_arguments
+from veritask.env._args import plain_params, validate_arguments
 from veritask.env._build import build_image
 from veritask.env._notebook import bind_new_old
 from veritask.env._result import ToolError, ToolResult, failure
@@ -20,12 +21,21 @@ from veritask.env._state import (
     Row,
     Snapshot,
     StateDiff,
+    Tracked,
     diff,
     diff_tracked,
     read_tracked,
     rebase,
 )
-from veritask.policy import RAISE_PATTERN, DomainSpec, Rule, ToolSpec, build_tools, quote_ident
+from veritask.policy import (
+    RAISE_PATTERN,
+    DomainSpec,
+    Rule,
+    ToolSpec,
+    build_tools,
+    compile_sql,
+    quote_ident,
+)
 from veritask.policy._tools import DEFAULT_LIMIT
 
 Mode = Literal["read", "write", "admin"]
@@ -55,20 +65,45 @@ class CompiledDomain:
     seed: bytes
     read_only: frozenset[str]
     columns_sql: dict[str, str]
+    returning: frozenset[str] = frozenset()
+    """Tables no trigger writes to: a write's ``RETURNING`` clause is the stored row there."""
+    plain: dict[str, dict[str, type]] = field(default_factory=dict)
+    """Per tool, the parameters checked by type alone (``plain_params``)."""
 
     @classmethod
     def from_spec(cls, spec: DomainSpec) -> CompiledDomain:
         """Compile a spec: tools, diff layout and the seed database image."""
+        triggers = compile_sql(spec).triggers
+        tools = build_tools(spec)
         return cls(
             spec=spec,
-            tools=build_tools(spec),
+            tools=tools,
             layout=Layout.from_spec(spec),
             seed=build_image(spec),
             read_only=frozenset(t.name for t in spec.tables if not t.writable),
             columns_sql={
                 t.name: ", ".join(quote_ident(c) for c in t.column_names) for t in spec.tables
             },
+            returning=frozenset(
+                t.name for t in spec.tables if not _written_by_triggers(t.name, triggers)
+            ),
+            plain={name: plain_params(tool) for name, tool in tools.items()},
         )
+
+
+def _written_by_triggers(table: str, triggers: str) -> bool:
+    """True when some trigger body may insert into, update or replace rows of ``table``.
+
+    Conservative on purpose (any ``UPDATE``/``INTO``/``REPLACE`` naming the table counts): a
+    false positive only costs a read-back ``SELECT``; a false negative would return a row that an
+    AFTER trigger changed later in the same statement (``RETURNING`` does not see that).
+    """
+    name = re.escape(table)
+    pattern = (
+        rf"\b(?:UPDATE|INTO|REPLACE)\s+(?:OR\s+\w+\s+)?(?:[\w\"`\[\]]+\s*\.\s*)?"
+        rf"[\"`\[]?{name}(?![\w$])"
+    )
+    return re.search(pattern, triggers, re.IGNORECASE) is not None
 
 
 class Environment:
@@ -100,8 +135,10 @@ class Environment:
         self._conn.set_authorizer(self._authorize)
         self._conn.set_progress_handler(self._past_deadline, _PROGRESS_OPCODES)
         self._conn.execute("PRAGMA foreign_keys = ON")
+        self._cur = self._conn.cursor()  # the write path's statements (one cursor, reused)
         self._sql_cache: dict[tuple[str, tuple[str, ...]], str] = {}
         self._insert_cache: dict[tuple[str, tuple[str, ...]], tuple[str, tuple[str, ...]]] = {}
+        self._query_cache: dict[tuple[Any, ...], tuple[str, str, list[str]]] = {}
         self._savepoint = _CallSavepoint(self)
         self._mode = "read"
         self.restore(state if state is not None else self.domain.seed)
@@ -208,7 +245,7 @@ class Environment:
                 else f"the tool name must be a string, got {label}",
                 hint="Available tools: " + ", ".join(self.domain.tools),
             )
-        clean, err = validate_arguments(spec, args, self.spec)
+        clean, err = validate_arguments(spec, args, self.spec, self.domain.plain.get(tool))
         if err is not None:
             return ToolResult(tool=tool, ok=False, error=err)
         try:
@@ -226,29 +263,50 @@ class Environment:
     def _as_dict(self, table: str, row: Row) -> dict[str, Any]:
         return dict(zip(self.domain.layout.tables[table].columns, row, strict=True))
 
+    def _query_sql(self, tool: ToolSpec, args: dict[str, Any]) -> tuple[str, str, list[str]]:
+        """The row and count statements of a query with these arguments, and the arguments
+        they bind in order (cached per tool, argument names and ordering)."""
+        order_by, descending = args.get("order_by"), bool(args.get("descending"))
+        key = (tool.name, tuple(args), order_by, descending)
+        found = self._query_cache.get(key)
+        if found is None:
+            where: list[str] = []
+            names: list[str] = []
+            for name in args:
+                p = tool.params[name]
+                if p.column is None:
+                    continue
+                op = {"eq": "=", "min": ">=", "max": "<="}[p.role]
+                where.append(f"{quote_ident(p.column)} {op} ?")
+                names.append(name)
+            clause = f" WHERE {' AND '.join(where)}" if where else ""
+            table = quote_ident(tool.table)
+            order = (
+                quote_ident(str(order_by)) + (" DESC" if descending else "") + ", "
+                if "order_by" in args
+                else ""
+            )
+            rows_sql = (
+                f"SELECT {self._columns_sql(tool.table)} FROM {table}{clause} "
+                f"ORDER BY {order}rowid LIMIT ? OFFSET ?"
+            )
+            found = self._query_cache[key] = (
+                rows_sql,
+                f"SELECT count(*) FROM {table}{clause}",
+                names,
+            )
+        return found
+
     def _query(self, tool: ToolSpec, args: dict[str, Any]) -> ToolResult:
-        where: list[str] = []
-        params: list[Any] = []
-        for name, value in args.items():
-            p = tool.params[name]
-            if p.column is None:
-                continue
-            op = {"eq": "=", "min": ">=", "max": "<="}[p.role]
-            where.append(f"{quote_ident(p.column)} {op} ?")
-            params.append(value)
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
-        table = quote_ident(tool.table)
-        order = (
-            quote_ident(args["order_by"]) + (" DESC" if args.get("descending") else "") + ", "
-            if "order_by" in args
-            else ""
-        )
+        rows_sql, count_sql, names = self._query_sql(tool, args)
+        params = [args[n] for n in names]
         limit, offset = args.get("limit", DEFAULT_LIMIT), args.get("offset", 0)
-        sql = f"SELECT {self._columns_sql(tool.table)} FROM {table}{clause} ORDER BY {order}rowid LIMIT ? OFFSET ?"
-        rows = self._conn.execute(sql, [*params, limit, offset]).fetchall()
-        (total,) = self._conn.execute(f"SELECT count(*) FROM {table}{clause}", params).fetchone()
+        cur = self._cur
+        rows = cur.execute(rows_sql, [*params, limit, offset]).fetchall()
+        (total,) = cur.execute(count_sql, params).fetchone()
+        columns = self.domain.layout.tables[tool.table].columns
         result = {
-            "rows": [self._as_dict(tool.table, r) for r in rows],
+            "rows": [dict(zip(columns, r, strict=False)) for r in rows],
             "total": total,
             "limit": limit,
             "offset": offset,
@@ -271,13 +329,10 @@ class Environment:
             else:
                 sets = ", ".join(f"{quote_ident(c)} = ?" for c in cols)
                 sql = f"UPDATE {table} SET {sets} WHERE rowid = ?"
+            if tool.table in self.domain.returning:
+                sql += f" RETURNING {self._columns_sql(tool.table)}"
             self._sql_cache[key] = sql
         return sql
-
-    def _row_by_rowid(self, table: str, rowid: int | None) -> Row | None:
-        sql = self.domain.layout.tables[table].by_rowid_sql
-        row: Row | None = self._conn.execute(sql, (rowid,)).fetchone()
-        return row
 
     def _insert(self, tool: ToolSpec, args: dict[str, Any]) -> ToolResult:
         key = (tool.name, tuple(args))
@@ -291,10 +346,13 @@ class Environment:
     def _update(self, tool: ToolSpec, args: dict[str, Any]) -> ToolResult:
         assert tool.key is not None
         key_value = args.pop(tool.key)
-        found = self._conn.execute(
-            f"SELECT rowid, {self._columns_sql(tool.table)} FROM {quote_ident(tool.table)} WHERE {quote_ident(tool.key)} = ?",
-            (key_value,),
-        ).fetchone()
+        lookup = self._sql_cache.get((tool.name, ()))
+        if lookup is None:
+            lookup = self._sql_cache[(tool.name, ())] = (
+                f"SELECT rowid, {self._columns_sql(tool.table)} FROM {quote_ident(tool.table)} "
+                f"WHERE {quote_ident(tool.key)} = ?"
+            )
+        found = self._cur.execute(lookup, (key_value,)).fetchone()
         if found is None:
             return failure(
                 tool.name,
@@ -322,18 +380,24 @@ class Environment:
         old: tuple[int, Row] | None,
         args: dict[str, Any],
     ) -> ToolResult:
-        """Run one write and read back the stored row, both inside the savepoint."""
+        """Run one write and read back the stored row, both inside the savepoint.
+
+        Where no trigger writes to the table the statement's ``RETURNING`` clause is the stored
+        row; elsewhere (an effect may update the row after the write) it is read back by rowid.
+        """
+        cur, table = self._cur, self.domain.layout.tables[tool.table]
         try:
             with self._savepoint:
-                cur = self._conn.execute(sql, values)
-                rowid = old[0] if old is not None else cur.lastrowid
-                row = self._row_by_rowid(tool.table, rowid)
+                if tool.table in self.domain.returning:
+                    row = cur.execute(sql, values).fetchone()
+                else:
+                    cur.execute(sql, values)
+                    rowid = old[0] if old is not None else cur.lastrowid
+                    row = cur.execute(table.by_rowid_sql, (rowid,)).fetchone()
         except sqlite3.Error as exc:
             return ToolResult(tool=tool.name, ok=False, error=self._translate(tool, exc, old, args))
-        columns = self.domain.layout.tables[tool.table].columns
-        result = dict(zip(columns, row, strict=True)) if row is not None else None
-        changed = old is None or row != old[1]
-        return ToolResult(tool.name, True, result, None, changed)
+        result = dict(zip(table.columns, row, strict=False)) if row is not None else None
+        return ToolResult.accepted(tool.name, result, old is None or row != old[1])
 
     # -- errors ----------------------------------------------------------------------------
 
@@ -428,10 +492,30 @@ class Environment:
 
     def diff(self, target: Snapshot) -> StateDiff:
         """DIFF from the current state to ``target`` (rows only ``target`` has are "added")."""
-        mine, theirs = read_tracked(self._conn, self.domain.layout), target.tracked
+        mine, theirs = read_tracked(self._conn, self.domain.layout), self._tracked_of(target)
         if mine.root and mine.root == theirs.root:
             return diff_tracked(mine, theirs, self.domain.layout)
         return diff(self.snapshot(), target)
+
+    def _tracked_of(self, target: Snapshot) -> Tracked:
+        """``target.tracked``, read through this connection when not known yet.
+
+        A fresh connection parses the whole schema (every table, index and trigger) before its
+        first query, which costs far more than reading the tracked rows; this connection has
+        the domain's schema parsed already and keeps it across images of the domain (SQLite
+        re-parses only when the schema cookie changes). The current state is put back byte for
+        byte.
+        """
+        if target.known_tracked is None:
+            current = self._conn.serialize()
+            self._mode = "admin"
+            try:
+                self._conn.deserialize(target.data)
+                target.known_tracked = read_tracked(self._conn, self.domain.layout)
+            finally:
+                self._conn.deserialize(current)
+                self._mode = "read"
+        return target.tracked
 
     def distance(self, target: Snapshot) -> int:
         """Rows in the symmetric difference between the current state and ``target``."""
@@ -501,7 +585,7 @@ class _CallSavepoint:
             raise RuntimeError("a transaction is already open; refusing to nest vt_call")
         env._mode = "write"
         try:
-            env._conn.execute("SAVEPOINT vt_call")
+            env._cur.execute("SAVEPOINT vt_call")
         except BaseException:
             env._mode = "read"
             raise
@@ -513,7 +597,7 @@ class _CallSavepoint:
         try:
             if exc_type is None:
                 try:
-                    env._conn.execute("RELEASE vt_call")
+                    env._cur.execute("RELEASE vt_call")
                 except BaseException:
                     self._undo()
                     raise

@@ -39,6 +39,16 @@ class ToolResult:
     error: ToolError | None = None
     state_changed: bool = False
 
+    @classmethod
+    def accepted(cls, tool: str, result: Any, state_changed: bool) -> ToolResult:
+        """A successful call's result, built without the frozen dataclass's per-field
+        ``object.__setattr__`` calls (this runs on every accepted write)."""
+        out = object.__new__(cls)
+        out.__dict__.update(
+            tool=tool, ok=True, result=result, error=None, state_changed=state_changed
+        )
+        return out
+
     def to_json(self) -> dict[str, Any]:
         """The result as a JSON-ready dict (the ``veritask call --json`` contract)."""
         return {

@@ -48,6 +48,17 @@ class TableLayout:
         return f"SELECT rowid, {cols} FROM {quote_ident(self.name)}"
 
     @functools.cached_property
+    def tracked_sql(self) -> str:
+        """Each tracked row of the table: rowid, whether it existed at the root, its columns at
+        the root, its columns now."""
+        base = ", ".join(f"b.{quote_ident(c)}" for c in self.columns)
+        cur = ", ".join(f"m.{quote_ident(c)}" for c in self.columns)
+        return (
+            f"SELECT b.rid, b.existed, {base}, {cur} FROM {quote_ident('vt_base_' + self.name)} b "
+            f"JOIN {quote_ident(self.name)} m ON m.rowid = b.rid"
+        )
+
+    @functools.cached_property
     def by_rowid_sql(self) -> str:
         """``SELECT <columns> FROM <table> WHERE rowid = ?``."""
         cols = ", ".join(quote_ident(c) for c in self.columns)
@@ -177,15 +188,8 @@ def read_tracked(conn: sqlite3.Connection, layout: Layout) -> Tracked:
     for name in dirty_tables(conn, layout):
         t = layout.tables[name]
         n = len(t.columns)
-        base_cols = ", ".join(f"b.{quote_ident(c)}" for c in t.columns)
-        cur_cols = ", ".join(f"m.{quote_ident(c)}" for c in t.columns)
-        sql = (
-            f"SELECT b.rid, b.existed, {base_cols}, {cur_cols} FROM {quote_ident('vt_base_' + name)} b "
-            f"JOIN {quote_ident(name)} m ON m.rowid = b.rid"
-        )
         out[name] = {
-            r[0]: (tuple(r[2 : 2 + n]) if r[1] else None, tuple(r[2 + n :]))
-            for r in conn.execute(sql)
+            r[0]: (r[2 : 2 + n] if r[1] else None, r[2 + n :]) for r in conn.execute(t.tracked_sql)
         }
     return Tracked(found[0] if found else "", out)
 
@@ -199,23 +203,24 @@ def _open(data: bytes) -> sqlite3.Connection:
 class Snapshot:
     """A restorable state: the serialized database, readable for diffs without restoring it."""
 
-    __slots__ = ("_tracked", "data", "layout")
+    __slots__ = ("data", "known_tracked", "layout")
 
     def __init__(self, data: bytes, layout: Layout, tracked: Tracked | None = None) -> None:
         self.data = data
         self.layout = layout
-        self._tracked = tracked
+        self.known_tracked = tracked
+        """The tracked changes once read (or given); None until then."""
 
     @property
     def tracked(self) -> Tracked:
         """Root id and rows touched since it (read from the image on first use)."""
-        if self._tracked is None:
+        if self.known_tracked is None:
             conn = _open(self.data)
             try:
-                self._tracked = read_tracked(conn, self.layout)
+                self.known_tracked = read_tracked(conn, self.layout)
             finally:
                 conn.close()
-        return self._tracked
+        return self.known_tracked
 
     def digest(self) -> str:
         """sha256 of the serialized database."""

@@ -188,6 +188,11 @@ _UNSAFE_ALLOWED: contextvars.ContextVar[bool] = contextvars.ContextVar(
 )
 
 
+def unsafe_allowed() -> bool:
+    """True inside ``allow_unsafe_no_sandbox()`` (what a worker process must be told)."""
+    return _UNSAFE_ALLOWED.get()
+
+
 @contextlib.contextmanager
 def allow_unsafe_no_sandbox(allowed: bool = True) -> Iterator[None]:
     """Within the block, workers on a machine without the OS sandbox run code anyway (with only

@@ -5,7 +5,8 @@
 - ``RunManifest``: the run's config, its hash and the unit ids, stored with the outputs; a rerun
   with another config raises ``RunConflict`` naming the fields that differ.
 - Executors: ``InProcessExecutor`` and ``ProcessPoolExecutor`` behind ``Executor.map``;
-  ``AsyncExecutor`` for stages that await model calls.
+  ``AsyncExecutor`` for stages that await model calls; ``RayExecutor`` for both (a
+  ``RecordingStage``'s async units run on Ray actors while the caller writes their results).
 - ``run_batch``: the rollout job (episodes on ``veritask.rollout``'s loop).
 - ``Evolution`` / ``EvolutionStage`` / ``run_evolution``: the self-evolving loop (streams of
   iterations that synthesize, verify and reflect, each committed as a unit) that ``evolve`` and
@@ -27,13 +28,21 @@ from veritask.pipeline._executors import (
     InProcessExecutor,
     ProcessPoolExecutor,
     executor_for,
+    remote_executor,
     use_executor,
 )
 from veritask.pipeline._jsonl import JsonlUnits
 from veritask.pipeline._manifest import RunConflict, RunManifest, config_diff, config_hash
 from veritask.pipeline._ray import RayExecutor
 from veritask.pipeline._rollout import RolloutStage, rollout_config, run_batch
-from veritask.pipeline._stage import AsyncStage, Stage, Unit, pending, unit_ids
+from veritask.pipeline._stage import (
+    AsyncStage,
+    RecordingStage,
+    Stage,
+    Unit,
+    pending,
+    unit_ids,
+)
 
 __all__ = [
     "AsyncExecutor",
@@ -46,6 +55,7 @@ __all__ = [
     "JsonlUnits",
     "ProcessPoolExecutor",
     "RayExecutor",
+    "RecordingStage",
     "RolloutStage",
     "RunConflict",
     "RunManifest",
@@ -56,6 +66,7 @@ __all__ = [
     "config_hash",
     "executor_for",
     "pending",
+    "remote_executor",
     "rollout_config",
     "run_batch",
     "run_evolution",

@@ -89,6 +89,13 @@ def executor_for(workers: int) -> Executor:
     return InProcessExecutor() if workers <= 1 else ProcessPoolExecutor(workers)
 
 
+def remote_executor() -> Any | None:
+    """The executor set by ``use_executor`` when it runs async stages elsewhere (it has
+    ``map_async``, e.g. a ``RayExecutor``); None when async stages run in this event loop."""
+    chosen = _OVERRIDE.get()
+    return chosen if chosen is not None and hasattr(chosen, "map_async") else None
+
+
 @contextmanager
 def use_executor(executor: Executor) -> Iterator[None]:
     """Run the synchronous stages started in this block on ``executor`` (e.g. a

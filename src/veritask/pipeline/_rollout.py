@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from veritask._util import derive_seed, sha256
-from veritask.pipeline._executors import AsyncExecutor
+from veritask.pipeline._executors import AsyncExecutor, remote_executor
 from veritask.pipeline._jsonl import JsonlUnits
 from veritask.pipeline._manifest import RunManifest
 from veritask.pipeline._stage import Unit, pending
@@ -112,6 +112,25 @@ class RolloutStage:
     def setup(self) -> None:
         """Nothing to build: the task source caches compiled domains itself."""
 
+    def for_worker(self) -> RolloutStage:
+        """A copy for remote workers: the same episodes, nothing persisted or kept."""
+        return RolloutStage(
+            self.source,
+            self.roles,
+            self.trials,
+            self.seed,
+            self.limits,
+            environment=self.environment,
+            environment_name=self.environment_name,
+        )
+
+    def record(self, unit: Unit[Episode], traj: Trajectory) -> Trajectory:
+        """Keep and persist one finished episode (the run's one writer)."""
+        self.results[unit.id] = traj
+        if self.store is not None:
+            self.store.append(unit.id, traj.model_dump_json())
+        return traj
+
     async def run(self, unit: Unit[Episode]) -> Trajectory:
         """Run, verify and persist one episode."""
         pkg, trial, episode_seed = unit.params
@@ -124,10 +143,7 @@ class RolloutStage:
         if session is None:
             traj = score(traj, self.source, pkg)
         async with self._lock:
-            self.results[unit.id] = traj
-            if self.store is not None:
-                self.store.append(unit.id, traj.model_dump_json())
-        return traj
+            return self.record(unit, traj)
 
     def collected(self, units: Sequence[Unit[Episode]]) -> list[Trajectory]:
         """The trajectories of ``units`` in unit order (resumed ones read from the store)."""
@@ -177,6 +193,10 @@ async def run_batch(
     ``environment`` is a name and a session factory for a simulated environment (its judge
     gives the reward); by default episodes run on the SQLite environment and are verified.
 
+    Inside ``use_executor(RayExecutor(...))`` the episodes run on Ray actors (``concurrency``
+    at a time in each) and this process appends them to ``out``: the same bytes, the same
+    resume.
+
     Raises:
         RunConflict: ``out`` holds trajectories of another config (agent, user, seed, ...).
     """
@@ -185,7 +205,11 @@ async def run_batch(
         stage.environment_name, stage.environment = environment
     units = stage.units()
     manifest = open_rollout(stage, out, units)
-    await AsyncExecutor(concurrency).map(stage, pending(stage), on_result=progress)
+    remote = remote_executor()
+    if remote is not None:  # e.g. Ray actors run the episodes; this process writes them
+        await remote.map_async(stage, pending(stage), concurrency, on_result=progress)
+    else:
+        await AsyncExecutor(concurrency).map(stage, pending(stage), on_result=progress)
     if stage.store is not None and manifest is not None:
         stage.store.finish(manifest.units)
     return stage.collected(units)

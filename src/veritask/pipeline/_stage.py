@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 P = TypeVar("P")
 R_co = TypeVar("R_co", covariant=True)
@@ -69,6 +69,23 @@ class AsyncStage(Protocol[P, R_co]):
 
     async def run(self, unit: Unit[P]) -> R_co:
         """Run one unit: write its artifact atomically; return a small summary of it."""
+        ...
+
+
+class RecordingStage(AsyncStage[P, R_co], Protocol[P, R_co]):
+    """An async stage whose units can run elsewhere (Ray actors) while one process writes.
+
+    ``for_worker`` is a picklable copy whose ``run`` computes a unit's result without writing
+    it; ``record`` writes a finished unit's result in the calling process (the one writer of the
+    output) and returns it.
+    """
+
+    def for_worker(self) -> RecordingStage[P, R_co]:
+        """A copy for remote workers: same settings, no output, nothing recorded."""
+        ...
+
+    def record(self, unit: Unit[P], result: Any) -> R_co:
+        """Write one finished unit's result (as ``run`` does locally); return it."""
         ...
 
 
