@@ -1,6 +1,7 @@
-"""Generation on fused specs: every episode writes in two or more services through the shared
-person, every package is certified and grounded, and the oracle and the faithful agent (which
-sees only the user's words, the policy and tool results) reach s_target on every task."""
+"""Generation on fused specs (written by fuse, or by hand with a ``services`` field): every
+episode writes in two or more services through the shared person, every package is certified
+and grounded, and the oracle and the faithful agent (which sees only the user's words, the
+policy and tool results) reach s_target on every task."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from veritask.synth._analysis import DomainModel
 from veritask.synth._fused import fused_services
 from veritask.task import DatasetDir, check_dataset, load_dataset
 
+TWO = Path(__file__).parents[1] / "policy" / "data" / "two_services.yaml"
+"""A hand-written two-service spec whose names follow no prefix convention."""
 COMBOS = [("travel", "clinic"), ("mock", "clinic"), ("retail", "registrar"), ("gym", "retail")]
 SEEDS = range(3)
 N = 10
@@ -54,14 +57,22 @@ def test_the_namespaces_of_a_fused_spec_are_read_back() -> None:
     assert "persons" not in fused.tables
 
 
-def test_a_spec_that_breaks_the_contract_is_not_fused() -> None:
+def test_fuse_writes_the_services_field() -> None:
+    spec = _fused(("travel", "clinic"))
+    assert [s.name for s in spec.services] == ["travel", "clinic"]
+    owned = [t for s in spec.services for t in s.tables]
+    assert sorted(owned) == sorted(t.name for t in spec.tables if t.name != "persons")
+
+
+def test_the_services_field_decides_not_the_names() -> None:
     spec = _fused(("mock", "clinic"))
     data = spec.model_dump(mode="json", exclude_defaults=True)
-    data["transactions"][0]["name"] = "Something else entirely"
-    assert fused_services(DomainSpec.model_validate(data)) is None
-    one = spec.model_dump(mode="json", exclude_defaults=True)
-    one["transactions"] = [t for t in one["transactions"] if t["id"].startswith("mock_")]
-    assert fused_services(DomainSpec.model_validate(one)) is None
+    bare = {k: v for k, v in data.items() if k != "services"}
+    assert fused_services(DomainSpec.model_validate(bare)) is None
+    renamed = [{**s, "name": n} for s, n in zip(data["services"], ("shelf", "health"), strict=True)]
+    fused = fused_services(DomainSpec.model_validate({**data, "services": renamed}))
+    assert fused is not None and fused.services == ("health", "shelf")
+    assert fused.tables["mock_loans"] == "shelf"
 
 
 def _agents_fail(root: Path) -> list[str]:
@@ -109,3 +120,17 @@ def test_three_services_are_all_written(
     fused, model = fused_services(spec), DomainModel.from_spec(spec)
     assert fused is not None
     assert all(len(fused.written(p.witness, model)) == 3 for p in load_dataset(tmp_path))
+
+
+def test_a_hand_written_two_service_spec_gives_cross_service_tasks(tmp_path: Path) -> None:
+    for seed in SEEDS:
+        out = tmp_path / f"s{seed}"
+        generate(str(TWO), N, seed, out)
+        report = check_dataset(out)
+        assert report.certified == report.grounded == report.spoiler_free == N, report.failures
+        spec = load_spec(DatasetDir(out).spec_path)
+        fused, model = fused_services(spec), DomainModel.from_spec(spec)
+        assert fused is not None and fused.services == ("library", "library_rooms")
+        packages = load_dataset(out)
+        assert all(fused.written(p.witness, model) == set(fused.services) for p in packages)
+        assert _agents_fail(out) == []

@@ -3,7 +3,8 @@ environment.
 
 - **Namespace isolation**: every table of service ``s`` except its actor becomes ``s_<table>``
   (so its tools become ``insert_s_<table>`` ...); rule and effect ids get ``S_``, procedures
-  ``s_``.
+  ``s_``. The fused spec's ``services`` field lists each service with the tables it owns: the
+  generator reads the services from it, not from the names.
 - **One person**: the actor tables merge into one person table (``_fuse_person``); every foreign
   key to an actor points at it, and seed rows, examples and SQL use the person ids.
 - **SQL is rewritten, never pasted**: conditions, guards, details, repairs, effects and checks
@@ -52,7 +53,7 @@ class Fusion:
 
     def service_of(self, table: str) -> str | None:
         """The service a fused table belongs to (None for the shared person table)."""
-        return next((s for s in self.services if table.startswith(f"{s}_")), None)
+        return self.spec.service_of(table)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready report."""
@@ -118,6 +119,12 @@ def _services(specs: list[DomainSpec], plan: PersonPlan, person: str) -> list[_S
         renames = Renames(tables, {actor: plan.renames[spec.name]})
         out.append(_Service(spec, renames, actor, plan.id_maps[spec.name]))
     return out
+
+
+def _service(svc: _Service) -> dict[str, Any]:
+    """The ``services`` entry of one input spec: its tables in fused names, not its actor."""
+    tables = [svc.renames.table(t.name) for t in svc.spec.tables if t.name != svc.actor]
+    return {"name": svc.name, "tables": tables}
 
 
 def _tables(svc: _Service) -> list[dict[str, Any]]:
@@ -332,6 +339,7 @@ def fuse_specs(
         "name": name or "_".join(names),
         "description": " ".join(f"[{s.name}] {s.description}".strip() for s in specs),
         "actor": person,
+        "services": [_service(svc) for svc in svcs],
         "wiki": _wiki(specs),
         "tables": [_person_table(plan, svcs)] + [t for svc in svcs for t in _tables(svc)],
         "rules": rules,

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from veritask.policy._actor import actor_table
 from veritask.policy._issues import SpecError as SpecError
 from veritask.policy._issues import SpecIssue as SpecIssue
 from veritask.policy._spec import Column, DomainSpec, Table
@@ -345,6 +346,7 @@ def check_references(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
     yield from _check_insert_only(spec)
     yield from _check_effects(spec)
     yield from _check_transactions(spec)
+    yield from _check_services(spec)
     yield from _check_seed(spec)
     yield from check_spec_sql(spec)
 
@@ -422,6 +424,32 @@ def _check_transactions(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
                     ("transactions", i, "agent_decides", j),
                     f"{param!r} is not one of the parameters",
                 )
+
+
+def _check_services(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
+    """Two or more services with distinct names; each lists existing tables, the actor table in
+    none (it is shared) and every other table in at most one."""
+    if not spec.services:
+        return
+    if len(spec.services) == 1:
+        yield ("services",), "list two or more services (or none for a single domain)"
+    actor = actor_table(spec)
+    names: set[str] = set()
+    owner: dict[str, str] = {}
+    for i, service in enumerate(spec.services):
+        if service.name in names:
+            yield ("services", i, "name"), f"duplicate service {service.name!r}"
+        names.add(service.name)
+        for j, table in enumerate(service.tables):
+            loc: Loc = ("services", i, "tables", j)
+            if not spec.has_table(table):
+                yield loc, f"unknown table {table!r}"
+            elif table == actor:
+                yield loc, f"{table!r} is the actor table: every service shares it, list it in none"
+            elif table in owner:
+                yield loc, f"table {table!r} is already in service {owner[table]!r}"
+            else:
+                owner[table] = service.name
 
 
 def _check_seed(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:

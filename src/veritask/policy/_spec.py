@@ -241,6 +241,18 @@ class Wiki(_Model):
     conversation_rules: list[str] = Field(default_factory=list)
 
 
+class Service(_Model):
+    """One service of a multi-service spec (``veritask fuse`` writes them): the tables it owns.
+
+    A procedure belongs to the service of the table its tool writes. The actor table is shared
+    by every service and listed in none; a table listed in no service is shared as well.
+    """
+
+    name: Identifier
+    description: str = ""
+    tables: list[Identifier] = Field(min_length=1)
+
+
 class DomainSpec(_Model):
     """A whole domain: tables, rules, effects, procedures, wiki text and seed rows."""
 
@@ -249,6 +261,8 @@ class DomainSpec(_Model):
     description: str = ""
     actor: Identifier | None = None
     """The entity table whose rows are the users tasks are written for (guessed when unset)."""
+    services: list[Service] = Field(default_factory=list)
+    """The services of a multi-service spec, two or more (empty: one domain)."""
     wiki: Wiki
     tables: list[Table] = Field(min_length=1)
     rules: list[Rule] = Field(default_factory=list)
@@ -266,6 +280,10 @@ class DomainSpec(_Model):
     def has_table(self, name: str) -> bool:
         """True when the spec declares a table called ``name``."""
         return any(t.name == name for t in self.tables)
+
+    def service_of(self, table: str) -> str | None:
+        """The service that owns ``table`` (None: the spec has none, or the table is shared)."""
+        return next((s.name for s in self.services if table in s.tables), None)
 
     def rule(self, rule_id: str) -> Rule:
         """Return the rule with id ``rule_id``; KeyError when it does not exist."""

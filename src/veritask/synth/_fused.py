@@ -1,11 +1,9 @@
 """Cross-service episodes for fused specs (AgentSkiller section 3.13, symbolic).
 
-``veritask fuse`` names everything of service ``s`` in its namespace: the tables ``s_<table>``
-(their tools ``insert_s_<table>`` ...), the procedures ``s_<id>`` called ``"S: <name>"``; only
-the person table is shared. :func:`fused_services` reads that contract back from a spec: a spec
-whose procedures name two or more services and whose every other table sits in one of their
-namespaces is fused. Any spec that does not meet it (every built-in domain) is generated exactly
-as before.
+A spec with two or more ``services`` (``veritask fuse`` writes them; a hand-written spec may
+too) is fused: :func:`fused_services` reads which tables each service owns from that field. The
+actor (person) table is shared and in no service. Any spec without the field (every built-in
+domain) is generated exactly as before.
 
 On a fused spec, :class:`CrossServiceExplorer` plans each episode across services through the
 shared person: after the first goal (and its follow-ups) it adds a goal, for the same person, in
@@ -20,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from veritask.policy import DomainSpec, Rule, Transaction, actor_table
+from veritask.policy import DomainSpec, Rule, Transaction
 from veritask.synth._analysis import DomainModel
 from veritask.synth._explorer import Episode, SubGoalTrace, SymbolicExplorer
 from veritask.task import WitnessCall
@@ -51,46 +49,18 @@ class FusedServices:
         return out
 
 
-def _service_label(tx: Transaction) -> str | None:
-    """The service a fused procedure names (``"Travel: Book Flight"`` with id
-    ``travel_book_flight`` -> ``travel``), None when its name and id do not agree."""
-    label, sep, _ = tx.name.partition(": ")
-    service = label.lower()
-    if not sep or not service or not tx.id.startswith(f"{service}_"):
-        return None
-    return service
-
-
 def fused_services(spec: DomainSpec) -> FusedServices | None:
-    """The services of a spec written by ``veritask fuse``, or None for any other spec.
+    """The services a spec declares in its ``services`` field, or None when it declares none
+    (a single domain).
 
-    Fused means: every procedure names its service (``"S: ..."``, id ``s_...``, its tool on a
-    table ``s_...``), there are at least two services, and every table but the actor sits in the
-    namespace of one of them (the longest matching service name wins).
+    The names of tables and procedures are not read: a hand-written multi-service spec may
+    name them as it likes, and a single-domain spec whose names look namespaced stays single.
+    Services are in sorted order (the order the explorer visits them).
     """
-    if not spec.transactions:
+    if len(spec.services) < MIN_SERVICES:
         return None
-    actor = actor_table(spec)
-    services: set[str] = set()
-    for tx in spec.transactions:
-        service = _service_label(tx)
-        if service is None or not tx.tool.partition("_")[2].startswith(f"{service}_"):
-            return None
-        services.add(service)
-    if len(services) < MIN_SERVICES:
-        return None
-    longest = sorted(services, key=lambda s: (-len(s), s))
-    tables: dict[str, str] = {}
-    for table in spec.tables:
-        if table.name == actor:
-            continue
-        owner = next((s for s in longest if table.name.startswith(f"{s}_")), None)
-        if owner is None:
-            return None
-        tables[table.name] = owner
-    if len(set(tables.values())) < MIN_SERVICES:
-        return None
-    return FusedServices(tuple(sorted(services)), tables)
+    tables = {table: s.name for s in spec.services for table in s.tables}
+    return FusedServices(tuple(sorted(s.name for s in spec.services)), tables)
 
 
 class CrossServiceExplorer(SymbolicExplorer):
