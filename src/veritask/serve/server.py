@@ -16,7 +16,7 @@ error, instead of uvicorn's plain text.
 
 Every accepted connection gets ``TCP_NODELAY``. uvicorn writes a response's head and body in two
 ``send`` calls; with Nagle's algorithm on, the body waits for the client to acknowledge the head,
-and the client delays that acknowledgement (40 ms on Linux), so each sequential request took
+and the client delays that acknowledgement (up to 40 ms on Linux), so each sequential request took
 about 45 ms on loopback. asyncio sets the option itself only on sockets created with
 ``IPPROTO_TCP``, and ``socket.create_server`` (the listening socket here) creates them with
 protocol 0, so the protocol sets it (see ``docs/design/0020-server-hardening.md``).
