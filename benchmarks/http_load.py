@@ -1,7 +1,7 @@
 """HTTP server load benchmark: many concurrent sessions of seeded tool calls over loopback.
 
 Run: ``.venv/bin/python benchmarks/http_load.py [--sessions 200] [--calls 5] [--rounds 3] [--json]
-[--baseline-src OLD/src]``
+[--baseline-src OLD/src] [--latency-episodes 30] [--only-latency]``
 
 Each round starts ``--sessions`` client threads at once; each thread opens one keep-alive
 connection and runs one episode: ``POST /reset``, ``--calls`` seeded ``POST /step`` calls (lends,
@@ -20,6 +20,15 @@ Baseline, measured in the same run: the same operations in-process, one thread, 
 ``close`` for delete). With ``--baseline-src``, a second server runs from that source tree (an
 earlier checkout's ``src``), the two servers take turns round by round, and the table gets a row
 for each and their throughput ratio.
+
+Sequential latency (``--latency-episodes``, 0 to skip): one client, one request at a time, the way
+an RL worker drives one episode: ``POST /reset``, ``--calls`` ``POST /step`` calls and ``DELETE``,
+timed per round trip. Two servers of this tree run side by side, one as shipped and one with
+``TCP_NODELAY`` left off (``nagle``: the behaviour before the fix, when each answer's body waited
+for the client's delayed acknowledgement of its head), and two clients take turns on each:
+``EnvClient`` and a plain keep-alive ``httpx.Client``. Reported: median and p95 per round trip
+for ``/reset`` and ``/step``, and the ratio nagle / shipped. The in-process baseline is the same
+calls on an ``Environment`` in this thread.
 """
 
 from __future__ import annotations
@@ -34,8 +43,12 @@ import subprocess
 import sys
 import threading
 import time
+from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment
@@ -51,7 +64,10 @@ Call = tuple[str, dict[str, Any]]
 _SERVER = """
 import sys
 from veritask.serve import open_source
+from veritask.serve import server as server_module
 from veritask.serve.server import EnvHTTPServer
+if sys.argv[3:] == ["nagle"]:
+    server_module._GuardedH11.tcp_nodelay = False
 server = EnvHTTPServer(open_source(sys.argv[1]), port=0, max_sessions=int(sys.argv[2]))
 print(server.url, flush=True)
 server.serve_forever()
@@ -147,10 +163,11 @@ def in_process(domain: CompiledDomain, plans: list[list[Call]]) -> dict[str, Any
 
 
 def start_server(
-    mode: str, domain: str, max_sessions: int, src: str | None = None
+    mode: str, domain: str, max_sessions: int, src: str | None = None, nagle: bool = False
 ) -> tuple[str, Any]:
-    """The server's URL and a handle to stop it (``src``: run the server from that tree)."""
-    if mode == "thread" and src is None:
+    """The server's URL and a handle to stop it (``src``: run the server from that tree;
+    ``nagle``: a subprocess server that leaves ``TCP_NODELAY`` off)."""
+    if mode == "thread" and src is None and not nagle:
         server = EnvHTTPServer(
             DomainSource(load_domain(domain)), port=0, max_sessions=max_sessions
         ).start()
@@ -159,7 +176,7 @@ def start_server(
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
     proc = subprocess.Popen(
-        [sys.executable, "-c", _SERVER, domain, str(max_sessions)],
+        [sys.executable, "-c", _SERVER, domain, str(max_sessions), *(["nagle"] if nagle else [])],
         stdout=subprocess.PIPE,
         text=True,
         env=env,
@@ -255,18 +272,134 @@ def run_rounds(
     return rounds
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sessions", type=int, default=200)
-    parser.add_argument("--calls", type=int, default=5, help="Tool calls per session.")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--server", choices=["subprocess", "thread"], default="subprocess")
-    parser.add_argument("--baseline-src", help="Also serve from this source tree, in turns.")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", action="store_true", help="Print JSON instead of markdown.")
-    args = parser.parse_args()
+class _PlainHttpx:
+    """The same endpoints over a plain keep-alive ``httpx.Client`` (the library's defaults)."""
 
-    domain = CompiledDomain.from_spec(load_domain("mock"))
+    def __init__(self, url: str) -> None:
+        self.http = httpx.Client(base_url=url, timeout=60)
+
+    def _json(self, response: httpx.Response) -> dict[str, Any]:
+        response.raise_for_status()
+        value: dict[str, Any] = response.json()
+        return value
+
+    def health(self) -> dict[str, Any]:
+        return self._json(self.http.get("/health"))
+
+    def reset(self) -> dict[str, Any]:
+        return self._json(self.http.post("/reset", json={}))
+
+    def step(self, sid: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        action = {"tool": tool, "arguments": args}
+        return self._json(self.http.post("/step", json={"session_id": sid, "action": action}))
+
+    def delete(self, sid: str) -> dict[str, Any]:
+        return self._json(self.http.delete(f"/session/{sid}"))
+
+    def close(self) -> None:
+        self.http.close()
+
+
+CLIENTS: dict[str, Callable[[str], Any]] = {"EnvClient": EnvClient, "httpx.Client": _PlainHttpx}
+
+
+def sequential(url: str, kind: str, plans: list[list[Call]]) -> dict[str, list[float]]:
+    """Each plan as one episode, one request at a time over one keep-alive connection of
+    client ``kind``; seconds per round trip, by endpoint."""
+    lat: dict[str, list[float]] = defaultdict(list)
+    client = CLIENTS[kind](url)
+    try:
+        client.health()  # connect before the clock starts
+        for plan in plans:
+            t = time.perf_counter()
+            sid = client.reset()["session_id"]
+            lat["reset"].append(time.perf_counter() - t)
+            for tool, args in plan:
+                t = time.perf_counter()
+                client.step(sid, tool, args)
+                lat["step"].append(time.perf_counter() - t)
+            client.delete(sid)
+    finally:
+        client.close()
+    return lat
+
+
+def sequential_in_process(domain: CompiledDomain, plans: list[list[Call]]) -> dict[str, Any]:
+    """The same resets and calls on an ``Environment`` in this thread (seconds each)."""
+    lat: dict[str, list[float]] = defaultdict(list)
+    for plan in plans:
+        t = time.perf_counter()
+        env = Environment(domain)
+        lat["reset"].append(time.perf_counter() - t)
+        for tool, args in plan:
+            t = time.perf_counter()
+            env.call(tool, args)
+            lat["step"].append(time.perf_counter() - t)
+        env.close()
+    return lat
+
+
+def run_latency(args: argparse.Namespace, domain: CompiledDomain) -> dict[str, Any]:
+    """Sequential round trips on a shipped and a ``nagle`` server, taking turns round by round;
+    median and p95 per (server, client, endpoint) in milliseconds."""
+    plans = [
+        random_calls(random.Random(f"{args.seed}-seq-{i}"), args.calls)
+        for i in range(args.latency_episodes)
+    ]
+    handles: list[Any] = []
+    urls: dict[str, str] = {}
+    lat: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    try:
+        for label in ("shipped", "nagle"):
+            url, handle = start_server("subprocess", "mock", 64, nagle=label == "nagle")
+            urls[label] = url
+            handles.append(handle)
+        for _ in range(args.rounds):
+            for label, url in urls.items():
+                for kind in CLIENTS:
+                    for endpoint, xs in sequential(url, kind, plans).items():
+                        lat[(label, kind, endpoint)].extend(xs)
+    finally:
+        for handle in handles:
+            stop_server(handle)
+    for endpoint, xs in sequential_in_process(domain, plans).items():
+        lat[("in-process", "-", endpoint)].extend(xs)
+    return {
+        "/".join(key): {
+            "n": len(xs),
+            "p50_ms": 1e3 * percentile(xs, 0.50),
+            "p95_ms": 1e3 * percentile(xs, 0.95),
+        }
+        for key, xs in lat.items()
+    }
+
+
+def print_latency(args: argparse.Namespace, figures: dict[str, Any]) -> None:
+    """The sequential latencies as a markdown table, one row per client and endpoint."""
+    print(
+        f"\nsequential round trips: {args.latency_episodes} episodes x (reset + {args.calls} "
+        f"steps) per client and server, {args.rounds} rounds"
+    )
+    print()
+    print(
+        "| client | endpoint | p50 | p95 | p50, nagle | p95, nagle | p50 nagle / p50 "
+        "| in-process p50 |"
+    )
+    print("|:---|:---|---:|---:|---:|---:|---:|---:|")
+    for kind in CLIENTS:
+        for endpoint in ("reset", "step"):
+            new = figures[f"shipped/{kind}/{endpoint}"]
+            old = figures[f"nagle/{kind}/{endpoint}"]
+            base = figures[f"in-process/-/{endpoint}"]
+            print(
+                f"| {kind} | /{endpoint} | {new['p50_ms']:.2f} ms | {new['p95_ms']:.2f} ms "
+                f"| {old['p50_ms']:.1f} ms | {old['p95_ms']:.1f} ms "
+                f"| {old['p50_ms'] / new['p50_ms']:.0f}x | {1e3 * base['p50_ms']:.0f} us |"
+            )
+
+
+def run_load(args: argparse.Namespace, domain: CompiledDomain) -> dict[str, dict[str, Any]]:
+    """The concurrent load rounds on this tree (and ``--baseline-src``), summarized."""
     sources = {"this tree": None, "baseline": args.baseline_src}
     handles: list[Any] = []
     urls: dict[str, str] = {}
@@ -281,12 +414,31 @@ def main() -> None:
     finally:
         for handle in handles:
             stop_server(handle)
+    return {label: summarize(args, r) for label, r in rounds.items()}
 
-    summaries = {label: summarize(args, r) for label, r in rounds.items()}
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=200)
+    parser.add_argument("--calls", type=int, default=5, help="Tool calls per session.")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--server", choices=["subprocess", "thread"], default="subprocess")
+    parser.add_argument("--baseline-src", help="Also serve from this source tree, in turns.")
+    parser.add_argument("--latency-episodes", type=int, default=30, help="0: no latency run.")
+    parser.add_argument("--only-latency", action="store_true", help="Skip the load rounds.")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", action="store_true", help="Print JSON instead of markdown.")
+    args = parser.parse_args()
+
+    domain = CompiledDomain.from_spec(load_domain("mock"))
+    summaries = {} if args.only_latency else run_load(args, domain)
+    latency = run_latency(args, domain) if args.latency_episodes > 0 else {}
     if args.json:
-        print(json.dumps(summaries, indent=2))
+        print(json.dumps({**summaries, "sequential": latency}, indent=2))
         return
-    ok = print_table(args, summaries)
+    ok = print_table(args, summaries) if summaries else True
+    if latency:
+        print_latency(args, latency)
     if not ok:
         raise SystemExit("state leaked between sessions")
 

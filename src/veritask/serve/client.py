@@ -37,6 +37,9 @@ def _decode(response: httpx.Response) -> dict[str, Any]:
 class EnvClient:
     """A small blocking client over keep-alive connections (not thread-safe: one per thread).
 
+    httpx's transport sets ``TCP_NODELAY`` on its sockets, so a request is never held back by
+    Nagle's algorithm; the server sets it on its end too.
+
     Args:
         url: The server's ``http://host:port``.
         timeout: Network timeout in seconds.
