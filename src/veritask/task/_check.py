@@ -21,7 +21,7 @@ from veritask.env import CompiledDomain, Environment
 from veritask.task._certify import certify
 from veritask.task._dataset import DatasetDir, load_dataset
 from veritask.task._grounded import grounding
-from veritask.task._integrity import compare_seal, reference_schema, state_problem
+from veritask.task._integrity import StateVerifier, compare_seal, reference_schema
 from veritask.task._package import TaskPackage
 from veritask.task._spoiler import decided_spoilers, find_spoilers, text_keys
 
@@ -93,7 +93,7 @@ class _Domain:
     compiled: CompiledDomain
     spec_hash: str
     env: Environment
-    schema: list[tuple[str, str, str]]
+    verifier: StateVerifier
 
 
 class _Checker:
@@ -109,6 +109,7 @@ class _Checker:
         for dom in self.domains.values():
             if isinstance(dom, _Domain):
                 dom.env.close()
+                dom.verifier.close()
 
     def domain(self, name: str) -> _Domain | str:
         """The loaded domain, or why it cannot be loaded."""
@@ -119,8 +120,9 @@ class _Checker:
                 self.domains[name] = f"domain {name!r} cannot be loaded: {exc}"
             else:
                 hash_ = compiled.spec.spec_hash()
-                schema = reference_schema(compiled)
-                self.domains[name] = _Domain(name, compiled, hash_, Environment(compiled), schema)
+                verifier = StateVerifier(reference_schema(compiled))
+                env = Environment(compiled)
+                self.domains[name] = _Domain(name, compiled, hash_, env, verifier)
         return self.domains[name]
 
     def state_problem(self, dom: _Domain, digest: str) -> str | None:
@@ -132,7 +134,7 @@ class _Checker:
             except OSError as exc:
                 self.files[key] = f"state {digest[:12]}… cannot be read: {exc}"
             else:
-                self.files[key] = state_problem(data, digest, dom.schema)
+                self.files[key] = dom.verifier.problem(data, digest)
         return self.files[key]
 
     def policy_problem(self, digest: str) -> str | None:
@@ -177,7 +179,7 @@ def _check_state(
 def _check_spoilers(dom: _Domain, pkg: TaskPackage, origin: _Origin, report: CheckReport) -> None:
     spec, known = dom.compiled.spec, pkg.user_profile.known_ids
     found = find_spoilers(pkg.task_description, spec, origin.keys, known)
-    found += decided_spoilers(pkg.task_description, spec, pkg.witness)
+    found += decided_spoilers(pkg.task_description, spec, pkg.witness, dom.compiled.tools)
     if found:
         report.add_failure(pkg.id, "spoiler", "; ".join(found))
     else:

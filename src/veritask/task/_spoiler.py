@@ -140,11 +140,19 @@ def _says(text: str, column: str, value: Any, enum: list[Any] | None) -> bool:
     return free and re.search(rf"(?<![A-Za-z0-9_]){shown}(?![A-Za-z0-9_])", text) is not None
 
 
-def decided_spoilers(text: str, spec: DomainSpec, witness: Iterable[WitnessCall]) -> list[str]:
+def decided_spoilers(
+    text: str,
+    spec: DomainSpec,
+    witness: Iterable[WitnessCall],
+    tools: dict[str, ToolSpec] | None = None,
+) -> list[str]:
     """Values the agent must work out that ``text`` gives away: for every accepted write of the
-    witness, the value it wrote to a column the agent decides (see ``decided_columns``)."""
+    witness, the value it wrote to a column the agent decides (see ``decided_columns``).
+
+    ``tools`` are the spec's tools when the caller has them built already (a checker builds
+    them once per domain); otherwise they are built from ``spec``."""
     found: list[str] = []
-    tools = build_tools(spec)
+    tools = tools if tools is not None else build_tools(spec)
     for call in witness:
         if not call.ok or call.tool not in tools or not tools[call.tool].writes:
             continue
