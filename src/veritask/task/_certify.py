@@ -112,6 +112,12 @@ def certify(
     problem = replay_witness(env, origin, calls)
     if problem is not None:
         return Certificate(False, "replay", problem)
+    return end_certificate(env, target)
+
+
+def end_certificate(env: Environment, target: bytes | Snapshot) -> Certificate:
+    """The certificate of a witness already replayed into ``env`` (every call as recorded):
+    certified when the state is at distance 0 from ``target``."""
     snap = target if isinstance(target, Snapshot) else Snapshot(target, env.domain.layout)
     try:
         d = env.diff(snap)

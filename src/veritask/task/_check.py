@@ -18,9 +18,8 @@ from typing import Any, Literal
 
 from veritask._util import sha256
 from veritask.env import CompiledDomain, Environment
-from veritask.task._certify import certify
 from veritask.task._dataset import DatasetDir, load_dataset
-from veritask.task._grounded import grounding
+from veritask.task._grounded import certify_grounded
 from veritask.task._integrity import StateVerifier, compare_seal, reference_schema
 from veritask.task._package import TaskPackage
 from veritask.task._spoiler import decided_spoilers, find_spoilers, text_keys
@@ -163,17 +162,23 @@ class _Checker:
 
 def _check_state(
     checker: _Checker, dom: _Domain, pkg: TaskPackage, origin: _Origin, report: CheckReport
-) -> bool:
-    """Replay and diff; count the package as certified when both pass (True)."""
-    cert = certify(pkg, dom.env, origin.data, checker.ds.read_state(pkg.target))
+) -> None:
+    """Replay, diff and ground on one replay: certified when the replay and the diff pass,
+    grounded when also every write is determined by the text (each ungrounded write is listed
+    with the argument that is not)."""
+    target = checker.ds.read_state(pkg.target)
+    cert, ungrounded = certify_grounded(pkg, dom.env, origin.data, target)
     if cert.kind is not None:
         detail = cert.detail or ""
         if detail.startswith("s_target is not readable"):
             detail = detail.replace("s_target", f"s_target {pkg.target[:12]}…", 1)
         report.add_failure(pkg.id, cert.kind, detail)
-        return False
+        return
     report.certified += 1
-    return True
+    if ungrounded:
+        report.add_failure(pkg.id, "ungrounded", "; ".join(u.describe() for u in ungrounded))
+    else:
+        report.grounded += 1
 
 
 def _check_spoilers(dom: _Domain, pkg: TaskPackage, origin: _Origin, report: CheckReport) -> None:
@@ -184,16 +189,6 @@ def _check_spoilers(dom: _Domain, pkg: TaskPackage, origin: _Origin, report: Che
         report.add_failure(pkg.id, "spoiler", "; ".join(found))
     else:
         report.spoiler_free += 1
-
-
-def _check_grounded(dom: _Domain, pkg: TaskPackage, origin: _Origin, report: CheckReport) -> None:
-    """The second certificate: each ungrounded write is listed with the argument that is not."""
-    problems = grounding(pkg, dom.env, origin.data)
-    if problems:
-        detail = "; ".join(u.describe() for u in problems)
-        report.add_failure(pkg.id, "ungrounded", detail)
-    else:
-        report.grounded += 1
 
 
 def _check_files(checker: _Checker, dom: _Domain, pkg: TaskPackage, report: CheckReport) -> bool:
@@ -257,10 +252,8 @@ def _check_package(checker: _Checker, pkg: TaskPackage, report: CheckReport) -> 
     except sqlite3.Error as exc:
         report.add_failure(pkg.id, "replay", f"s_origin {pkg.origin[:12]}… is not readable: {exc}")
         return
-    certified = _check_state(checker, dom, pkg, origin, report)
+    _check_state(checker, dom, pkg, origin, report)
     _check_spoilers(dom, pkg, origin, report)
-    if certified:  # grounding speaks of a witness that replays
-        _check_grounded(dom, pkg, origin, report)
 
 
 def check_dataset(root: str | Path) -> CheckReport:
