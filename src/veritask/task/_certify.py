@@ -56,7 +56,8 @@ def outcome_mismatch(expected: WitnessCall, got: ToolResult) -> str | None:
         seen = "accepted" if got.ok else f"rejected ({got.error.code if got.error else '?'})"
         return f"recorded {'accepted' if expected.ok else 'rejected'}, replay {seen}"
     if got.ok:
-        if _normalize(expected.result) != _normalize(got.result):
+        same = expected.result == got.result  # equal values stay equal read back from JSON
+        if not same and _normalize(expected.result) != _normalize(got.result):
             return f"result differs: recorded {expected.result!r}, replay {got.result!r}"
         return None
     recorded = expected.error or {}

@@ -28,7 +28,7 @@ execution, on the state the refused call met.
 from __future__ import annotations
 
 import json
-import re
+import string
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,10 +74,23 @@ def _same(a: Any, b: Any) -> bool:
     return bool(json.loads(json.dumps(a)) == json.loads(json.dumps(b)))
 
 
+_WORD = frozenset(string.ascii_letters + string.digits + "_")
+
+
 def _in_text(value: Any, text: str) -> bool:
+    """Whether ``str(value)`` occurs in ``text`` with no ASCII letter, digit or underscore on
+    either side (the regex ``(?<![A-Za-z0-9_])value(?![A-Za-z0-9_])``, without compiling one
+    pattern per value)."""
     shown = str(value)
-    pattern = rf"(?<![A-Za-z0-9_]){re.escape(shown)}(?![A-Za-z0-9_])"
-    return re.search(pattern, text) is not None
+    start = text.find(shown)
+    while start >= 0:
+        end = start + len(shown)
+        if (start == 0 or text[start - 1] not in _WORD) and (
+            end == len(text) or text[end] not in _WORD
+        ):
+            return True
+        start = text.find(shown, start + 1)
+    return False
 
 
 def task_asks(task: TaskDescription) -> list[Ask]:
@@ -157,6 +170,8 @@ class _Grounder:
         self.give_ups = _give_ups(pkg)
         self._queries: dict[tuple[Any, ...], Any] = {}
         """Query payloads on the current state (cleared whenever a witness call runs)."""
+        self._resolved: dict[tuple[int, str], tuple[RowRef, Any]] = {}
+        """``_resolve``'s answers on the current state (cleared whenever a witness call runs)."""
 
     def run(self, origin: bytes) -> list[Ungrounded]:
         self.env.restore(origin)
@@ -179,6 +194,7 @@ class _Grounder:
     def after(self, call: WitnessCall, result: ToolResult) -> None:
         """Take note of what a witness call showed the agent once it has run."""
         self._queries.clear()
+        self._resolved.clear()
         tool = self.env.tools.get(call.tool)
         if result.ok and tool is not None:
             self.seen.add(tool.table, result.result)
@@ -299,7 +315,19 @@ class _Grounder:
 
     def _resolve(self, ref: RowRef, what: str) -> tuple[dict[str, Any], str | None]:
         """The ref's match with parent refs replaced by their keys, and whether it picks out
-        exactly one row (parents too, each shown to the agent before)."""
+        exactly one row (parents too, each shown to the agent before).
+
+        The answer depends on the state and the rows seen, which change only when a witness
+        call runs, so it is kept until then (by the ref object itself: the entry holds the ref,
+        and is used only for that very object)."""
+        found = self._resolved.get((id(ref), what))
+        if found is not None and found[0] is ref:
+            return found[1]
+        answer = self._resolve_now(ref, what)
+        self._resolved[(id(ref), what)] = (ref, answer)
+        return answer
+
+    def _resolve_now(self, ref: RowRef, what: str) -> tuple[dict[str, Any], str | None]:
         table = self.env.spec.table(ref.table)
         match: dict[str, Any] = {}
         for col, want in ref.match.items():
