@@ -157,6 +157,9 @@ class _Seen:
                 yield row
 
 
+_Resolved = tuple[dict[str, Any], str | None]
+
+
 class _Grounder:
     """Replays a witness and grounds each accepted write against the package's asks."""
 
@@ -170,7 +173,7 @@ class _Grounder:
         self.give_ups = _give_ups(pkg)
         self._queries: dict[tuple[Any, ...], Any] = {}
         """Query payloads on the current state (cleared whenever a witness call runs)."""
-        self._resolved: dict[tuple[int, str], tuple[RowRef, Any]] = {}
+        self._resolved: dict[tuple[int, str], tuple[RowRef, _Resolved]] = {}
         """``_resolve``'s answers on the current state (cleared whenever a witness call runs)."""
 
     def run(self, origin: bytes) -> list[Ungrounded]:
