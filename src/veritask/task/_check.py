@@ -151,7 +151,7 @@ class _Checker:
         found = self.origins.get(key)
         if found is None:
             data = self.ds.read_state(digest)
-            found = _Origin(data, text_keys(dom.compiled.spec, data))
+            found = _Origin(data, text_keys(dom.compiled.spec, data, dom.verifier.connection()))
             self.origins[key] = found
             if len(self.origins) > _ORIGIN_CACHE:
                 self.origins.popitem(last=False)

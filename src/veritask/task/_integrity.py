@@ -215,11 +215,16 @@ class StateVerifier:
             self._verdicts[name] = self._check_schema(data, name)
         return self._verdicts[name]
 
-    def _check_schema(self, data: bytes, name: str) -> str | None:
+    def connection(self) -> sqlite3.Connection:
+        """The shared connection (opened on first use), for other reads of this domain's
+        images: whoever uses it deserializes their image first."""
         if self._conn is None:
             self._conn = sqlite3.connect(":memory:")
+        return self._conn
+
+    def _check_schema(self, data: bytes, name: str) -> str | None:
         try:
-            found = _read_schema(self._conn, data)
+            found = _read_schema(self.connection(), data)
         except sqlite3.Error as exc:
             self.close()  # start the next image on a fresh connection
             return f"state {name[:12]}… is not a SQLite image: {exc}"

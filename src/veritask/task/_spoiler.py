@@ -15,20 +15,27 @@ from veritask.task._package import WitnessCall
 _INT_ID = re.compile(r"(?:#\s*\d+\b|\bids?\b\s*[:=#]?\s*\d+\b|\brow\s+\d+\b)", re.I)
 
 
-def text_keys(spec: DomainSpec, origin: bytes) -> set[str]:
-    """Values of TEXT primary keys in a state: internal ids a user is not told by default."""
-    conn = sqlite3.connect(":memory:")
+def text_keys(
+    spec: DomainSpec, origin: bytes, conn: sqlite3.Connection | None = None
+) -> set[str]:
+    """Values of TEXT primary keys in a state: internal ids a user is not told by default.
+
+    ``conn`` is a connection the caller keeps for images of this domain (its parsed schema is
+    reused; the image is deserialized into it); by default a fresh one is opened and closed."""
+    own = conn is None
+    db = sqlite3.connect(":memory:") if conn is None else conn
     try:
-        conn.deserialize(origin)
+        db.deserialize(origin)
         keys: set[str] = set()
         for table in spec.tables:
             for col in table.primary_key:
                 if col.type == "TEXT":
                     sql = f"SELECT {quote_ident(col.name)} FROM {quote_ident(table.name)}"
-                    keys.update(str(r[0]) for r in conn.execute(sql))
+                    keys.update(str(r[0]) for r in db.execute(sql))
         return keys
     finally:
-        conn.close()
+        if own:
+            db.close()
 
 
 _Shape = tuple[tuple[str, bool, bool, tuple[str, ...]], ...]
