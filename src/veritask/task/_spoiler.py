@@ -15,9 +15,7 @@ from veritask.task._package import WitnessCall
 _INT_ID = re.compile(r"(?:#\s*\d+\b|\bids?\b\s*[:=#]?\s*\d+\b|\brow\s+\d+\b)", re.I)
 
 
-def text_keys(
-    spec: DomainSpec, origin: bytes, conn: sqlite3.Connection | None = None
-) -> set[str]:
+def text_keys(spec: DomainSpec, origin: bytes, conn: sqlite3.Connection | None = None) -> set[str]:
     """Values of TEXT primary keys in a state: internal ids a user is not told by default.
 
     ``conn`` is a connection the caller keeps for images of this domain (its parsed schema is
