@@ -4,7 +4,9 @@ digest and read on one shared connection, and certification and grounding share 
 from __future__ import annotations
 
 import re
+import shutil
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from veritask._util import sha256
+from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment
 from veritask.synth import generate
 from veritask.task import DatasetDir, certify, check_dataset, grounding, load_dataset
@@ -45,8 +48,6 @@ def _edit_in_place(image: bytes) -> bytes:
 
 
 def _verifier() -> StateVerifier:
-    from veritask.domains import load_domain
-
     return StateVerifier(reference_schema(CompiledDomain.from_spec(load_domain("travel"))))
 
 
@@ -78,17 +79,14 @@ def test_a_broken_image_does_not_spoil_the_next_verdict(pristine: Path) -> None:
 
 @pytest.mark.parametrize("forge", [_drop_trigger, _edit_in_place])
 def test_a_forged_target_schema_is_caught_when_renamed_and_resealed(
-    pristine: Path, tmp_path: Path, forge: object
+    pristine: Path, tmp_path: Path, forge: Callable[[bytes], bytes]
 ) -> None:
     """The forged target comes after its origin, whose schema the shared connection has parsed
     already: the check still reads the target's own ``sqlite_master``."""
-    import shutil
-
     data = Path(shutil.copytree(pristine, tmp_path / "ds"))
     ds = DatasetDir(data)
     packages = load_dataset(data)
     first = packages[0]
-    assert callable(forge)
     weak = ds.put_state(forge(ds.read_state(first.target)))
     forged = [p.model_copy(update={"target": weak}) if p.id == first.id else p for p in packages]
     ds.manifest.write_text("".join(p.model_dump_json() + "\n" for p in forged))
