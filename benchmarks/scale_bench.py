@@ -18,6 +18,11 @@ With ``--tau2 PATH`` (a tau2-bench checkout with its dependencies installed for
 replay-plus-hash of its retail tasks: per task, a fresh retail environment, the task's gold
 actions replayed on it, and the hash of its database (what its ``EnvironmentEvaluator`` does
 for the gold side of every evaluation). The ratio to ``check``'s time per task is reported.
+
+With ``--check-only retail,travel`` the script skips the executor runs: it generates ``--n``
+packages of each listed domain once, then times ``check`` on each (one warm-up pass, then
+``--check-reps`` timed passes; CPU and wall time per task, best pass reported) and, with
+``--tau2``, the ratio of tau2-bench's time per task to each domain's.
 """
 
 from __future__ import annotations
@@ -156,6 +161,38 @@ def check_run(out: Path) -> dict[str, Any]:
     }
 
 
+def check_timed(out: Path, reps: int) -> dict[str, Any]:
+    """``check`` of one dataset, warm (one pass first), best of ``reps`` timed passes."""
+    check_dataset(out)
+    cpu, wall = [], []
+    for _ in range(reps):
+        c0, w0 = time.process_time(), time.perf_counter()
+        report = check_dataset(out)
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - w0)
+    return {
+        "tasks": report.tasks,
+        "certified": report.certified,
+        "grounded": report.grounded,
+        "check_ok": report.ok,
+        "check_cpu_ms_per_task": round(1000 * min(cpu) / report.tasks, 3),
+        "check_ms_per_task": round(1000 * min(wall) / report.tasks, 3),
+    }
+
+
+def check_only(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """Generate each domain of ``--check-only`` once and time ``check`` on it."""
+    res: dict[str, Any] = {"n": args.n, "cpus": os.cpu_count(), "checks": {}}
+    for domain in args.check_only.split(","):
+        generate(domain, args.n, 0, tmp / domain, workers=args.workers)
+        res["checks"][domain] = check_timed(tmp / domain, args.check_reps)
+    if args.tau2:
+        res["tau2"] = tau2_run(args.tau2, args.tau2_python, args.tau2_tasks)
+        for c in res["checks"].values():
+            c["tau2_over_check"] = round(res["tau2"]["ms_per_task"] / c["check_ms_per_task"], 1)
+    return res
+
+
 def tau2_run(checkout: Path, python: str | None, limit: int) -> dict[str, Any]:
     exe = python or str(checkout / ".venv" / "bin" / "python")
     done = subprocess.run(
@@ -180,8 +217,17 @@ def main() -> None:
     parser.add_argument("--tau2-python", help="python with tau2's dependencies installed")
     parser.add_argument("--tau2-tasks", type=int, default=0, help="first N retail tasks; 0: all")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--check-only", help="comma-separated domains: time check alone")
+    parser.add_argument("--check-reps", type=int, default=3, help="timed check passes")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="scale-bench-"))
+    if args.check_only:
+        try:
+            found = check_only(args, tmp)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print(json.dumps(found, indent=2))
+        return
     res: dict[str, Any] = {"domain": args.domain, "n": args.n, "cpus": os.cpu_count()}
     try:
         res["runs"] = [one_run(args.domain, args.n, args.workers, tmp / "local", False)]

@@ -18,10 +18,9 @@ from typing import Any, Literal
 
 from veritask._util import sha256
 from veritask.env import CompiledDomain, Environment
-from veritask.task._certify import certify
 from veritask.task._dataset import DatasetDir, load_dataset
-from veritask.task._grounded import grounding
-from veritask.task._integrity import compare_seal, reference_schema, state_problem
+from veritask.task._grounded import certify_grounded
+from veritask.task._integrity import StateVerifier, compare_seal, reference_schema
 from veritask.task._package import TaskPackage
 from veritask.task._spoiler import decided_spoilers, find_spoilers, text_keys
 
@@ -93,7 +92,7 @@ class _Domain:
     compiled: CompiledDomain
     spec_hash: str
     env: Environment
-    schema: list[tuple[str, str, str]]
+    verifier: StateVerifier
 
 
 class _Checker:
@@ -109,6 +108,7 @@ class _Checker:
         for dom in self.domains.values():
             if isinstance(dom, _Domain):
                 dom.env.close()
+                dom.verifier.close()
 
     def domain(self, name: str) -> _Domain | str:
         """The loaded domain, or why it cannot be loaded."""
@@ -119,8 +119,9 @@ class _Checker:
                 self.domains[name] = f"domain {name!r} cannot be loaded: {exc}"
             else:
                 hash_ = compiled.spec.spec_hash()
-                schema = reference_schema(compiled)
-                self.domains[name] = _Domain(name, compiled, hash_, Environment(compiled), schema)
+                verifier = StateVerifier(reference_schema(compiled))
+                env = Environment(compiled)
+                self.domains[name] = _Domain(name, compiled, hash_, env, verifier)
         return self.domains[name]
 
     def state_problem(self, dom: _Domain, digest: str) -> str | None:
@@ -132,7 +133,7 @@ class _Checker:
             except OSError as exc:
                 self.files[key] = f"state {digest[:12]}… cannot be read: {exc}"
             else:
-                self.files[key] = state_problem(data, digest, dom.schema)
+                self.files[key] = dom.verifier.problem(data, digest)
         return self.files[key]
 
     def policy_problem(self, digest: str) -> str | None:
@@ -150,7 +151,7 @@ class _Checker:
         found = self.origins.get(key)
         if found is None:
             data = self.ds.read_state(digest)
-            found = _Origin(data, text_keys(dom.compiled.spec, data))
+            found = _Origin(data, text_keys(dom.compiled.spec, data, dom.verifier.connection()))
             self.origins[key] = found
             if len(self.origins) > _ORIGIN_CACHE:
                 self.origins.popitem(last=False)
@@ -161,37 +162,33 @@ class _Checker:
 
 def _check_state(
     checker: _Checker, dom: _Domain, pkg: TaskPackage, origin: _Origin, report: CheckReport
-) -> bool:
-    """Replay and diff; count the package as certified when both pass (True)."""
-    cert = certify(pkg, dom.env, origin.data, checker.ds.read_state(pkg.target))
+) -> None:
+    """Replay, diff and ground on one replay: certified when the replay and the diff pass,
+    grounded when also every write is determined by the text (each ungrounded write is listed
+    with the argument that is not)."""
+    target = checker.ds.read_state(pkg.target)
+    cert, ungrounded = certify_grounded(pkg, dom.env, origin.data, target)
     if cert.kind is not None:
         detail = cert.detail or ""
         if detail.startswith("s_target is not readable"):
             detail = detail.replace("s_target", f"s_target {pkg.target[:12]}…", 1)
         report.add_failure(pkg.id, cert.kind, detail)
-        return False
+        return
     report.certified += 1
-    return True
+    if ungrounded:
+        report.add_failure(pkg.id, "ungrounded", "; ".join(u.describe() for u in ungrounded))
+    else:
+        report.grounded += 1
 
 
 def _check_spoilers(dom: _Domain, pkg: TaskPackage, origin: _Origin, report: CheckReport) -> None:
     spec, known = dom.compiled.spec, pkg.user_profile.known_ids
     found = find_spoilers(pkg.task_description, spec, origin.keys, known)
-    found += decided_spoilers(pkg.task_description, spec, pkg.witness)
+    found += decided_spoilers(pkg.task_description, spec, pkg.witness, dom.compiled.tools)
     if found:
         report.add_failure(pkg.id, "spoiler", "; ".join(found))
     else:
         report.spoiler_free += 1
-
-
-def _check_grounded(dom: _Domain, pkg: TaskPackage, origin: _Origin, report: CheckReport) -> None:
-    """The second certificate: each ungrounded write is listed with the argument that is not."""
-    problems = grounding(pkg, dom.env, origin.data)
-    if problems:
-        detail = "; ".join(u.describe() for u in problems)
-        report.add_failure(pkg.id, "ungrounded", detail)
-    else:
-        report.grounded += 1
 
 
 def _check_files(checker: _Checker, dom: _Domain, pkg: TaskPackage, report: CheckReport) -> bool:
@@ -255,10 +252,8 @@ def _check_package(checker: _Checker, pkg: TaskPackage, report: CheckReport) -> 
     except sqlite3.Error as exc:
         report.add_failure(pkg.id, "replay", f"s_origin {pkg.origin[:12]}… is not readable: {exc}")
         return
-    certified = _check_state(checker, dom, pkg, origin, report)
+    _check_state(checker, dom, pkg, origin, report)
     _check_spoilers(dom, pkg, origin, report)
-    if certified:  # grounding speaks of a witness that replays
-        _check_grounded(dom, pkg, origin, report)
 
 
 def check_dataset(root: str | Path) -> CheckReport:

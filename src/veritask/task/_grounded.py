@@ -28,13 +28,14 @@ execution, on the state the refused call met.
 from __future__ import annotations
 
 import json
-import re
+import string
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from veritask.env import DatabaseError, Environment, bind_new_old
+from veritask.env import DatabaseError, Environment, Snapshot, ToolResult, bind_new_old
 from veritask.policy import Column, Rule, ToolSpec, actor_table
+from veritask.task._certify import Certificate, end_certificate, outcome_mismatch
 from veritask.task._package import Ask, RowRef, TaskDescription, TaskPackage, WitnessCall
 
 
@@ -60,15 +61,36 @@ class Ungrounded:
         return f"{where}: {self.arg + ': ' if self.arg else ''}{self.reason}"
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _same(a: Any, b: Any) -> bool:
-    """Equality as values read back from JSON (1 == 1.0, tuples == lists)."""
+    """Equality as values read back from JSON (1 == 1.0, tuples == lists).
+
+    Two scalars read back as themselves, so they are compared directly (the common case);
+    anything else goes through a JSON round trip."""
+    if type(a) in _SCALARS and type(b) in _SCALARS:
+        return bool(a == b)
     return bool(json.loads(json.dumps(a)) == json.loads(json.dumps(b)))
 
 
+_WORD = frozenset(string.ascii_letters + string.digits + "_")
+
+
 def _in_text(value: Any, text: str) -> bool:
+    """Whether ``str(value)`` occurs in ``text`` with no ASCII letter, digit or underscore on
+    either side (the regex ``(?<![A-Za-z0-9_])value(?![A-Za-z0-9_])``, without compiling one
+    pattern per value)."""
     shown = str(value)
-    pattern = rf"(?<![A-Za-z0-9_]){re.escape(shown)}(?![A-Za-z0-9_])"
-    return re.search(pattern, text) is not None
+    start = text.find(shown)
+    while start >= 0:
+        end = start + len(shown)
+        if (start == 0 or text[start - 1] not in _WORD) and (
+            end == len(text) or text[end] not in _WORD
+        ):
+            return True
+        start = text.find(shown, start + 1)
+    return False
 
 
 def task_asks(task: TaskDescription) -> list[Ask]:
@@ -135,6 +157,9 @@ class _Seen:
                 yield row
 
 
+_Resolved = tuple[dict[str, Any], str | None]
+
+
 class _Grounder:
     """Replays a witness and grounds each accepted write against the package's asks."""
 
@@ -146,20 +171,53 @@ class _Grounder:
         self.seen = _Seen()
         self.actor_table = actor_table(env.spec)
         self.give_ups = _give_ups(pkg)
+        self._queries: dict[tuple[Any, ...], Any] = {}
+        """Query payloads on the current state (cleared whenever a witness call runs)."""
+        self._resolved: dict[tuple[int, str], tuple[RowRef, _Resolved]] = {}
+        """``_resolve``'s answers on the current state (cleared whenever a witness call runs)."""
 
     def run(self, origin: bytes) -> list[Ungrounded]:
         self.env.restore(origin)
         found = unstated(self.pkg)
         for i, call in enumerate(self.pkg.witness):
-            tool = self.env.tools.get(call.tool)
-            if tool is not None and tool.writes and call.ok:
-                found += self._write(i, tool, call)
-            elif tool is not None and tool.writes:
-                found += self._final(i, tool, call)
-            result = self.env.call(call.tool, call.args)
-            if result.ok and tool is not None:
-                self.seen.add(tool.table, result.to_json()["result"])
+            found += self.before(i, call)
+            self.after(call, self.env.call(call.tool, call.args))
         return found
+
+    def before(self, index: int, call: WitnessCall) -> list[Ungrounded]:
+        """Ground witness call ``index`` on the state it meets, before it runs (the state is
+        left as it was)."""
+        tool = self.env.tools.get(call.tool)
+        if tool is not None and tool.writes and call.ok:
+            return self._write(index, tool, call)
+        if tool is not None and tool.writes:
+            return self._final(index, tool, call)
+        return []
+
+    def after(self, call: WitnessCall, result: ToolResult) -> None:
+        """Take note of what a witness call showed the agent once it has run."""
+        self._queries.clear()
+        self._resolved.clear()
+        tool = self.env.tools.get(call.tool)
+        if result.ok and tool is not None:
+            self.seen.add(tool.table, result.result)
+
+    def _query(self, table: str, match: dict[str, Any]) -> Any:
+        """The payload of ``query_<table>`` with ``match`` on the current state (None when the
+        query fails); asked once per state for the same arguments."""
+        key = (table, *((k, type(v), v) for k, v in match.items()))
+        try:
+            return self._queries[key]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable argument: not cached
+            return self._run_query(table, match)
+        payload = self._queries[key] = self._run_query(table, match)
+        return payload
+
+    def _run_query(self, table: str, match: dict[str, Any]) -> Any:
+        result = self.env.call(f"query_{table}", match)
+        return result.result if result.ok else None
 
     def _write(self, index: int, tool: ToolSpec, call: WitnessCall) -> list[Ungrounded]:
         """Ground one accepted write on the state it meets (before it runs): it answers the
@@ -233,8 +291,7 @@ class _Grounder:
         key = tool.key
         if key is None or key not in call.args:
             return False
-        result = self.env.call(f"query_{tool.table}", {key: call.args[key]})
-        payload = result.to_json()["result"] if result.ok else None
+        payload = self._query(tool.table, {key: call.args[key]})
         rows = payload.get("rows") if isinstance(payload, dict) else None
         if not rows:
             return False
@@ -261,7 +318,19 @@ class _Grounder:
 
     def _resolve(self, ref: RowRef, what: str) -> tuple[dict[str, Any], str | None]:
         """The ref's match with parent refs replaced by their keys, and whether it picks out
-        exactly one row (parents too, each shown to the agent before)."""
+        exactly one row (parents too, each shown to the agent before).
+
+        The answer depends on the state and the rows seen, which change only when a witness
+        call runs, so it is kept until then (by the ref object itself: the entry holds the ref,
+        and is used only for that very object)."""
+        found = self._resolved.get((id(ref), what))
+        if found is not None and found[0] is ref:
+            return found[1]
+        answer = self._resolve_now(ref, what)
+        self._resolved[(id(ref), what)] = (ref, answer)
+        return answer
+
+    def _resolve_now(self, ref: RowRef, what: str) -> tuple[dict[str, Any], str | None]:
         table = self.env.spec.table(ref.table)
         match: dict[str, Any] = {}
         for col, want in ref.match.items():
@@ -288,8 +357,7 @@ class _Grounder:
         match, problem = self._resolve(ref, what) if _nested(ref) else (dict(ref.match), None)
         if problem is not None:
             return None, problem
-        result = self.env.call(f"query_{ref.table}", match)
-        payload = result.to_json()["result"] if result.ok else None
+        payload = self._query(ref.table, match)
         rows = payload.get("rows") if isinstance(payload, dict) else None
         total = payload.get("total") if isinstance(payload, dict) else None
         if total != 1 or not rows:
@@ -301,7 +369,7 @@ class _Grounder:
         others = _alternatives(column, value)
         if not others:
             return False
-        before = self.env.snapshot()
+        before = self.env.image()
         for other in others:
             result = self.env.call(call.tool, {**call.args, arg: other})
             if result.ok:
@@ -374,8 +442,7 @@ class _Grounder:
         key = tool.key
         old: dict[str, Any] | None = None
         if tool.kind != "insert" and key is not None and key in call.args:
-            result = self.env.call(f"query_{tool.table}", {key: call.args[key]})
-            payload = result.to_json()["result"] if result.ok else None
+            payload = self._query(tool.table, {key: call.args[key]})
             rows = payload.get("rows") if isinstance(payload, dict) else None
             old = dict(rows[0]) if rows else None
         base = {c.name: c.default for c in table.columns} if old is None else dict(old)
@@ -428,3 +495,30 @@ def grounding(pkg: TaskPackage, env: Environment, origin: bytes) -> list[Ungroun
         argument (and per stated value missing from the text).
     """
     return _Grounder(pkg, env).run(origin)
+
+
+def certify_grounded(
+    pkg: TaskPackage, env: Environment, origin: bytes, target: bytes | Snapshot
+) -> tuple[Certificate, list[Ungrounded] | None]:
+    """:func:`~veritask.task.certify` and :func:`grounding` of a package on one replay.
+
+    Each witness call is grounded on the state it meets (the probes put the state back), then
+    run and compared with the recording, exactly as the two would do on separate replays; the
+    final state is diffed with ``target``.
+
+    Returns:
+        The certificate, and the ungrounded writes (empty when grounded); None instead of the
+        list when the package is not certified (grounding speaks of a witness that replays).
+    """
+    grounder = _Grounder(pkg, env)
+    env.restore(origin)
+    found = unstated(pkg)
+    for i, call in enumerate(pkg.witness):
+        found += grounder.before(i, call)
+        result = env.call(call.tool, call.args)
+        problem = outcome_mismatch(call, result)
+        if problem is not None:
+            return Certificate(False, "replay", f"call {i} {call.tool}: {problem}"), None
+        grounder.after(call, result)
+    cert = end_certificate(env, target)
+    return cert, (found if cert.certified else None)

@@ -15,20 +15,25 @@ from veritask.task._package import WitnessCall
 _INT_ID = re.compile(r"(?:#\s*\d+\b|\bids?\b\s*[:=#]?\s*\d+\b|\brow\s+\d+\b)", re.I)
 
 
-def text_keys(spec: DomainSpec, origin: bytes) -> set[str]:
-    """Values of TEXT primary keys in a state: internal ids a user is not told by default."""
-    conn = sqlite3.connect(":memory:")
+def text_keys(spec: DomainSpec, origin: bytes, conn: sqlite3.Connection | None = None) -> set[str]:
+    """Values of TEXT primary keys in a state: internal ids a user is not told by default.
+
+    ``conn`` is a connection the caller keeps for images of this domain (its parsed schema is
+    reused; the image is deserialized into it); by default a fresh one is opened and closed."""
+    own = conn is None
+    db = sqlite3.connect(":memory:") if conn is None else conn
     try:
-        conn.deserialize(origin)
+        db.deserialize(origin)
         keys: set[str] = set()
         for table in spec.tables:
             for col in table.primary_key:
                 if col.type == "TEXT":
                     sql = f"SELECT {quote_ident(col.name)} FROM {quote_ident(table.name)}"
-                    keys.update(str(r[0]) for r in conn.execute(sql))
+                    keys.update(str(r[0]) for r in db.execute(sql))
         return keys
     finally:
-        conn.close()
+        if own:
+            db.close()
 
 
 _Shape = tuple[tuple[str, bool, bool, tuple[str, ...]], ...]
@@ -140,11 +145,19 @@ def _says(text: str, column: str, value: Any, enum: list[Any] | None) -> bool:
     return free and re.search(rf"(?<![A-Za-z0-9_]){shown}(?![A-Za-z0-9_])", text) is not None
 
 
-def decided_spoilers(text: str, spec: DomainSpec, witness: Iterable[WitnessCall]) -> list[str]:
+def decided_spoilers(
+    text: str,
+    spec: DomainSpec,
+    witness: Iterable[WitnessCall],
+    tools: dict[str, ToolSpec] | None = None,
+) -> list[str]:
     """Values the agent must work out that ``text`` gives away: for every accepted write of the
-    witness, the value it wrote to a column the agent decides (see ``decided_columns``)."""
+    witness, the value it wrote to a column the agent decides (see ``decided_columns``).
+
+    ``tools`` are the spec's tools when the caller has them built already (a checker builds
+    them once per domain); otherwise they are built from ``spec``."""
     found: list[str] = []
-    tools = build_tools(spec)
+    tools = tools if tools is not None else build_tools(spec)
     for call in witness:
         if not call.ok or call.tool not in tools or not tools[call.tool].writes:
             continue
