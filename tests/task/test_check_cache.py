@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import re
 import shutil
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests._tamper import drop_trigger
 
 from veritask._util import sha256
 from veritask.domains import load_domain
@@ -28,16 +28,6 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("cache") / "travel"
     generate("travel", 8, 5, root)
     return root
-
-
-def _drop_trigger(image: bytes) -> bytes:
-    conn = sqlite3.connect(":memory:")
-    conn.deserialize(image)
-    name = conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' LIMIT 1").fetchone()
-    conn.execute(f'DROP TRIGGER "{name[0]}"')
-    data = conn.serialize()
-    conn.close()
-    return data
 
 
 def _edit_in_place(image: bytes) -> bytes:
@@ -57,7 +47,7 @@ def test_a_cached_verdict_is_never_used_for_other_bytes(pristine: Path) -> None:
     name = sha256(good)
     verifier = _verifier()
     assert verifier.problem(good, name) is None
-    for forged in (_drop_trigger(good), _edit_in_place(good)):
+    for forged in (drop_trigger(good), _edit_in_place(good)):
         under_good_name = verifier.problem(forged, name)
         assert under_good_name is not None and "does not hash to its name" in under_good_name
         own = verifier.problem(forged, sha256(forged))
@@ -77,7 +67,7 @@ def test_a_broken_image_does_not_spoil_the_next_verdict(pristine: Path) -> None:
     verifier.close()
 
 
-@pytest.mark.parametrize("forge", [_drop_trigger, _edit_in_place])
+@pytest.mark.parametrize("forge", [drop_trigger, _edit_in_place])
 def test_a_forged_target_schema_is_caught_when_renamed_and_resealed(
     pristine: Path, tmp_path: Path, forge: Callable[[bytes], bytes]
 ) -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from tests._tamper import drop_trigger
 
 from veritask._cli.main import cli
 from veritask.synth import generate
@@ -45,16 +45,6 @@ def _rewrite(root: Path, edit: Callable[[dict[str, object]], None], index: int =
     lines[index] = json.dumps(record)
     path.write_text("\n".join(lines) + "\n")
     return str(record["id"])
-
-
-def _drop_trigger(image: bytes) -> bytes:
-    conn = sqlite3.connect(":memory:")
-    conn.deserialize(image)
-    name = conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' LIMIT 1").fetchone()
-    conn.execute(f'DROP TRIGGER "{name[0]}"')
-    data = conn.serialize()
-    conn.close()
-    return data
 
 
 def test_a_generated_dataset_is_sealed_and_passes(pristine: Path) -> None:
@@ -100,7 +90,7 @@ def test_an_edited_policy_file_is_caught(data: Path) -> None:
 def test_a_dropped_trigger_in_place_is_caught(data: Path) -> None:
     pkg = load_dataset(data)[0]
     path = DatasetDir(data).materialize(pkg.origin)  # a whole copy is read before the compact one
-    path.write_bytes(_drop_trigger(path.read_bytes()))
+    path.write_bytes(drop_trigger(path.read_bytes()))
     code, failures = _check(data)
     assert code == 1
     assert any(f["id"] == pkg.id and f["detail"].startswith("origin: state") for f in failures)
@@ -110,7 +100,7 @@ def test_a_dropped_trigger_is_caught_even_when_renamed_and_resealed(data: Path) 
     """A forger who renames the state and reseals the dataset still fails the schema check."""
     ds = DatasetDir(data)
     packages = load_dataset(data)
-    weak = ds.put_state(_drop_trigger(ds.read_state(packages[0].origin)))
+    weak = ds.put_state(drop_trigger(ds.read_state(packages[0].origin)))
     forged = [
         p.model_copy(update={"origin": weak}) if p.origin == packages[0].origin else p
         for p in packages
