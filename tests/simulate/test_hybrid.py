@@ -18,6 +18,7 @@ from veritask.simulate import (
     hybrid_catalog,
 )
 from veritask.synth import generate
+from veritask.task import EpisodeEnd
 
 EXTRA = [
     {
@@ -85,9 +86,7 @@ def test_real_tools_run_on_the_environment_and_others_on_the_simulator(
     unknown = asyncio.run(session.astep(_call(100, "no_such_tool", {}), 100))[1]
     assert unknown.error is not None and unknown.error.code == "UNKNOWN_TOOL"
     assert len(provider.requests) == 1
-    traj = asyncio.run(
-        session.atrajectory(messages=messages, agent="a", user="u", stop_reason="agent_done")
-    )
+    traj = asyncio.run(session.atrajectory(EpisodeEnd(messages, "a", "u", "agent_done")))
     session.close()
     assert traj.final_distance == 0 and traj.initial_distance > 0
     assert traj.reward == 1.0 and traj.reward_breakdown == {"judge": 1.0}

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from veritask.env import CompiledDomain, Environment
-from veritask.task import EnvSession, SessionStore, SessionStoreFull, UnknownSession
+from veritask.task import EnvSession, EpisodeEnd, SessionStore, SessionStoreFull, UnknownSession
 
 GOOD_LOAN = {"member_id": "m_ana", "book_id": "b_dune", "due_step": 10}
 
@@ -113,4 +113,4 @@ def test_env_session_without_target_or_recording(compiled: dict[str, CompiledDom
         assert session.steps == [] and session.calls == 1
         assert session.distance is None and session.proximity is None
         with pytest.raises(ValueError, match="task package"):
-            session.trajectory(messages=[], agent="a", user="u", stop_reason="agent_done")
+            session.trajectory(EpisodeEnd([], "a", "u", "agent_done"))

@@ -18,7 +18,7 @@ from typing import Any
 from veritask.agent import STOP, ScriptedUser, Turn
 from veritask.env import Environment, ToolResult
 from veritask.rollout import EpisodeTask, TaskSource, score
-from veritask.task import EnvSession, TaskPackage, ToolStep, Trajectory
+from veritask.task import EnvSession, EpisodeEnd, TaskPackage, ToolStep, Trajectory
 
 
 @dataclass(frozen=True)
@@ -235,12 +235,13 @@ class VeritaskEnv:
 
     def trajectory(self) -> Trajectory:
         """The episode so far as a verified Trajectory (reward and breakdown filled in)."""
-        traj = self.session.trajectory(
+        end = EpisodeEnd(
             messages=self.messages,
             agent="trainer",
             user="scripted",
             stop_reason="user_stop" if self.done else "agent_done",
         )
+        traj = self.session.trajectory(end)
         return score(traj, self.source, self.task.package)
 
     def reward(self) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 from veritask.agent import STOP, Agent, User
 from veritask.env import CompiledDomain
 from veritask.model import Usage
-from veritask.task import EnvSession, Session, StopReason, TaskPackage, Trajectory
+from veritask.task import EnvSession, EpisodeEnd, Session, StopReason, TaskPackage, Trajectory
 
 
 @dataclass
@@ -121,7 +121,7 @@ async def run_episode(
     except Exception as exc:  # a provider or script failure ends the episode, recorded
         stop, error = "agent_error", f"{type(exc).__name__}: {exc}"
     try:
-        return await runner.session.atrajectory(
+        end = EpisodeEnd(
             messages=runner.messages,
             agent=agent.name,
             user=user.name,
@@ -132,5 +132,6 @@ async def run_episode(
             user_usage=runner.user_usage,
             error=error,
         )
+        return await runner.session.atrajectory(end)
     finally:
         runner.session.close()

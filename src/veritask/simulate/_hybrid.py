@@ -24,7 +24,14 @@ from veritask.model import GenerateConfig, ModelProvider, Usage
 from veritask.rollout import EpisodeTask, SessionFactory
 from veritask.simulate._catalog import ToolCatalog, catalog_from_spec, hybrid_catalog
 from veritask.simulate._simenv import SimSession, observation_payload
-from veritask.task import EnvSession, Session, StopReason, TaskPackage, ToolStep, Trajectory
+from veritask.task import (
+    EnvSession,
+    EpisodeEnd,
+    Session,
+    TaskPackage,
+    ToolStep,
+    Trajectory,
+)
 
 
 @dataclass
@@ -94,35 +101,12 @@ class HybridSession:
         self.steps.append(step)
         return message, result
 
-    async def atrajectory(
-        self,
-        *,
-        messages: list[dict[str, Any]],
-        agent: str,
-        user: str,
-        stop_reason: StopReason,
-        trial: int = 0,
-        seed: int = 0,
-        agent_usage: Usage | None = None,
-        user_usage: Usage | None = None,
-        error: str | None = None,
-    ) -> Trajectory:
+    async def atrajectory(self, end: EpisodeEnd) -> Trajectory:
         """The episode with the real environment's distances and the judge's reward."""
-        fields: dict[str, Any] = {
-            "messages": messages,
-            "agent": agent,
-            "user": user,
-            "stop_reason": stop_reason,
-            "trial": trial,
-            "seed": seed,
-            "agent_usage": agent_usage,
-            "user_usage": user_usage,
-            "error": error,
-        }
-        judged = await self.sim.atrajectory(**fields)
+        judged = await self.sim.atrajectory(end)
         if self.target is None:
             return judged.model_copy(update={"steps": self.steps})
-        measured = self.real.trajectory(**fields)
+        measured = self.real.trajectory(end)
         return measured.model_copy(
             update={
                 "tools": self.tools,

@@ -28,7 +28,7 @@ from veritask.model import GenerateConfig, ModelProvider, Usage
 from veritask.rollout import EpisodeTask, SessionFactory
 from veritask.simulate._catalog import ToolCatalog, ToolDef, catalog_from_spec
 from veritask.simulate._check import UNCOERCIBLE, coerce, type_ok
-from veritask.task import Session, StopReason, TaskPackage, ToolStep, Trajectory
+from veritask.task import EpisodeEnd, Session, TaskPackage, ToolStep, Trajectory
 
 SIMULATOR_MARK = "You are the environment simulator"
 JUDGE_MARK = "You judge whether an agent completed a task"
@@ -304,39 +304,27 @@ class SimSession:
         layout = self.domain.layout
         return diff(Snapshot(self.origin, layout), Snapshot(self.target, layout)).distance
 
-    async def atrajectory(
-        self,
-        *,
-        messages: list[dict[str, Any]],
-        agent: str,
-        user: str,
-        stop_reason: StopReason,
-        trial: int = 0,
-        seed: int = 0,
-        agent_usage: Usage | None = None,
-        user_usage: Usage | None = None,
-        error: str | None = None,
-    ) -> Trajectory:
+    async def atrajectory(self, end: EpisodeEnd) -> Trajectory:
         """The episode as a trajectory whose reward is the judge's verdict (0 when it gave none)."""
-        verdict = await self.judge(messages)
+        verdict = await self.judge(end.messages)
         initial = self._initial_distance()
         reward = 1.0 if verdict.success else 0.0
-        problem = error or (None if verdict.success is not None else verdict.reasoning)
+        problem = end.error or (None if verdict.success is not None else verdict.reasoning)
         return Trajectory(
             task_id=self.package.id if self.package else "",
             domain=self.package.domain if self.package else self.domain.spec.name,
-            trial=trial,
-            seed=seed,
-            agent=agent,
-            user=user,
-            messages=messages,
+            trial=end.trial,
+            seed=end.seed,
+            agent=end.agent,
+            user=end.user,
+            messages=end.messages,
             tools=self.tools,
             steps=self.steps,
-            stop_reason=stop_reason,
+            stop_reason=end.stop_reason,
             initial_distance=initial,
             final_distance=initial,
-            agent_usage=agent_usage or Usage(),
-            user_usage=user_usage or Usage(),
+            agent_usage=end.agent_usage or Usage(),
+            user_usage=end.user_usage or Usage(),
             reward=reward,
             reward_breakdown={"judge": reward},
             error=problem,

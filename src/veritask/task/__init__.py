@@ -24,7 +24,7 @@ from veritask.task._session import EnvSession
 from veritask.task._spoiler import decided_spoilers, find_spoilers, text_keys
 from veritask.task._store import Closable, SessionStore, SessionStoreFull, UnknownSession
 from veritask.task._tau2 import export_tau2
-from veritask.task._trajectory import StopReason, ToolStep, Trajectory
+from veritask.task._trajectory import EpisodeEnd, StopReason, ToolStep, Trajectory
 
 __all__ = [
     "SPEC_FILE",
@@ -36,6 +36,7 @@ __all__ = [
     "DatasetDir",
     "DatasetError",
     "EnvSession",
+    "EpisodeEnd",
     "Fallback",
     "PriceTable",
     "RowRef",

@@ -11,8 +11,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from veritask.env import ToolResult
-from veritask.model import Usage
-from veritask.task._trajectory import StopReason, Trajectory
+from veritask.task._trajectory import EpisodeEnd, Trajectory
 
 
 @runtime_checkable
@@ -28,19 +27,7 @@ class Session(Protocol):
         """Answer one OpenAI-style tool call: the ``tool`` message and the result."""
         ...
 
-    async def atrajectory(
-        self,
-        *,
-        messages: list[dict[str, Any]],
-        agent: str,
-        user: str,
-        stop_reason: StopReason,
-        trial: int = 0,
-        seed: int = 0,
-        agent_usage: Usage | None = None,
-        user_usage: Usage | None = None,
-        error: str | None = None,
-    ) -> Trajectory:
+    async def atrajectory(self, end: EpisodeEnd) -> Trajectory:
         """The episode as a trajectory (a simulated session also judges it here)."""
         ...
 

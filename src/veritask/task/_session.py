@@ -14,7 +14,7 @@ from typing import Any
 from veritask.env import CompiledDomain, Environment, Snapshot, ToolResult, diff, proximity
 from veritask.model import Usage
 from veritask.task._package import TaskPackage
-from veritask.task._trajectory import StopReason, ToolStep, Trajectory
+from veritask.task._trajectory import EpisodeEnd, ToolStep, Trajectory
 
 
 class EnvSession:
@@ -201,23 +201,11 @@ class EnvSession:
             return None
         return proximity(distance, self.initial_distance)
 
-    async def atrajectory(self, **fields: Any) -> Trajectory:
+    async def atrajectory(self, end: EpisodeEnd) -> Trajectory:
         """:meth:`trajectory` for the session protocol."""
-        return self.trajectory(**fields)
+        return self.trajectory(end)
 
-    def trajectory(
-        self,
-        *,
-        messages: list[dict[str, Any]],
-        agent: str,
-        user: str,
-        stop_reason: StopReason,
-        trial: int = 0,
-        seed: int = 0,
-        agent_usage: Usage | None = None,
-        user_usage: Usage | None = None,
-        error: str | None = None,
-    ) -> Trajectory:
+    def trajectory(self, end: EpisodeEnd) -> Trajectory:
         """The session so far as an (unverified) :class:`Trajectory`.
 
         The state fields (steps, distances, the agent's DIFF from the origin) come from the
@@ -232,18 +220,18 @@ class EnvSession:
         return Trajectory(
             task_id=self.package.id,
             domain=self.package.domain,
-            trial=trial,
-            seed=seed,
-            agent=agent,
-            user=user,
-            messages=messages,
+            trial=end.trial,
+            seed=end.seed,
+            agent=end.agent,
+            user=end.user,
+            messages=end.messages,
             tools=self.tools,
             steps=self.steps,
-            stop_reason=stop_reason,
+            stop_reason=end.stop_reason,
             initial_distance=self.initial_distance,
             final_distance=self.env.distance(self.target),
             agent_diff=diff(origin, self.env.snapshot()).to_json(),
-            agent_usage=agent_usage or Usage(),
-            user_usage=user_usage or Usage(),
-            error=error,
+            agent_usage=end.agent_usage or Usage(),
+            user_usage=end.user_usage or Usage(),
+            error=end.error,
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -77,3 +78,31 @@ class Trajectory(_Model):
             for m in self.messages
             if m.get("role") == "assistant" and isinstance(m.get("content"), str) and m["content"]
         ]
+
+
+@dataclass(frozen=True)
+class EpisodeEnd:
+    """How an episode ended and who played it: what a session needs, besides its own record
+    of the calls, to write the episode as a :class:`Trajectory`.
+
+    Attributes:
+        messages: The conversation (the agent's view).
+        agent: The assistant's name.
+        user: The user simulator's name.
+        stop_reason: Why the episode ended.
+        trial: The trial index (pass^k).
+        seed: The episode's seed.
+        agent_usage: Tokens the assistant used (None: nothing recorded).
+        user_usage: Tokens the user simulator used.
+        error: What failed, when a role raised.
+    """
+
+    messages: list[dict[str, Any]]
+    agent: str
+    user: str
+    stop_reason: StopReason
+    trial: int = 0
+    seed: int = 0
+    agent_usage: Usage | None = None
+    user_usage: Usage | None = None
+    error: str | None = None
