@@ -26,7 +26,7 @@ N = 200
 
 def _summary_table(check: dict[str, object], report: dict[str, object]) -> Table:
     table = Table("measure", "value", title="travel: check + report")
-    for key in ("tasks", "certified", "spoiler_free", "duplicates"):
+    for key in ("tasks", "certified", "grounded", "spoiler_free", "duplicates"):
         table.add_row(key, str(check[key]))
     for key in (
         "difficulty",
