@@ -51,6 +51,15 @@ def _problems(env: Environment, pkg: TaskPackage) -> list[tuple[int, str | None]
     return [(u.call, u.arg) for u in grounding(pkg, env, env.snapshot().data)]
 
 
+def return_emma(values: dict[str, Any]) -> Ask:
+    """Ben's request to return his Emma loan with ``values``."""
+    return Ask(transaction="return_book", tool="update_loans", target=BENS_EMMA_LOAN, values=values)
+
+
+RETURN_EMMA_AT_7 = return_emma({"status": "RETURNED", "return_step": 7})
+FIND_BENS_EMMA_LOAN = [("query_books", {"title": "Emma"}), ("query_loans", {"member_id": "m_ben"})]
+"""The reads that show the agent Ben's Emma loan."""
+
 LEND_DUNE = Ask(
     transaction="lend_book", tool="insert_loans", refs={"book_id": DUNE}, values={"due_step": 4}
 )
@@ -129,15 +138,9 @@ def test_a_stated_value_missing_from_the_text_is_named(env: Environment) -> None
 def test_a_fee_the_policy_fixes_is_grounded_and_a_parent_named_record_resolves(
     env: Environment,
 ) -> None:
-    ret = Ask(
-        transaction="return_book",
-        tool="update_loans",
-        target=BENS_EMMA_LOAN,
-        values={"status": "RETURNED", "return_step": 7},
-    )
+    ret = RETURN_EMMA_AT_7
     calls = [
-        ("query_books", {"title": "Emma"}),
-        ("query_loans", {"member_id": "m_ben"}),
+        *FIND_BENS_EMMA_LOAN,
         ("update_loans", {"id": 1, "status": "RETURNED", "return_step": 7, "late_fee": 4}),
     ]
     text = "Return Emma (due step 5): status RETURNED, return step 7."
@@ -149,10 +152,9 @@ def test_a_fee_the_user_could_not_know_is_not_fixed_when_the_rule_does_not_apply
 ) -> None:
     """late_fee is agent-decided on a return, but this update is not a return (the LATE_FEE
     guard does not hold): nothing fixes the fee, so it must be stated."""
-    upd = Ask(transaction="return_book", tool="update_loans", target=BENS_EMMA_LOAN, values={})
+    upd = return_emma({})
     calls = [
-        ("query_books", {"title": "Emma"}),
-        ("query_loans", {"member_id": "m_ben"}),
+        *FIND_BENS_EMMA_LOAN,
         ("update_loans", {"id": 1, "late_fee": 3}),
     ]
     pkg = _package(env, "m_ben", "Change the fee on Emma (due step 5).", [upd], calls)
@@ -220,15 +222,9 @@ def test_the_environment_is_left_replayed_and_nothing_raises_on_a_stale_ask(
 def test_a_give_up_the_agent_could_repair_is_not_grounded(env: Environment) -> None:
     """The user accepts a LATE_FEE refusal, but the fee is the agent's to work out: an agent
     that computes it is right, and a target that keeps the refusal is not."""
-    ret = Ask(
-        transaction="return_book",
-        tool="update_loans",
-        target=BENS_EMMA_LOAN,
-        values={"status": "RETURNED", "return_step": 7},
-    )
+    ret = RETURN_EMMA_AT_7
     calls = [
-        ("query_books", {"title": "Emma"}),
-        ("query_loans", {"member_id": "m_ben"}),
+        *FIND_BENS_EMMA_LOAN,
         ("update_loans", {"id": 1, "status": "RETURNED", "return_step": 7, "late_fee": 0}),
     ]
     text = "Return Emma (due step 5): status RETURNED, return step 7."
@@ -256,21 +252,10 @@ def test_a_give_up_nothing_unstated_can_repair_is_grounded(env: Environment) -> 
 def test_a_refusal_the_witness_works_around_later_is_not_a_give_up(env: Environment) -> None:
     """The first return is given up on; the second is refused, then made with the fee the agent
     works out. Only a refusal no later accepted call repeats is checked for finality."""
-    first = Ask(
-        transaction="return_book",
-        tool="update_loans",
-        target=BENS_EMMA_LOAN,
-        values={"status": "RETURNED"},
-    )
-    second = Ask(
-        transaction="return_book",
-        tool="update_loans",
-        target=BENS_EMMA_LOAN,
-        values={"status": "RETURNED", "return_step": 7},
-    )
+    first = return_emma({"status": "RETURNED"})
+    second = RETURN_EMMA_AT_7
     calls = [
-        ("query_books", {"title": "Emma"}),
-        ("query_loans", {"member_id": "m_ben"}),
+        *FIND_BENS_EMMA_LOAN,
         ("update_loans", {"id": 1, "status": "RETURNED"}),
         ("update_loans", {"id": 1, "status": "RETURNED", "return_step": 7}),
         ("update_loans", {"id": 1, "status": "RETURNED", "return_step": 7, "late_fee": 4}),

@@ -29,7 +29,7 @@ from veritask.policy._spec import (
     Wiki,
 )
 from veritask.policy._sql import RAISE_PATTERN, CompiledSQL, compile_sql, quote_ident, table_order
-from veritask.policy._tools import Param, ToolSpec, build_tools, openai_tools
+from veritask.policy._tools import Param, ToolSpec, argument_schema, build_tools, openai_tools
 from veritask.policy._wiki import render_wiki
 
 __all__ = [
@@ -54,6 +54,7 @@ __all__ = [
     "Transaction",
     "Wiki",
     "actor_table",
+    "argument_schema",
     "build_tools",
     "check_bounds",
     "compile_sql",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -30,16 +31,30 @@ class Param:
 
     def schema(self) -> dict[str, Any]:
         """JSON schema of this argument."""
-        out: dict[str, Any] = {"type": self.json_type}
-        if self.description:
-            out["description"] = self.description
-        if self.enum is not None:
-            out["enum"] = list(self.enum)
-        if self.minimum is not None:
-            out["minimum"] = self.minimum
-        if self.maximum is not None:
-            out["maximum"] = self.maximum
-        return out
+        return argument_schema(
+            self.json_type, self.description, self.enum, self.minimum, self.maximum
+        )
+
+
+def argument_schema(
+    json_type: str | None,
+    description: str = "",
+    enum: Sequence[Any] | None = None,
+    minimum: float | None = None,
+    maximum: float | None = None,
+) -> dict[str, Any]:
+    """The JSON schema of one tool argument: its type and whichever of description, enum and
+    bounds it has (the same shape whatever source the tool came from)."""
+    out: dict[str, Any] = {"type": json_type} if json_type else {}
+    if description:
+        out["description"] = description
+    if enum is not None:
+        out["enum"] = list(enum)
+    if minimum is not None:
+        out["minimum"] = minimum
+    if maximum is not None:
+        out["maximum"] = maximum
+    return out
 
 
 @dataclass(frozen=True)

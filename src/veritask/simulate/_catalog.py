@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from veritask.policy import DomainSpec, ToolSpec, build_tools
+from veritask.policy import DomainSpec, ToolSpec, argument_schema, build_tools
 
 JSON_OF_SQL = {"TEXT": "string", "INTEGER": "integer", "REAL": "number"}
 
@@ -45,16 +45,7 @@ class ToolParam:
 
     def schema(self) -> dict[str, Any]:
         """The argument's JSON schema."""
-        out: dict[str, Any] = {"type": self.type} if self.type else {}
-        if self.description:
-            out["description"] = self.description
-        if self.enum is not None:
-            out["enum"] = list(self.enum)
-        if self.minimum is not None:
-            out["minimum"] = self.minimum
-        if self.maximum is not None:
-            out["maximum"] = self.maximum
-        return out
+        return argument_schema(self.type, self.description, self.enum, self.minimum, self.maximum)
 
 
 @dataclass(frozen=True)
