@@ -563,9 +563,16 @@ class SymbolicExplorer:
                 args.pop(col)
         return args
 
-    def _effective(self, tx: Transaction, args: dict[str, Any]) -> dict[str, Any] | None:
+    def _effective(
+        self, tx: Transaction, args: dict[str, Any], revised: frozenset[str] = frozenset()
+    ) -> dict[str, Any] | None:
         """The request without the values an update would not change (asking for them says
-        nothing); None when nothing is left to change."""
+        nothing); None when nothing is left to change.
+
+        A value in ``revised`` (one the user accepted instead of what they first asked for)
+        stays even when the record already has it: dropped, the revised request would say
+        nothing about it, and an agent told only the first request would still write the
+        refused value."""
         tool = self.model.tool(tx.tool)
         key = target_key(tool)
         if key is None or not self.grounding:
@@ -573,8 +580,10 @@ class SymbolicExplorer:
         row = self.view.get(tool.table, args.get(key))
         if row is None:
             return args
-        kept = {k: v for k, v in args.items() if k == key or k not in row or row[k] != v}
-        return kept if len(kept) > 1 else None
+        changes = {k for k, v in args.items() if k != key and (k not in row or row[k] != v)}
+        if not changes:
+            return None
+        return {k: v for k, v in args.items() if k == key or k in changes or k in revised}
 
     def _pursue(
         self,
@@ -592,7 +601,8 @@ class SymbolicExplorer:
         first_refusal = None
         tried: set[str] = set()
         for _ in range(MAX_ATTEMPTS):
-            effective = self._effective(tx, args)
+            revised = frozenset(c for hit in trace.hits for c in hit.changed)
+            effective = self._effective(tx, args, revised)
             fingerprint = json.dumps(effective, sort_keys=True, default=str)
             if effective is None or fingerprint in tried:
                 break  # nothing left to change, or the alternatives went round in a circle

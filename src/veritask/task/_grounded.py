@@ -14,7 +14,8 @@ of its arguments must be one of:
 - **a column default**;
 - **unchanged**: an update that sets a column to the value it already has (a no-op);
 - **determined by the policy**: every other value the column could take (the other enum values,
-  one more and one less for numbers) is rejected by a rule. This is decided by execution, on
+  one more and one less for numbers, every other key of the table a foreign key references and
+  NULL when it may be NULL) is rejected by a rule. This is decided by execution, on
   the state the call meets, so a rule whose ``when`` guard does not apply determines nothing.
 
 Every value an ask states must also appear in the task text, so the structure cannot say more
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from veritask.env import DatabaseError, Environment, Snapshot, ToolResult, bind_new_old
-from veritask.policy import Column, Rule, ToolSpec, actor_table
+from veritask.policy import Column, Rule, ToolSpec, actor_table, quote_ident
 from veritask.task._certify import Certificate, end_certificate, outcome_mismatch
 from veritask.task._package import Ask, RowRef, TaskDescription, TaskPackage, WitnessCall
 
@@ -60,6 +61,9 @@ class Ungrounded:
         where = f"call {self.call} {self.tool}" if self.call >= 0 else self.tool
         return f"{where}: {self.arg + ': ' if self.arg else ''}{self.reason}"
 
+
+MAX_KEY_PROBES = 64
+"""The most records a foreign key's probes try (the other keys of the table it references)."""
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
@@ -366,7 +370,11 @@ class _Grounder:
 
     def _determined(self, call: WitnessCall, arg: str, value: Any, column: Column) -> bool:
         """Every other value the column could take is rejected by a rule, on this state."""
-        others = _alternatives(column, value)
+        others = (
+            self._other_keys(column, value)
+            if column.references and column.enum is None
+            else _alternatives(column, value)
+        )
         if not others:
             return False
         before = self.env.image()
@@ -378,6 +386,20 @@ class _Grounder:
             if result.error is None or result.error.violated_rule is None:
                 return False
         return True
+
+    def _other_keys(self, column: Column, value: Any) -> list[Any]:
+        """Every other value a foreign key could take on this state: the other keys of the
+        referenced table, and NULL when the column allows it. Empty (nothing is proved) when
+        the table has more than ``MAX_KEY_PROBES`` rows."""
+        parent, key = (column.references or ".").split(".")
+        rows = self.env.select(
+            f"SELECT {quote_ident(key)} FROM {quote_ident(parent)} ORDER BY 1 LIMIT ?",
+            (MAX_KEY_PROBES + 1,),
+        )
+        if len(rows) > MAX_KEY_PROBES:
+            return []
+        others: list[Any] = [] if column.not_null or value is None else [None]
+        return others + [r[0] for r in rows if not _same(r[0], value)]
 
     def _final(self, index: int, tool: ToolSpec, call: WitnessCall) -> list[Ungrounded]:
         """A refused write the user gives up after must stay refused whatever the agent
