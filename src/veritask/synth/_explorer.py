@@ -405,11 +405,18 @@ class SymbolicExplorer:
         target: dict[str, Any] | None,
     ) -> dict[str, Any] | None:
         """An alternative request after ``rule`` rejected ``args``, found by probing."""
-        if rule.repair is not None and rule.repair.column in args:
-            value = self.env.evaluate(rule.repair.value, tx.tool, args)
-            if value is not None and value != args[rule.repair.column]:
-                return {**args, rule.repair.column: value}
         snap = self.env.image()
+        if rule.repair is not None and rule.repair.column in args:
+            col = rule.repair.column
+            value = self.env.evaluate(rule.repair.value, tx.tool, args)
+            if value is not None and value != args[col]:
+                return {**args, col: value}
+            column = self.model.spec.table(self.model.tool(tx.tool).table).column(col)
+            if value is None and args[col] is not None and not column.not_null:
+                # the formula gives NULL (a director has no manager to approve): try none
+                trial = {**args, col: None}
+                if self._probe(tx.tool, trial, snap).ok:
+                    return trial
         key = target_key(self.model.tool(tx.tool))
         fixed = self._fixed(tx)
         cols = [

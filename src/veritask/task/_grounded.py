@@ -249,6 +249,16 @@ class _Grounder:
             reason = self._reason(tool, call, ask, arg, value, column)
             if reason is not None:
                 out.append(Ungrounded(index, tool.name, arg, reason))
+        for arg, value in ask.values.items():
+            # a value the user states that the write leaves out: an agent that writes it (as
+            # asked) does not reach the target, unless the record already has that value
+            if arg in call.args or (
+                tool.kind == "update" and self._unchanged(tool, call, arg, value)
+            ):
+                continue
+            out.append(
+                Ungrounded(index, tool.name, arg, "stated by the user, but the write leaves it out")
+            )
         return out
 
     def _reason(
@@ -449,8 +459,10 @@ class _Grounder:
                 found = self.env.select(f"SELECT {sql}", params)
             except DatabaseError:
                 continue
-            if found and found[0][0] is not None and not _same(found[0][0], new.get(repair.column)):
-                yield repair.column, found[0][0]
+            if not found or _same(found[0][0], new.get(repair.column)):
+                continue
+            if found[0][0] is not None or not table.column(repair.column).not_null:
+                yield repair.column, found[0][0]  # NULL too, where the column allows it
         for column in table.columns:
             if column.enum is None or column.name in stated or not rule.tests_value(column.name):
                 continue
