@@ -20,6 +20,7 @@ from veritask.policy import Call, Rule, ToolSpec, Transaction
 from veritask.synth._analysis import DomainModel, implicated_columns, row_key, target_key
 from veritask.synth._refs import AskMaker, lookups
 from veritask.synth._sampler import Sampler, StateView
+from veritask.synth._workable import unworkable
 from veritask.task import Ask, RowRef, WitnessCall
 
 MAX_ATTEMPTS = 4
@@ -615,6 +616,8 @@ class SymbolicExplorer:
                 break  # nothing left to change, or the alternatives went round in a circle
             args = effective
             tried.add(fingerprint)
+            if unworkable(self.model, self.env, tx, args, self.decided(tx, args)):
+                break  # no agent could work out a value this write needs
             self._note(trace, self._request(tx, args, actor))
             mark = len(self.witness)
             result = self._call(tx.tool, args)
