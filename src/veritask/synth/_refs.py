@@ -79,8 +79,8 @@ class AskMaker:
 
     def _part(self, table: str, col: Column, value: Any, depth: int) -> Any:
         """One match value: a plain value, the user's own id, or the parent record's ref."""
-        if col.references is None or is_own(self.model, table, col.name):
-            return value
+        if col.references is None or (is_own(self.model, table, col.name) and value == self.actor):
+            return value  # another person's link is named by their name, never their id
         parent = col.references.split(".")[0]
         if depth >= MAX_DEPTH:
             return value
