@@ -1,7 +1,8 @@
 """End to end on domains none of the built-ins resemble (tests/fixtures/unseen_domains/): a
 library with REAL fines and a nullable link, a bank whose transfers write two rows of one table,
 an HR desk with a self-referential manager and a many-state request, a warehouse with natural
-text keys, unique pairs and SQL keywords for names.
+text keys, unique pairs and SQL keywords for names, a parking office with no actor and no
+procedures declared.
 
 For every spec and seed in the sweep: ``generate`` does not crash; every package it keeps is
 certified, grounded and spoiler-free; the faithful agent (user text, policy and tool results
@@ -23,6 +24,7 @@ UNSEEN = Path(__file__).parent.parent / "fixtures" / "unseen_domains"
 
 CASES = [
     ("library.yaml", 0, 16),
+    ("parking.yaml", 0, 16),  # another resident's id leaked; updates had no procedure
     ("bank.yaml", 2, 40),  # task 34 dropped a revised value the user never said again
     ("hr_leave.yaml", 0, 16),  # an approver fixed by the policy was never grounded
     ("hr_leave.yaml", 2, 40),  # a director (no manager) gave up when no approver would pass

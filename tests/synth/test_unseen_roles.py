@@ -58,6 +58,26 @@ def test_a_formula_that_gives_null_is_tried_as_null() -> None:
     assert ex.env.call(tx.tool, repaired).ok
 
 
+def test_a_null_repair_stands_when_another_rule_refuses_next() -> None:
+    """With the HR route also wrong, no approver still gets past APPROVER_IS_MANAGER: the next
+    refusal (HR_REVIEW_ROUTE) is repaired next, as after any repair."""
+    ex = _explorer("hr_leave.yaml")
+    tx = next(t for t in ex.model.spec.transactions if t.id == "file_leave")
+    args = {
+        "employee_id": "e_md",
+        "leave_type": "ANNUAL",
+        "approver_id": "e_lead",
+        "note": "Sailing",
+        "start_step": 10,
+        "end_step": 12,
+        "days": 3,
+        "hr_review": 1,
+    }
+    repaired = ex._repair(tx, ex.model.spec.rule("APPROVER_IS_MANAGER"), args, "e_md", None)
+    assert repaired is not None and repaired["approver_id"] is None
+    assert repaired["hr_review"] == 1
+
+
 def test_a_revised_value_the_record_already_has_stays_in_the_request() -> None:
     ex = _explorer("hr_leave.yaml")
     tx = next(t for t in ex.model.spec.transactions if t.id == "edit_draft")

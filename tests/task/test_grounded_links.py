@@ -146,3 +146,23 @@ def test_a_stated_value_the_record_already_has_may_be_left_out(env: Environment)
     ]
     pkg = _package(env, "e_ali", text, ask, calls)
     assert _problems(env, pkg) == []
+
+
+def test_a_give_up_only_all_formulas_together_lift_is_not_grounded(env: Environment) -> None:
+    """The director miscounts the days; no single formula (days, approver, HR route) makes the
+    write pass, but an agent works them all out, so giving up after DAYS_COUNT is wrong."""
+    ask = Ask(
+        transaction="file_leave",
+        tool="insert_leave_requests",
+        refs={"leave_type": ANNUAL},
+        values={"note": "Sailing", "start_step": 10, "end_step": 12},
+    )
+    args = {**ALI_FILES, "employee_id": "e_md", "note": "Sailing", "days": 12, "hr_review": 1}
+    text = "File annual leave 'Annual leave', note Sailing, start step 10, end step 12."
+    calls = [("query_leave_types", {"name": "Annual leave"}), ("insert_leave_requests", args)]
+    pkg = _package(env, "e_md", text, ask, calls, [Fallback(rule="DAYS_COUNT")])
+    assert pkg.witness[1].error is not None
+    assert pkg.witness[1].error["violated_rule"] == "DAYS_COUNT"
+    problems = grounding(pkg, env, env.snapshot().data)
+    assert [(u.call, u.arg) for u in problems] == [(1, "approver_id")]
+    assert "approver_id = None, days = 3, hr_review = 0" in problems[0].reason

@@ -414,9 +414,12 @@ class SymbolicExplorer:
                 return {**args, col: value}
             column = self.model.spec.table(self.model.tool(tx.tool).table).column(col)
             if value is None and args[col] is not None and not column.not_null:
-                # the formula gives NULL (a director has no manager to approve): try none
+                # the formula gives NULL (a director has no manager to approve): try none, and
+                # keep it unless this rule still refuses it (another may refuse next, as after
+                # any repair)
                 trial = {**args, col: None}
-                if self._probe(tx.tool, trial, snap).ok:
+                err = self._probe(tx.tool, trial, snap).error
+                if err is None or err.violated_rule not in (None, rule.id):
                     return trial
         key = target_key(self.model.tool(tx.tool))
         fixed = self._fixed(tx)

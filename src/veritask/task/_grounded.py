@@ -62,6 +62,9 @@ class Ungrounded:
         return f"{where}: {self.arg + ': ' if self.arg else ''}{self.reason}"
 
 
+MAX_FORMULA_ROUNDS = 4
+"""How many times the formulas of a refused write are applied in turn (one may decide another)."""
+
 MAX_KEY_PROBES = 64
 """The most records a foreign key's probes try (the other keys of the table it references)."""
 
@@ -427,7 +430,63 @@ class _Grounder:
             if changed:  # a pass that changes nothing leaves the target as it is
                 why = f"the user gives up after {rule_id}, but the agent can make the call pass with {column} = {value!r}"
                 return [Ungrounded(index, tool.name, column, why)]
+        worked = self._worked_out(tool, call.args, stated)
+        if len(worked) > 1 and self._changes(call.tool, {**call.args, **worked}):
+            said = ", ".join(f"{c} = {v!r}" for c, v in worked.items())
+            why = f"the user gives up after {rule_id}, but the agent can make the call pass with {said}"
+            return [Ungrounded(index, tool.name, next(iter(worked)), why)]
         return []
+
+    def _changes(self, tool: str, args: dict[str, Any]) -> bool:
+        """Whether the call passes and changes the state (the state is put back)."""
+        before = self.env.snapshot()
+        passed = self.env.call(tool, args).ok
+        changed = passed and self.env.distance(before) > 0
+        self.env.restore(before)
+        return changed
+
+    def _worked_out(self, tool: ToolSpec, args: dict[str, Any], stated: set[str]) -> dict[str, Any]:
+        """Every unstated value the policy's formulas give at once, as an agent works them out
+        (a fee, then the approval the fee decides): formulas are applied until none changes a
+        value, at most ``MAX_FORMULA_ROUNDS`` times. Returns the values that differ from
+        ``args``."""
+        table = self.env.spec.table(tool.table)
+        rules = [
+            r
+            for r in self.env.spec.rules
+            if r.repair is not None
+            and r.table == tool.table
+            and tool.kind in r.on
+            and r.repair.column not in stated
+        ]
+        current = dict(args)
+        for _ in range(MAX_FORMULA_ROUNDS):
+            new, old = self._rows(tool, current)
+            moved = False
+            for rule in rules:
+                assert rule.repair is not None
+                if rule.when and not self._value(rule.when, new, old):
+                    continue
+                value = self._value(rule.repair.value, new, old)
+                column = rule.repair.column
+                if (value is None and table.column(column).not_null) or _same(
+                    value, new.get(column)
+                ):
+                    continue
+                current[column] = new[column] = value
+                moved = True
+            if not moved:
+                break
+        return {c: v for c, v in current.items() if c not in args or not _same(v, args[c])}
+
+    def _value(self, expr: str, new: dict[str, Any], old: dict[str, Any] | None) -> Any:
+        """An expression over NEW / OLD on the current state (None when it cannot be read)."""
+        sql, params = bind_new_old(expr, new, old)
+        try:
+            found = self.env.select(f"SELECT {sql}", params)
+        except DatabaseError:
+            return None
+        return found[0][0] if found else None
 
     def _retried(self, index: int, tool: ToolSpec, call: WitnessCall, stated: set[str]) -> bool:
         """Whether a later accepted call makes the same request (the same stated values and
@@ -447,7 +506,7 @@ class _Grounder:
         """Values the agent may pick on its own: each calculation rule's formula for an
         unstated column of this write, then the other values of unstated enums the rule tests."""
         table = self.env.spec.table(tool.table)
-        new, old = self._rows(tool, call)
+        new, old = self._rows(tool, call.args)
         for other in self.env.spec.rules:
             repair = other.repair
             if repair is None or other.table != tool.table or tool.kind not in other.on:
@@ -469,18 +528,19 @@ class _Grounder:
             yield from ((column.name, v) for v in column.enum if not _same(v, new.get(column.name)))
 
     def _rows(
-        self, tool: ToolSpec, call: WitnessCall
+        self, tool: ToolSpec, args: dict[str, Any]
     ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """The row the write would make (NEW) and, for an update, the row it changes (OLD)."""
+        """The row a write with ``args`` would make (NEW) and, for an update, the row it
+        changes (OLD)."""
         table = self.env.spec.table(tool.table)
         key = tool.key
         old: dict[str, Any] | None = None
-        if tool.kind != "insert" and key is not None and key in call.args:
-            payload = self._query(tool.table, {key: call.args[key]})
+        if tool.kind != "insert" and key is not None and key in args:
+            payload = self._query(tool.table, {key: args[key]})
             rows = payload.get("rows") if isinstance(payload, dict) else None
             old = dict(rows[0]) if rows else None
         base = {c.name: c.default for c in table.columns} if old is None else dict(old)
-        return {**base, **call.args}, old
+        return {**base, **args}, old
 
 
 def _give_ups(pkg: TaskPackage) -> dict[tuple[str, str], set[str]]:
