@@ -408,19 +408,9 @@ class SymbolicExplorer:
         """An alternative request after ``rule`` rejected ``args``, found by probing."""
         snap = self.env.image()
         if rule.repair is not None and rule.repair.column in args:
-            col = rule.repair.column
-            value = self.env.evaluate(rule.repair.value, tx.tool, args)
-            if value is not None and value != args[col]:
-                return {**args, col: value}
-            column = self.model.spec.table(self.model.tool(tx.tool).table).column(col)
-            if value is None and args[col] is not None and not column.not_null:
-                # the formula gives NULL (a director has no manager to approve): try none, and
-                # keep it unless this rule still refuses it (another may refuse next, as after
-                # any repair)
-                trial = {**args, col: None}
-                err = self._probe(tx.tool, trial, snap).error
-                if err is None or err.violated_rule not in (None, rule.id):
-                    return trial
+            formula = self._formula_repair(tx, rule, args, snap)
+            if formula is not None:
+                return formula
         key = target_key(self.model.tool(tx.tool))
         fixed = self._fixed(tx)
         cols = [
@@ -459,6 +449,24 @@ class SymbolicExplorer:
                 ):
                     fallback = trial
         return fallback
+
+    def _formula_repair(
+        self, tx: Transaction, rule: Rule, args: dict[str, Any], snap: bytes
+    ) -> dict[str, Any] | None:
+        """The request with the value the rule's formula gives. A NULL the column allows (a
+        director has no manager to approve) is kept unless this rule still refuses it: another
+        rule may refuse next, as after any repair."""
+        assert rule.repair is not None
+        col = rule.repair.column
+        value = self.env.evaluate(rule.repair.value, tx.tool, args)
+        if value is not None:
+            return {**args, col: value} if value != args[col] else None
+        column = self.model.spec.table(self.model.tool(tx.tool).table).column(col)
+        if args[col] is None or column.not_null:
+            return None
+        trial = {**args, col: None}
+        err = self._probe(tx.tool, trial, snap).error
+        return trial if err is None or err.violated_rule not in (None, rule.id) else None
 
     def _other_targets(self, tx: Transaction, actor: Any, current: Any) -> list[Any]:
         key = self.model.tool(tx.tool).key
