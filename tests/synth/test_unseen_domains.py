@@ -90,3 +90,31 @@ def test_unseen_domain_end_to_end(spec: str, seed: int, n: int, tmp_path: Path) 
         "--json",
     )
     assert _tree(out) == _tree(again)
+
+
+def test_two_unseen_domains_fuse_and_generate(tmp_path: Path) -> None:
+    """The HR desk (self-referential manager) fused with the warehouse (keyword names): the
+    fused spec validates, and its tasks are certified, grounded and solved by the faithful
+    agent."""
+    fused = tmp_path / "fused.yaml"
+    _run("fuse", str(UNSEEN / "hr_leave.yaml"), str(UNSEEN / "warehouse.yaml"), "--out", str(fused))
+    out = tmp_path / "data"
+    made = json.loads(
+        _run(
+            "generate",
+            "--domain",
+            str(fused),
+            "--n",
+            "10",
+            "--seed",
+            "1",
+            "--out",
+            str(out),
+            "--json",
+        )
+    )
+    assert made["tasks"] == 10
+    check = json.loads(_run("check", str(out), "--json"))
+    assert check["failures"] == [] and check["grounded"] == 10
+    faithful = json.loads(_run("eval", str(out), "--agent", "faithful", "--json"))
+    assert faithful["pass^1"] == 1.0
