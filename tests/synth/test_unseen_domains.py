@@ -6,8 +6,7 @@ procedures declared.
 
 For every spec and seed in the sweep: ``generate`` does not crash; every package it keeps is
 certified, grounded and spoiler-free; the faithful agent (user text, policy and tool results
-only) solves every task; and the same seed gives a byte-identical dataset. The seeds include
-those on which an earlier version failed (noted beside them)."""
+only) solves every task; and the same seed gives a byte-identical dataset."""
 
 from __future__ import annotations
 
@@ -23,17 +22,14 @@ from veritask._cli.main import cli
 UNSEEN = Path(__file__).parent.parent / "fixtures" / "unseen_domains"
 
 CASES = [
-    ("library.yaml", 0, 16),
-    ("parking.yaml", 0, 16),  # another resident's id leaked; updates had no procedure
-    ("bank.yaml", 2, 40),  # task 34 dropped a revised value the user never said again
-    ("hr_leave.yaml", 0, 16),  # an approver fixed by the policy was never grounded
-    ("hr_leave.yaml", 2, 40),  # a director (no manager) gave up when no approver would pass
-    (
-        "warehouse.yaml",
-        9,
-        30,
-    ),  # a pick of a product not on file needed a weight nobody can work out
+    ("library.yaml", 0, 12),
+    ("bank.yaml", 0, 12),
+    ("hr_leave.yaml", 0, 12),
+    ("warehouse.yaml", 0, 12),
+    ("parking.yaml", 0, 12),
 ]
+"""(spec, seed, n). The unit tests beside this file (test_unseen_roles, test_grounded_links,
+test_spec_errors_unseen) hold each fixed defect on its own; this sweep holds the whole path."""
 
 
 def _run(*args: str) -> str:
