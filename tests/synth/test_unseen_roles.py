@@ -136,3 +136,14 @@ def test_an_empty_optional_link_is_left_out_of_the_profile() -> None:
     staff, _ = projector.who(view, "e_ali")
     assert "manager" not in director and "not on file" not in director
     assert "manager 'Tomás Ortega'" in staff
+
+
+def test_the_table_noun_in_a_procedure_name_fixes_no_state() -> None:
+    """``close_pick`` on ``picks``: "pick" names the record, so it must not fix status PICKED
+    (no close could then be asked for); ``reverse_transfer`` still fixes REVERSED."""
+    warehouse, _, _ = _world("warehouse.yaml")
+    close = next(t for t in warehouse.spec.transactions if t.id == "close_pick")
+    assert warehouse.fixed_values(close) == {}
+    bank, _, _ = _world("bank.yaml")
+    reverse = next(t for t in bank.spec.transactions if t.id == "reverse_transfer")
+    assert bank.fixed_values(reverse) == {"status": "REVERSED"}

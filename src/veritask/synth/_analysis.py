@@ -156,7 +156,13 @@ class DomainModel:
 
     def _named_values(self, tx: Transaction) -> dict[str, Any]:
         table = self.spec.table(self.tool(tx.tool).table)
-        stems = [w.rstrip("e") for w in tx.id.split("_") if len(w) >= 4]
+        # the table's own noun names the record, not a state ("close_pick" on picks: PICKED)
+        nouns = {w.removesuffix("s") for w in table.name.split("_")}
+        stems = [
+            w.rstrip("e")
+            for w in tx.id.split("_")
+            if len(w) >= 4 and w.removesuffix("s") not in nouns
+        ]
         out: dict[str, Any] = {}
         for name in tx.parameters:
             column = table.column(name) if name in table.column_names else None
