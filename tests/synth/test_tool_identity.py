@@ -25,11 +25,14 @@ def test_every_transaction_names_a_write_tool(domain: str) -> None:
         assert model.query_tool(table.name).table == table.name
 
 
-def test_default_transactions_follow_the_insert_tools() -> None:
+def test_default_transactions_follow_the_write_tools() -> None:
+    """Without procedures, one per write tool: an update's rules are reachable too."""
     spec = load_domain("mock").model_copy(update={"transactions": []})
     model = DomainModel.from_spec(spec)
-    inserts = [t.name for t in build_tools(spec).values() if t.kind == "insert"]
-    assert [tx.tool for tx in model.write_transactions] == inserts
+    writes = [t.name for t in build_tools(spec).values() if t.kind in ("insert", "update")]
+    assert [tx.tool for tx in model.write_transactions] == writes
+    update = next(tx for tx in model.write_transactions if tx.tool == "update_loans")
+    assert update.parameters == ["id", "status", "return_step", "late_fee"]
 
 
 def test_spoiler_identifiers_follow_the_schema() -> None:

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from veritask.policy._actor import actor_table
 from veritask.policy._issues import SpecError as SpecError
 from veritask.policy._issues import SpecIssue as SpecIssue
-from veritask.policy._spec import Column, DomainSpec, Table
+from veritask.policy._spec import Column, DomainSpec, Rule, Table
 from veritask.policy._sqlcheck import check_spec_sql
 
 Loc = tuple[str | int, ...]
@@ -213,6 +213,17 @@ def parse_spec_with_lines(text: str, source: str = "<spec>") -> tuple[DomainSpec
     return spec_from_data(data, source=source, lines=lines), SpecLines(source, lines)
 
 
+def _message(kind: str, value: Any, msg: str) -> str:
+    """pydantic's message, with the likely cause of an unknown field without a value: text
+    after a comma in a flow mapping (``{description: A, B}`` reads ``B`` as a key)."""
+    if kind == "extra_forbidden" and value is None:
+        return (
+            f"{msg} (a value with a comma in a flow mapping {{...}} ends at the comma: "
+            "quote the value)"
+        )
+    return msg
+
+
 def spec_from_data(
     data: dict[str, Any], source: str = "<spec>", lines: dict[Loc, int] | None = None
 ) -> DomainSpec:
@@ -223,7 +234,10 @@ def spec_from_data(
     except ValidationError as exc:
         issues = [
             SpecIssue(
-                source, _line_for(lines, tuple(e["loc"])), _field_name(tuple(e["loc"])), e["msg"]
+                source,
+                _line_for(lines, tuple(e["loc"])),
+                _field_name(tuple(e["loc"])),
+                _message(e["type"], e.get("input"), e["msg"]),
             )
             for e in exc.errors()
         ]
@@ -367,6 +381,7 @@ def _check_rules(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
             rule.threshold is None or rule.threshold.value is None
         ):
             yield (*loc, "condition"), "uses {threshold} but threshold.value is not set"
+        yield from _check_threshold(spec, rule, loc)
         if (
             rule.repair is not None
             and rule.repair.column not in spec.table(rule.table).column_names
@@ -375,6 +390,28 @@ def _check_rules(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
                 (*loc, "repair", "column"),
                 f"{rule.table} has no column {rule.repair.column!r}",
             )
+
+
+_TABLE_COLUMN = re.compile(r"[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*")
+
+
+def _check_threshold(spec: DomainSpec, rule: Rule, loc: Loc) -> Iterator[tuple[Loc, str]]:
+    """A threshold's ``column`` names an existing ``table.column``, and so does its
+    ``quantity`` when written that way (a short phrase is free text): a misspelt counter would
+    silently leave the limit unseeded."""
+    if rule.threshold is None:
+        return
+    fields = [("quantity", rule.threshold.quantity, False), ("column", rule.threshold.column, True)]
+    for name, ref, required in fields:
+        if ref is None or not (required or _TABLE_COLUMN.fullmatch(ref)):
+            continue
+        table, _, column = ref.partition(".")
+        if not _TABLE_COLUMN.fullmatch(ref):
+            yield (*loc, "threshold", name), f"{ref!r} is not of the form table.column"
+        elif not spec.has_table(table):
+            yield (*loc, "threshold", name), f"unknown table {table!r}"
+        elif column not in spec.table(table).column_names:
+            yield (*loc, "threshold", name), f"{table} has no column {column!r}"
 
 
 def _check_insert_only(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
@@ -457,8 +494,12 @@ def _check_seed(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
         if not spec.has_table(name):
             yield ("seed", name), f"unknown table {name!r}"
             continue
-        cols = set(spec.table(name).column_names)
+        table = spec.table(name)
         for k, row in enumerate(rows):
-            for key in row:
-                if key not in cols:
+            for key, value in row.items():
+                if key not in table.column_names:
                     yield ("seed", name, k, key), f"{name} has no column {key!r}"
+                    continue
+                enum = table.column(key).enum
+                if enum is not None and value is not None and value not in enum:
+                    yield ("seed", name, k, key), f"{value!r} is not one of {enum}"

@@ -30,7 +30,7 @@ from sqlglot.errors import ParseError, SqlglotError
 
 from veritask.policy._spec import DomainSpec, Event, Rule
 from veritask.policy._sql import sql_literal
-from veritask.policy._sqltext import tokenize
+from veritask.policy._sqltext import reserved_word, tokenize
 
 Loc = tuple[str | int, ...]
 
@@ -301,6 +301,8 @@ def _node_problem(node: exp.Expr, scope: Scope, resolver: _Resolver) -> str | No
         return _forbidden_message(node)
     if isinstance(node, exp.Func):
         return _function_problem(node)
+    if isinstance(node, exp.Identifier) and not node.quoted and reserved_word(node.name):
+        return f'{node.name!r} is an SQL keyword: write it in double quotes ("{node.name}")'
     if isinstance(node, exp.Table):
         return _table_problem(node, scope)
     if isinstance(node, exp.Column):

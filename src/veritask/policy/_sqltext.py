@@ -7,6 +7,7 @@ before each statement, and offers helpers over the significant tokens.
 
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
 from collections.abc import Sequence
@@ -27,6 +28,28 @@ _TOKEN = re.compile(
     re.S | re.X,
 )
 _DEPTH = {"(": 1, ")": -1}
+
+
+_BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@functools.lru_cache(maxsize=4096)
+def reserved_word(name: str) -> bool:
+    """True when SQLite does not read ``name``, written bare (unquoted), as a column name: an
+    SQL keyword such as ``order`` or ``group`` that spec SQL must write in double quotes.
+
+    SQLite itself decides (a scratch in-memory database), so the answer is that of the SQLite
+    the domain runs on, whatever keywords it has."""
+    if not _BARE.fullmatch(name):
+        return False
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute(f'SELECT {name} FROM (SELECT 1 AS "{name}") WHERE {name} = 1')
+    except sqlite3.Error:
+        return True
+    finally:
+        conn.close()
+    return False
 
 
 @dataclass(frozen=True)

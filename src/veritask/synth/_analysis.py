@@ -156,7 +156,13 @@ class DomainModel:
 
     def _named_values(self, tx: Transaction) -> dict[str, Any]:
         table = self.spec.table(self.tool(tx.tool).table)
-        stems = [w.rstrip("e") for w in tx.id.split("_") if len(w) >= 4]
+        # the table's own noun names the record, not a state ("close_pick" on picks: PICKED)
+        nouns = {w.removesuffix("s") for w in table.name.split("_")}
+        stems = [
+            w.rstrip("e")
+            for w in tx.id.split("_")
+            if len(w) >= 4 and w.removesuffix("s") not in nouns
+        ]
         out: dict[str, Any] = {}
         for name in tx.parameters:
             column = table.column(name) if name in table.column_names else None
@@ -296,17 +302,21 @@ def number_sources(spec: DomainSpec) -> dict[tuple[str, str], set[tuple[str, str
 
 
 def _default_transactions(spec: DomainSpec, tools: dict[str, ToolSpec]) -> list[Transaction]:
-    """One plain "create" SOP per insert tool (tools come in the spec's table order)."""
+    """One plain "create" SOP per insert tool and one "update" SOP per update tool (tools come
+    in the spec's table order), so the rules on updates are reachable too."""
     out = []
     for tool in tools.values():
-        if tool.kind != "insert":
+        if tool.kind not in ("insert", "update"):
             continue
         table = spec.table(tool.table)
-        params = [c.name for c in table.columns if c.writable_on_insert]
+        if tool.kind == "insert":
+            params = [c.name for c in table.columns if c.writable_on_insert]
+        else:
+            params = [tool.key or ""] + [c.name for c in table.columns if c.writable_on_update]
         out.append(
             Transaction(
-                id=f"create_{table.name}",
-                name=f"Create {humanize(table.name)}",
+                id=f"{'create' if tool.kind == 'insert' else 'update'}_{table.name}",
+                name=f"{'Create' if tool.kind == 'insert' else 'Update'} {humanize(table.name)}",
                 goal="",
                 tool=tool.name,
                 parameters=params,

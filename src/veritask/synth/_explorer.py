@@ -20,6 +20,7 @@ from veritask.policy import Call, Rule, ToolSpec, Transaction
 from veritask.synth._analysis import DomainModel, implicated_columns, row_key, target_key
 from veritask.synth._refs import AskMaker, lookups
 from veritask.synth._sampler import Sampler, StateView
+from veritask.synth._workable import unworkable
 from veritask.task import Ask, RowRef, WitnessCall
 
 MAX_ATTEMPTS = 4
@@ -405,11 +406,11 @@ class SymbolicExplorer:
         target: dict[str, Any] | None,
     ) -> dict[str, Any] | None:
         """An alternative request after ``rule`` rejected ``args``, found by probing."""
-        if rule.repair is not None and rule.repair.column in args:
-            value = self.env.evaluate(rule.repair.value, tx.tool, args)
-            if value is not None and value != args[rule.repair.column]:
-                return {**args, rule.repair.column: value}
         snap = self.env.image()
+        if rule.repair is not None and rule.repair.column in args:
+            formula = self._formula_repair(tx, rule, args, snap)
+            if formula is not None:
+                return formula
         key = target_key(self.model.tool(tx.tool))
         fixed = self._fixed(tx)
         cols = [
@@ -448,6 +449,24 @@ class SymbolicExplorer:
                 ):
                     fallback = trial
         return fallback
+
+    def _formula_repair(
+        self, tx: Transaction, rule: Rule, args: dict[str, Any], snap: bytes
+    ) -> dict[str, Any] | None:
+        """The request with the value the rule's formula gives. A NULL the column allows (a
+        director has no manager to approve) is kept unless this rule still refuses it: another
+        rule may refuse next, as after any repair."""
+        assert rule.repair is not None
+        col = rule.repair.column
+        value = self.env.evaluate(rule.repair.value, tx.tool, args)
+        if value is not None:
+            return {**args, col: value} if value != args[col] else None
+        column = self.model.spec.table(self.model.tool(tx.tool).table).column(col)
+        if args[col] is None or column.not_null:
+            return None
+        trial = {**args, col: None}
+        err = self._probe(tx.tool, trial, snap).error
+        return trial if err is None or err.violated_rule not in (None, rule.id) else None
 
     def _other_targets(self, tx: Transaction, actor: Any, current: Any) -> list[Any]:
         key = self.model.tool(tx.tool).key
@@ -563,9 +582,16 @@ class SymbolicExplorer:
                 args.pop(col)
         return args
 
-    def _effective(self, tx: Transaction, args: dict[str, Any]) -> dict[str, Any] | None:
+    def _effective(
+        self, tx: Transaction, args: dict[str, Any], revised: frozenset[str] = frozenset()
+    ) -> dict[str, Any] | None:
         """The request without the values an update would not change (asking for them says
-        nothing); None when nothing is left to change."""
+        nothing); None when nothing is left to change.
+
+        A value in ``revised`` (one the user accepted instead of what they first asked for)
+        stays even when the record already has it: dropped, the revised request would say
+        nothing about it, and an agent told only the first request would still write the
+        refused value."""
         tool = self.model.tool(tx.tool)
         key = target_key(tool)
         if key is None or not self.grounding:
@@ -573,8 +599,10 @@ class SymbolicExplorer:
         row = self.view.get(tool.table, args.get(key))
         if row is None:
             return args
-        kept = {k: v for k, v in args.items() if k == key or k not in row or row[k] != v}
-        return kept if len(kept) > 1 else None
+        changes = {k for k, v in args.items() if k != key and (k not in row or row[k] != v)}
+        if not changes:
+            return None
+        return {k: v for k, v in args.items() if k == key or k in changes or k in revised}
 
     def _pursue(
         self,
@@ -592,12 +620,15 @@ class SymbolicExplorer:
         first_refusal = None
         tried: set[str] = set()
         for _ in range(MAX_ATTEMPTS):
-            effective = self._effective(tx, args)
+            revised = frozenset(c for hit in trace.hits for c in hit.changed)
+            effective = self._effective(tx, args, revised)
             fingerprint = json.dumps(effective, sort_keys=True, default=str)
             if effective is None or fingerprint in tried:
                 break  # nothing left to change, or the alternatives went round in a circle
             args = effective
             tried.add(fingerprint)
+            if unworkable(self.model, self.env, tx, args, self.decided(tx, args)):
+                break  # no agent could work out a value this write needs
             self._note(trace, self._request(tx, args, actor))
             mark = len(self.witness)
             result = self._call(tx.tool, args)

@@ -231,7 +231,8 @@ class SymbolicProjector:
                 continue
             value = row.get(col.name)
             attrs[col.name] = value
-            parts.append(self.value_text(view, table.name, col.name, value, actor))
+            if value is not None:  # an empty optional link says nothing ("manager: none")
+                parts.append(self.value_text(view, table.name, col.name, value, actor))
         text = f'You are {name} (user id: "{actor}")'
         return (text + (f", with {', '.join(parts)}." if parts else "."), {"name": name, **attrs})
 

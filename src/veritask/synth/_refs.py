@@ -79,8 +79,8 @@ class AskMaker:
 
     def _part(self, table: str, col: Column, value: Any, depth: int) -> Any:
         """One match value: a plain value, the user's own id, or the parent record's ref."""
-        if col.references is None or is_own(self.model, table, col.name):
-            return value
+        if col.references is None or (is_own(self.model, table, col.name) and value == self.actor):
+            return value  # another person's link is named by their name, never their id
         parent = col.references.split(".")[0]
         if depth >= MAX_DEPTH:
             return value
@@ -180,6 +180,9 @@ def part_text(model: DomainModel, table: str, column: str, value: Any, actor: An
             if key is not None:
                 return f"{words.removesuffix(' id')} {key}"
             return f"{words.removesuffix(' id')}: {ref_text(model, value, actor)}"
+        if _shares_parent(model, table, column):
+            # two links to one table (from / to account, requested / decided by): say which
+            return f"{words.removesuffix(' id')}: {ref_text(model, value, actor)}"
         return ref_text(model, value, actor)
     if is_own(model, table, column) and value == actor:
         return f'{words.removesuffix(" id")}: you (user id "{actor}")'
@@ -189,6 +192,19 @@ def part_text(model: DomainModel, table: str, column: str, value: Any, actor: An
         # record is said above, not "order id 1001", which reads as an internal row id
         return f"{words.removesuffix(' id')} {value}"
     return f"{words} {value}"
+
+
+def _shares_parent(model: DomainModel, table: str, column: str) -> bool:
+    """True when another foreign key of ``table`` references the same table as ``column``, so
+    the record alone does not say which role it plays."""
+    t = model.spec.table(table)
+    if column not in t.column_names or t.column(column).references is None:
+        return False
+    parent = (t.column(column).references or ".").split(".")[0]
+    return any(
+        c.name != column and c.references and c.references.split(".")[0] == parent
+        for c in t.columns
+    )
 
 
 __all__ = ["AskMaker", "is_own", "lookups", "part_text", "ref_text"]

@@ -14,7 +14,8 @@ of its arguments must be one of:
 - **a column default**;
 - **unchanged**: an update that sets a column to the value it already has (a no-op);
 - **determined by the policy**: every other value the column could take (the other enum values,
-  one more and one less for numbers) is rejected by a rule. This is decided by execution, on
+  one more and one less for numbers, every other key of the table a foreign key references and
+  NULL when it may be NULL) is rejected by a rule. This is decided by execution, on
   the state the call meets, so a rule whose ``when`` guard does not apply determines nothing.
 
 Every value an ask states must also appear in the task text, so the structure cannot say more
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from veritask.env import DatabaseError, Environment, Snapshot, ToolResult, bind_new_old
-from veritask.policy import Column, Rule, ToolSpec, actor_table
+from veritask.policy import Column, Rule, ToolSpec, actor_table, quote_ident
 from veritask.task._certify import Certificate, end_certificate, outcome_mismatch
 from veritask.task._package import Ask, RowRef, TaskDescription, TaskPackage, WitnessCall
 
@@ -60,6 +61,12 @@ class Ungrounded:
         where = f"call {self.call} {self.tool}" if self.call >= 0 else self.tool
         return f"{where}: {self.arg + ': ' if self.arg else ''}{self.reason}"
 
+
+MAX_FORMULA_ROUNDS = 4
+"""How many times the formulas of a refused write are applied in turn (one may decide another)."""
+
+MAX_KEY_PROBES = 64
+"""The most records a foreign key's probes try (the other keys of the table it references)."""
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
@@ -245,6 +252,16 @@ class _Grounder:
             reason = self._reason(tool, call, ask, arg, value, column)
             if reason is not None:
                 out.append(Ungrounded(index, tool.name, arg, reason))
+        for arg, value in ask.values.items():
+            # a value the user states that the write leaves out: an agent that writes it (as
+            # asked) does not reach the target, unless the record already has that value
+            if arg in call.args or (
+                tool.kind == "update" and self._unchanged(tool, call, arg, value)
+            ):
+                continue
+            out.append(
+                Ungrounded(index, tool.name, arg, "stated by the user, but the write leaves it out")
+            )
         return out
 
     def _reason(
@@ -366,7 +383,11 @@ class _Grounder:
 
     def _determined(self, call: WitnessCall, arg: str, value: Any, column: Column) -> bool:
         """Every other value the column could take is rejected by a rule, on this state."""
-        others = _alternatives(column, value)
+        others = (
+            self._other_keys(column, value)
+            if column.references and column.enum is None
+            else _alternatives(column, value)
+        )
         if not others:
             return False
         before = self.env.image()
@@ -378,6 +399,20 @@ class _Grounder:
             if result.error is None or result.error.violated_rule is None:
                 return False
         return True
+
+    def _other_keys(self, column: Column, value: Any) -> list[Any]:
+        """Every other value a foreign key could take on this state: the other keys of the
+        referenced table, and NULL when the column allows it. Empty (nothing is proved) when
+        the table has more than ``MAX_KEY_PROBES`` rows."""
+        parent, key = (column.references or ".").split(".")
+        rows = self.env.select(
+            f"SELECT {quote_ident(key)} FROM {quote_ident(parent)} ORDER BY 1 LIMIT ?",
+            (MAX_KEY_PROBES + 1,),
+        )
+        if len(rows) > MAX_KEY_PROBES:
+            return []
+        others: list[Any] = [] if column.not_null or value is None else [None]
+        return others + [r[0] for r in rows if not _same(r[0], value)]
 
     def _final(self, index: int, tool: ToolSpec, call: WitnessCall) -> list[Ungrounded]:
         """A refused write the user gives up after must stay refused whatever the agent
@@ -395,7 +430,63 @@ class _Grounder:
             if changed:  # a pass that changes nothing leaves the target as it is
                 why = f"the user gives up after {rule_id}, but the agent can make the call pass with {column} = {value!r}"
                 return [Ungrounded(index, tool.name, column, why)]
+        worked = self._worked_out(tool, call.args, stated)
+        if len(worked) > 1 and self._changes(call.tool, {**call.args, **worked}):
+            said = ", ".join(f"{c} = {v!r}" for c, v in worked.items())
+            why = f"the user gives up after {rule_id}, but the agent can make the call pass with {said}"
+            return [Ungrounded(index, tool.name, next(iter(worked)), why)]
         return []
+
+    def _changes(self, tool: str, args: dict[str, Any]) -> bool:
+        """Whether the call passes and changes the state (the state is put back)."""
+        before = self.env.snapshot()
+        passed = self.env.call(tool, args).ok
+        changed = passed and self.env.distance(before) > 0
+        self.env.restore(before)
+        return changed
+
+    def _worked_out(self, tool: ToolSpec, args: dict[str, Any], stated: set[str]) -> dict[str, Any]:
+        """Every unstated value the policy's formulas give at once, as an agent works them out
+        (a fee, then the approval the fee decides): formulas are applied until none changes a
+        value, at most ``MAX_FORMULA_ROUNDS`` times. Returns the values that differ from
+        ``args``."""
+        table = self.env.spec.table(tool.table)
+        rules = [
+            r
+            for r in self.env.spec.rules
+            if r.repair is not None
+            and r.table == tool.table
+            and tool.kind in r.on
+            and r.repair.column not in stated
+        ]
+        current = dict(args)
+        for _ in range(MAX_FORMULA_ROUNDS):
+            new, old = self._rows(tool, current)
+            moved = False
+            for rule in rules:
+                assert rule.repair is not None
+                if rule.when and not self._value(rule.when, new, old):
+                    continue
+                value = self._value(rule.repair.value, new, old)
+                column = rule.repair.column
+                if (value is None and table.column(column).not_null) or _same(
+                    value, new.get(column)
+                ):
+                    continue
+                current[column] = new[column] = value
+                moved = True
+            if not moved:
+                break
+        return {c: v for c, v in current.items() if c not in args or not _same(v, args[c])}
+
+    def _value(self, expr: str, new: dict[str, Any], old: dict[str, Any] | None) -> Any:
+        """An expression over NEW / OLD on the current state (None when it cannot be read)."""
+        sql, params = bind_new_old(expr, new, old)
+        try:
+            found = self.env.select(f"SELECT {sql}", params)
+        except DatabaseError:
+            return None
+        return found[0][0] if found else None
 
     def _retried(self, index: int, tool: ToolSpec, call: WitnessCall, stated: set[str]) -> bool:
         """Whether a later accepted call makes the same request (the same stated values and
@@ -415,7 +506,7 @@ class _Grounder:
         """Values the agent may pick on its own: each calculation rule's formula for an
         unstated column of this write, then the other values of unstated enums the rule tests."""
         table = self.env.spec.table(tool.table)
-        new, old = self._rows(tool, call)
+        new, old = self._rows(tool, call.args)
         for other in self.env.spec.rules:
             repair = other.repair
             if repair is None or other.table != tool.table or tool.kind not in other.on:
@@ -427,26 +518,29 @@ class _Grounder:
                 found = self.env.select(f"SELECT {sql}", params)
             except DatabaseError:
                 continue
-            if found and found[0][0] is not None and not _same(found[0][0], new.get(repair.column)):
-                yield repair.column, found[0][0]
+            if not found or _same(found[0][0], new.get(repair.column)):
+                continue
+            if found[0][0] is not None or not table.column(repair.column).not_null:
+                yield repair.column, found[0][0]  # NULL too, where the column allows it
         for column in table.columns:
             if column.enum is None or column.name in stated or not rule.tests_value(column.name):
                 continue
             yield from ((column.name, v) for v in column.enum if not _same(v, new.get(column.name)))
 
     def _rows(
-        self, tool: ToolSpec, call: WitnessCall
+        self, tool: ToolSpec, args: dict[str, Any]
     ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """The row the write would make (NEW) and, for an update, the row it changes (OLD)."""
+        """The row a write with ``args`` would make (NEW) and, for an update, the row it
+        changes (OLD)."""
         table = self.env.spec.table(tool.table)
         key = tool.key
         old: dict[str, Any] | None = None
-        if tool.kind != "insert" and key is not None and key in call.args:
-            payload = self._query(tool.table, {key: call.args[key]})
+        if tool.kind != "insert" and key is not None and key in args:
+            payload = self._query(tool.table, {key: args[key]})
             rows = payload.get("rows") if isinstance(payload, dict) else None
             old = dict(rows[0]) if rows else None
         base = {c.name: c.default for c in table.columns} if old is None else dict(old)
-        return {**base, **call.args}, old
+        return {**base, **args}, old
 
 
 def _give_ups(pkg: TaskPackage) -> dict[tuple[str, str], set[str]]:
