@@ -44,9 +44,12 @@ class ToolResult:
         """A successful call's result, built without the frozen dataclass's per-field
         ``object.__setattr__`` calls (this runs on every accepted write)."""
         out = object.__new__(cls)
-        out.__dict__.update(
-            tool=tool, ok=True, result=result, error=None, state_changed=state_changed
-        )
+        fields = out.__dict__
+        fields["tool"] = tool
+        fields["ok"] = True
+        fields["result"] = result
+        fields["error"] = None
+        fields["state_changed"] = state_changed
         return out
 
     def to_json(self) -> dict[str, Any]:
