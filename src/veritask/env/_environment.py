@@ -15,13 +15,12 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from veritask.env._args import (
-    FastCheck,
-    fast_accepts,
     fast_checks,
     plain_params,
     validate_arguments,
 )
 from veritask.env._build import build_image
+from veritask.env._fastpath import compile_checks, compile_row
 from veritask.env._notebook import bind_new_old
 from veritask.env._result import ToolError, ToolResult, failure
 from veritask.env._state import (
@@ -54,6 +53,7 @@ _PROGRESS_OPCODES = 10_000  # virtual-machine steps between two deadline checks
 _monotonic = time.monotonic
 DatabaseError = sqlite3.Error
 """What SQLite raises; exported so callers above the engine need not import sqlite3."""
+WriteTarget = tuple[Callable[[Row], dict[str, Any]], str | None]
 _WRITE_ACTIONS = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE}
 _ALWAYS_OK = {
     sqlite3.SQLITE_SELECT,
@@ -100,11 +100,16 @@ class CompiledDomain:
         )
 
     @functools.cached_property
-    def write_targets(self) -> dict[str, tuple[tuple[str, ...], str | None]]:
-        """Per table, its columns and the statement reading a written row back by rowid (None
-        where the write's ``RETURNING`` clause is the stored row)."""
+    def row_dicts(self) -> dict[str, Callable[[Row], dict[str, Any]]]:
+        """Per table, a function turning one of its rows into a dict by column name."""
+        return {name: compile_row(t.columns) for name, t in self.layout.tables.items()}
+
+    @functools.cached_property
+    def write_targets(self) -> dict[str, WriteTarget]:
+        """Per table, its row-to-dict function and the statement reading a written row back by
+        rowid (None where the write's ``RETURNING`` clause is the stored row)."""
         return {
-            name: (t.columns, None if name in self.returning else t.by_rowid_sql)
+            name: (self.row_dicts[name], None if name in self.returning else t.by_rowid_sql)
             for name, t in self.layout.tables.items()
         }
 
@@ -257,7 +262,7 @@ class Environment:
             plan = self._plans.get((tool, tuple(args)), _NO_PLAN)
             if plan is _NO_PLAN:
                 plan = self._plan(tool, args)
-            if plan is not None and fast_accepts(args, plan.checks):
+            if plan is not None and plan.accepts(args):
                 insert = plan.insert
                 if insert is not None:  # the hot path: a well-typed insert
                     return self._write(
@@ -299,13 +304,14 @@ class Environment:
         if spec is not None and checks is not None:
             insert = None
             if spec.kind == "insert":
-                cols = tuple(c for c in self.domain.layout.tables[spec.table].columns if c in args)
+                table = self.domain.layout.tables[spec.table]
+                cols = tuple(c for c in table.columns if c in args)
                 insert = _Insert(
                     self._write_sql(spec, cols),
                     _values_in_order(cols),
                     self.domain.write_targets[spec.table],
                 )
-            plan = _Plan(spec, checks, insert)
+            plan = _Plan(spec, compile_checks(checks), insert)
         if len(self._plans) < _MAX_PLANS:  # names come from callers: bound what is kept
             self._plans[(tool, names)] = plan
         return plan
@@ -357,9 +363,8 @@ class Environment:
         cur = self._cur
         rows = cur.execute(rows_sql, [*params, limit, offset]).fetchall()
         (total,) = cur.execute(count_sql, params).fetchone()
-        columns = self.domain.layout.tables[tool.table].columns
         result = {
-            "rows": [dict(zip(columns, r, strict=False)) for r in rows],
+            "rows": list(map(self.domain.row_dicts[tool.table], rows)),
             "total": total,
             "limit": limit,
             "offset": offset,
@@ -432,7 +437,7 @@ class Environment:
         values: Sequence[Any],
         old: tuple[int, Row] | None,
         args: dict[str, Any],
-        target: tuple[tuple[str, ...], str | None] | None = None,
+        target: WriteTarget | None = None,
     ) -> ToolResult:
         """Run one write and read back the stored row, both inside the ``vt_call`` savepoint.
 
@@ -450,8 +455,8 @@ class Environment:
         conn, cur = self._conn, self._cur
         if conn.in_transaction:
             raise RuntimeError("a transaction is already open; refusing to nest vt_call")
-        # the table's columns and its read-back statement (None: RETURNING gives the row)
-        columns, readback = target if target is not None else self.domain.write_targets[tool.table]
+        # the table's row-to-dict function and read-back statement (None: RETURNING gives the row)
+        as_dict, readback = target if target is not None else self.domain.write_targets[tool.table]
         self._mode = "write"
         try:
             cur.execute("SAVEPOINT vt_call")
@@ -470,8 +475,7 @@ class Environment:
             return ToolResult(tool=tool.name, ok=False, error=self._translate(tool, exc, old, args))
         finally:
             self._mode = "read"
-        # zip's keyword argument costs a tenth of a microsecond here; a row has its table's columns
-        result = dict(zip(columns, row)) if row is not None else None  # noqa: B905
+        result = as_dict(row) if row is not None else None
         return ToolResult.accepted(tool.name, result, old is None or row != old[1])
 
     # -- errors ----------------------------------------------------------------------------
@@ -648,7 +652,7 @@ class _Insert(NamedTuple):
 
     sql: str
     values: Callable[[dict[str, Any]], Sequence[Any]]
-    target: tuple[tuple[str, ...], str | None]
+    target: WriteTarget
 
 
 @dataclass(frozen=True, slots=True)
@@ -656,7 +660,8 @@ class _Plan:
     """The fast path of one tool for one shape of arguments (their names, in order)."""
 
     tool: ToolSpec
-    checks: tuple[FastCheck, ...]
+    accepts: Callable[[dict[str, Any]], bool]
+    """Whether values given under these names pass ``fast_checks`` (``compile_checks``)."""
     insert: _Insert | None
 
 
