@@ -251,6 +251,16 @@ class Environment:
             deadline, block = _monotonic() + limit, self._block_deadline
             self._deadline = deadline if deadline < block else block
         try:
+            if type(args) is dict and type(tool) is str:  # the fast path, see ``_plan``
+                plan = self._plans.get((tool, tuple(args)), _NO_PLAN)
+                if plan is _NO_PLAN:
+                    plan = self._plan(tool, args)
+                if plan is not None and plan.accepts(args):
+                    insert = plan.insert
+                    if insert is None:
+                        return self._run(plan.tool, dict(args))
+                    values = insert.values(args)
+                    return self._write(plan.tool, insert.sql, values, None, args, insert.target)
             return self._dispatch(tool, args)
         except Exception as exc:  # last resort: the savepoint guard has already rolled back
             return _internal_error(tool, exc)
@@ -258,17 +268,6 @@ class Environment:
             self._deadline = self._block_deadline
 
     def _dispatch(self, tool: str, args: Mapping[str, Any] | str | None) -> ToolResult:
-        if type(tool) is str and type(args) is dict:
-            plan = self._plans.get((tool, tuple(args)), _NO_PLAN)
-            if plan is _NO_PLAN:
-                plan = self._plan(tool, args)
-            if plan is not None and plan.accepts(args):
-                insert = plan.insert
-                if insert is not None:  # the hot path: a well-typed insert
-                    return self._write(
-                        plan.tool, insert.sql, insert.values(args), None, args, insert.target
-                    )
-                return self._run(plan.tool, dict(args))
         spec = self.domain.tools.get(tool) if isinstance(tool, str) else None
         if spec is None:
             label = _tool_label(tool)
