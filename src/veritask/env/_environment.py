@@ -22,7 +22,7 @@ from veritask.env._args import (
 from veritask.env._build import build_image
 from veritask.env._fastpath import compile_checks, compile_row
 from veritask.env._notebook import bind_new_old
-from veritask.env._result import ToolError, ToolResult, failure
+from veritask.env._result import ToolError, ToolResult, accepted, failure
 from veritask.env._state import (
     Layout,
     Row,
@@ -475,7 +475,7 @@ class Environment:
         finally:
             self._mode = "read"
         result = as_dict(row) if row is not None else None
-        return ToolResult.accepted(tool.name, result, old is None or row != old[1])
+        return accepted(tool.name, result, old is None or row != old[1])
 
     # -- errors ----------------------------------------------------------------------------
 
