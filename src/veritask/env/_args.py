@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from typing import Any
 
 from veritask.env._result import ToolError
@@ -257,3 +257,56 @@ def validate_arguments(
                 hint=tool.params[name].description,
             )
     return clean, None
+
+
+FastCheck = tuple[type, Container[Any] | None]
+"""An argument's exact Python type and the values it may take (None: any storable value)."""
+
+_FAST_KINDS = {"string": str, "integer": int, "number": int, "boolean": bool}
+
+
+def _fast_check(param: Param) -> FastCheck | None:
+    """The exact check for one parameter, or None when its values need the general path."""
+    kind = _FAST_KINDS.get(param.json_type)
+    if kind is None:
+        return None
+    if param.enum is not None:
+        if param.minimum is not None or param.maximum is not None or kind is bool:
+            return None
+        strings = [v for v in param.enum if type(v) is str]
+        integers = [v for v in param.enum if type(v) is int]
+        if kind is str:
+            return kind, frozenset(v for v in strings if len(v) <= MAX_STRING_CHARS and v.isascii())
+        return kind, frozenset(v for v in integers if SQLITE_INT_MIN <= v <= SQLITE_INT_MAX)
+    if kind is int:
+        low, high = param.minimum, param.maximum
+        if (low is not None and type(low) is not int) or (
+            high is not None and type(high) is not int
+        ):
+            return None
+        low = SQLITE_INT_MIN if low is None else max(low, SQLITE_INT_MIN)
+        high = SQLITE_INT_MAX if high is None else min(high, SQLITE_INT_MAX)
+        return kind, range(low, high + 1)
+    if param.minimum is not None or param.maximum is not None:
+        return None
+    return kind, None
+
+
+def fast_checks(tool: ToolSpec, names: tuple[Any, ...]) -> tuple[FastCheck, ...] | None:
+    """Exact checks for arguments given under ``names`` (in that order), or None.
+
+    A value passing its check (``compile_checks``) is one that ``validate_arguments`` accepts
+    unchanged: its exact type, and membership in the enum or the bounds within SQLite's integer
+    range, or an ASCII string of bounded length. None when a name is unknown, a required argument
+    is missing, or a parameter needs the general checks (float bounds, enum with bounds).
+    """
+    checks: list[FastCheck] = []
+    for name in names:
+        param = tool.params.get(name) if type(name) is str else None
+        check = _fast_check(param) if param is not None else None
+        if check is None:
+            return None
+        checks.append(check)
+    if not set(tool.required) <= set(names):
+        return None
+    return tuple(checks)

@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 import re
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
-from veritask.env._args import plain_params, validate_arguments
+from veritask.env._args import (
+    fast_checks,
+    plain_params,
+    validate_arguments,
+)
 from veritask.env._build import build_image
+from veritask.env._fastpath import compile_checks, compile_row
 from veritask.env._notebook import bind_new_old
-from veritask.env._result import ToolError, ToolResult, failure
+from veritask.env._result import ToolError, ToolResult, accepted, failure
 from veritask.env._state import (
     Layout,
     Row,
@@ -43,8 +50,10 @@ Mode = Literal["read", "write", "admin"]
 DEFAULT_CALL_TIME_LIMIT = 5.0
 """Seconds one ``Environment.call`` may run by default; ordinary calls take microseconds."""
 _PROGRESS_OPCODES = 10_000  # virtual-machine steps between two deadline checks
+_monotonic = time.monotonic
 DatabaseError = sqlite3.Error
 """What SQLite raises; exported so callers above the engine need not import sqlite3."""
+WriteTarget = tuple[Callable[[Row], dict[str, Any]], str | None]
 _WRITE_ACTIONS = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE}
 _ALWAYS_OK = {
     sqlite3.SQLITE_SELECT,
@@ -89,6 +98,20 @@ class CompiledDomain:
             ),
             plain={name: plain_params(tool) for name, tool in tools.items()},
         )
+
+    @functools.cached_property
+    def row_dicts(self) -> dict[str, Callable[[Row], dict[str, Any]]]:
+        """Per table, a function turning one of its rows into a dict by column name."""
+        return {name: compile_row(t.columns) for name, t in self.layout.tables.items()}
+
+    @functools.cached_property
+    def write_targets(self) -> dict[str, WriteTarget]:
+        """Per table, its row-to-dict function and the statement reading a written row back by
+        rowid (None where the write's ``RETURNING`` clause is the stored row)."""
+        return {
+            name: (self.row_dicts[name], None if name in self.returning else t.by_rowid_sql)
+            for name, t in self.layout.tables.items()
+        }
 
 
 def _written_by_triggers(table: str, triggers: str) -> bool:
@@ -139,7 +162,7 @@ class Environment:
         self._sql_cache: dict[tuple[str, tuple[str, ...]], str] = {}
         self._insert_cache: dict[tuple[str, tuple[str, ...]], tuple[str, tuple[str, ...]]] = {}
         self._query_cache: dict[tuple[Any, ...], tuple[str, str, list[str]]] = {}
-        self._savepoint = _CallSavepoint(self)
+        self._plans: dict[tuple[str, tuple[Any, ...]], _Plan | None] = {}
         self._mode = "read"
         self.restore(state if state is not None else self.domain.seed)
 
@@ -225,8 +248,19 @@ class Environment:
         """
         limit = self.call_time_limit
         if limit is not None:
-            self._deadline = min(self._block_deadline, time.monotonic() + limit)
+            deadline, block = _monotonic() + limit, self._block_deadline
+            self._deadline = deadline if deadline < block else block
         try:
+            if type(args) is dict and type(tool) is str:  # the fast path, see ``_plan``
+                plan = self._plans.get((tool, tuple(args)), _NO_PLAN)
+                if plan is _NO_PLAN:
+                    plan = self._plan(tool, args)
+                if plan is not None and plan.accepts(args):
+                    insert = plan.insert
+                    if insert is None:
+                        return self._run(plan.tool, dict(args))
+                    values = insert.values(args)
+                    return self._write(plan.tool, insert.sql, values, None, args, insert.target)
             return self._dispatch(tool, args)
         except Exception as exc:  # last resort: the savepoint guard has already rolled back
             return _internal_error(tool, exc)
@@ -248,6 +282,9 @@ class Environment:
         clean, err = validate_arguments(spec, args, self.spec, self.domain.plain.get(tool))
         if err is not None:
             return ToolResult(tool=tool, ok=False, error=err)
+        return self._run(spec, clean)
+
+    def _run(self, spec: ToolSpec, clean: dict[str, Any]) -> ToolResult:
         try:
             if spec.kind == "query":
                 return self._query(spec, clean)
@@ -255,7 +292,28 @@ class Environment:
                 return self._insert(spec, clean)
             return self._update(spec, clean)
         except sqlite3.Error as exc:  # a read outside the savepoint failed (e.g. interrupted)
-            return ToolResult(tool=tool, ok=False, error=_schema_error(spec, exc))
+            return ToolResult(tool=spec.name, ok=False, error=_schema_error(spec, exc))
+
+    def _plan(self, tool: str, args: dict[Any, Any]) -> _Plan | None:
+        """The fast path for this tool and these argument names (in this order), cached."""
+        names = tuple(args)
+        spec = self.domain.tools.get(tool)
+        checks = fast_checks(spec, names) if spec is not None else None
+        plan = None
+        if spec is not None and checks is not None:
+            insert = None
+            if spec.kind == "insert":
+                table = self.domain.layout.tables[spec.table]
+                cols = tuple(c for c in table.columns if c in args)
+                insert = _Insert(
+                    self._write_sql(spec, cols),
+                    _values_in_order(cols),
+                    self.domain.write_targets[spec.table],
+                )
+            plan = _Plan(spec, compile_checks(checks), insert)
+        if len(self._plans) < _MAX_PLANS:  # names come from callers: bound what is kept
+            self._plans[(tool, names)] = plan
+        return plan
 
     def _columns_sql(self, table: str) -> str:
         return self.domain.columns_sql[table]
@@ -304,9 +362,8 @@ class Environment:
         cur = self._cur
         rows = cur.execute(rows_sql, [*params, limit, offset]).fetchall()
         (total,) = cur.execute(count_sql, params).fetchone()
-        columns = self.domain.layout.tables[tool.table].columns
         result = {
-            "rows": [dict(zip(columns, r, strict=False)) for r in rows],
+            "rows": list(map(self.domain.row_dicts[tool.table], rows)),
             "total": total,
             "limit": limit,
             "offset": offset,
@@ -376,28 +433,49 @@ class Environment:
         self,
         tool: ToolSpec,
         sql: str,
-        values: list[Any],
+        values: Sequence[Any],
         old: tuple[int, Row] | None,
         args: dict[str, Any],
+        target: WriteTarget | None = None,
     ) -> ToolResult:
-        """Run one write and read back the stored row, both inside the savepoint.
+        """Run one write and read back the stored row, both inside the ``vt_call`` savepoint.
 
         Where no trigger writes to the table the statement's ``RETURNING`` clause is the stored
         row; elsewhere (an effect may update the row after the write) it is read back by rowid.
+
+        The savepoint is always the outermost transaction (the connection is in autocommit mode
+        between calls), so rolling back undoes exactly this call's work and nothing before it.
+        It is released when the write and the read-back succeeded and rolled back on every other
+        exit, exceptions of any kind included (a failing ``RELEASE``, a deferred constraint, is
+        rolled back too). An open transaction on entry is a broken invariant: it is refused
+        rather than nested into. Written inline rather than as a context manager: this runs on
+        every write, and the two extra method calls cost a few percent of an insert.
         """
-        cur, table = self._cur, self.domain.layout.tables[tool.table]
+        conn, cur = self._conn, self._cur
+        if conn.in_transaction:
+            raise RuntimeError("a transaction is already open; refusing to nest vt_call")
+        # the table's row-to-dict function and read-back statement (None: RETURNING gives the row)
+        as_dict, readback = target if target is not None else self.domain.write_targets[tool.table]
+        self._mode = "write"
         try:
-            with self._savepoint:
-                if tool.table in self.domain.returning:
-                    row = cur.execute(sql, values).fetchone()
-                else:
-                    cur.execute(sql, values)
-                    rowid = old[0] if old is not None else cur.lastrowid
-                    row = cur.execute(table.by_rowid_sql, (rowid,)).fetchone()
-        except sqlite3.Error as exc:
+            cur.execute("SAVEPOINT vt_call")
+            if readback is None:
+                row = cur.execute(sql, values).fetchone()
+            else:
+                cur.execute(sql, values)
+                rowid = old[0] if old is not None else cur.lastrowid
+                row = cur.execute(readback, (rowid,)).fetchone()
+            cur.execute("RELEASE vt_call")
+        except BaseException as exc:
+            if conn.in_transaction:  # an interrupt may already have rolled everything back
+                conn.execute("ROLLBACK")
+            if not isinstance(exc, sqlite3.Error):
+                raise
             return ToolResult(tool=tool.name, ok=False, error=self._translate(tool, exc, old, args))
-        result = dict(zip(table.columns, row, strict=False)) if row is not None else None
-        return ToolResult.accepted(tool.name, result, old is None or row != old[1])
+        finally:
+            self._mode = "read"
+        result = as_dict(row) if row is not None else None
+        return accepted(tool.name, result, old is None or row != old[1])
 
     # -- errors ----------------------------------------------------------------------------
 
@@ -563,53 +641,34 @@ class Environment:
             self._mode = "read"
 
 
-class _CallSavepoint:
-    """Owns ``SAVEPOINT vt_call``: released when the block succeeds, rolled back otherwise.
+_MAX_PLANS = 4096  # cached argument shapes per environment
+_NO_PLAN: Any = object()
 
-    The savepoint is always the outermost transaction (the connection is in autocommit mode
-    between calls), so rolling back undoes exactly this call's work and nothing before it. Every
-    exit path closes it, exceptions of any kind included, and a failing ``RELEASE`` (a deferred
-    constraint) is rolled back too. An open transaction on entry is a broken invariant: it is
-    refused rather than nested into. A class rather than ``@contextmanager``: this runs on every
-    write, and the generator machinery costs about a microsecond per call.
-    """
 
-    __slots__ = ("_env",)
+class _Insert(NamedTuple):
+    """An insert's statement, the values it binds (taken from the arguments) and its table's
+    ``CompiledDomain.write_targets`` entry."""
 
-    def __init__(self, env: Environment) -> None:
-        self._env = env
+    sql: str
+    values: Callable[[dict[str, Any]], Sequence[Any]]
+    target: WriteTarget
 
-    def __enter__(self) -> None:
-        env = self._env
-        if env._conn.in_transaction:
-            raise RuntimeError("a transaction is already open; refusing to nest vt_call")
-        env._mode = "write"
-        try:
-            env._cur.execute("SAVEPOINT vt_call")
-        except BaseException:
-            env._mode = "read"
-            raise
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
-    ) -> None:
-        env = self._env
-        try:
-            if exc_type is None:
-                try:
-                    env._cur.execute("RELEASE vt_call")
-                except BaseException:
-                    self._undo()
-                    raise
-            else:
-                self._undo()
-        finally:
-            env._mode = "read"
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """The fast path of one tool for one shape of arguments (their names, in order)."""
 
-    def _undo(self) -> None:
-        conn = self._env._conn
-        if conn.in_transaction:  # an interrupt may already have rolled everything back
-            conn.execute("ROLLBACK")
+    tool: ToolSpec
+    accepts: Callable[[dict[str, Any]], bool]
+    """Whether values given under these names pass ``fast_checks`` (``compile_checks``)."""
+    insert: _Insert | None
+
+
+def _values_in_order(cols: tuple[str, ...]) -> Callable[[dict[str, Any]], Sequence[Any]]:
+    """A function returning the arguments' values for ``cols``, in that order, as a sequence."""
+    if len(cols) >= 2:
+        return operator.itemgetter(*cols)  # a tuple, built in C
+    return lambda args: [args[c] for c in cols]
 
 
 _SCHEMA_ERRORS = [

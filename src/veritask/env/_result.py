@@ -41,13 +41,8 @@ class ToolResult:
 
     @classmethod
     def accepted(cls, tool: str, result: Any, state_changed: bool) -> ToolResult:
-        """A successful call's result, built without the frozen dataclass's per-field
-        ``object.__setattr__`` calls (this runs on every accepted write)."""
-        out = object.__new__(cls)
-        out.__dict__.update(
-            tool=tool, ok=True, result=result, error=None, state_changed=state_changed
-        )
-        return out
+        """A successful call's result (see ``accepted``)."""
+        return accepted(tool, result, state_changed)
 
     def to_json(self) -> dict[str, Any]:
         """The result as a JSON-ready dict (the ``veritask call --json`` contract)."""
@@ -57,6 +52,22 @@ class ToolResult:
             "error": self.error.to_json() if self.error else None,
             "state_changed": self.state_changed,
         }
+
+
+_new = object.__new__
+
+
+def accepted(tool: str, result: Any, state_changed: bool) -> ToolResult:
+    """A successful call's result, built without the frozen dataclass's per-field
+    ``object.__setattr__`` calls (this runs on every accepted write)."""
+    out: ToolResult = _new(ToolResult)
+    fields = out.__dict__
+    fields["tool"] = tool
+    fields["ok"] = True
+    fields["result"] = result
+    fields["error"] = None
+    fields["state_changed"] = state_changed
+    return out
 
 
 def failure(
