@@ -21,6 +21,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from veritask._util import loads_untrusted
+
 Format = Literal["veritask", "chat", "sharegpt", "text"]
 Role = Literal["system", "user", "assistant", "tool"]
 TEXT_SEPARATOR = "==="
@@ -177,8 +179,8 @@ def _split_think(text: str) -> tuple[str | None, str]:
 def _call_from_text(body: str) -> Call:
     """A call from ``{"name", "arguments"}`` JSON (kept as text when it does not parse)."""
     try:
-        data = json.loads(body)
-    except json.JSONDecodeError:
+        data = loads_untrusted(body)
+    except ValueError:
         return Call(name="", raw=body)
     if not isinstance(data, Mapping):
         return Call(name="", raw=body)
@@ -291,8 +293,8 @@ def _tools_field(record: Mapping[str, Any]) -> list[dict[str, Any]]:
     tools = record.get("tools")
     if isinstance(tools, str):
         try:
-            tools = json.loads(tools)
-        except json.JSONDecodeError:
+            tools = loads_untrusted(tools)
+        except ValueError:
             return []
     return [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
 
@@ -326,8 +328,8 @@ def iter_records(path: Path) -> Iterator[tuple[str, Any]]:
         if not line.strip():
             continue
         try:
-            yield line, json.loads(line)
-        except json.JSONDecodeError:
+            yield line, loads_untrusted(line)
+        except ValueError:
             yield line, None
 
 
@@ -359,7 +361,7 @@ def observed_calls(turns: list[Turn]) -> Iterator[tuple[str, dict[str, Any], Any
 def _decoded(raw: Any) -> Any:
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
-        except json.JSONDecodeError:
+            raw = loads_untrusted(raw)
+        except ValueError:
             return None
     return raw if isinstance(raw, dict) else None
