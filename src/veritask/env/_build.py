@@ -52,7 +52,7 @@ def insert_rows(conn: sqlite3.Connection, spec: DomainSpec, rows: Rows) -> None:
             )
             try:
                 conn.execute(sql, [row[c] for c in cols])
-            except sqlite3.IntegrityError as exc:
+            except (sqlite3.Error, OverflowError) as exc:  # a constraint, or an unstorable value
                 raise RowError(name, k, str(exc)) from None
 
 
@@ -133,7 +133,9 @@ def sql_culprits(spec: DomainSpec) -> list[tuple[tuple[str | int, ...], str]]:
     except ValueError as exc:
         return [(("tables",), str(exc))]
     out: list[tuple[tuple[str | int, ...], str]] = []
-    parts = [("rules", i, {"rules": [r]}) for i, r in enumerate(spec.rules)]
+    parts: list[tuple[str, int, dict[str, Any]]] = [
+        ("rules", i, {"rules": [r]}) for i, r in enumerate(spec.rules)
+    ]
     parts += [("effects", i, {"effects": [e]}) for i, e in enumerate(spec.effects)]
     for kind, i, only in parts:
         one = bare.model_copy(update=only)
