@@ -1,10 +1,12 @@
-"""The sandboxed code writes lines of its own to the protocol channel; the host survives them.
+"""The sandboxed code writes lines of its own to the protocol channel, or fills its directory;
+the host survives both.
 
 Code in the child can reach the channel the child answers on (here simply by writing to every
 open descriptor). What it forges is data, never an instruction: a reply with fields that do not
 fit the protocol (a CPU figure that is not a number, an RNG state that does not load, nesting
 past the JSON parser's depth) is an ``error`` result, and a forged "the OS sandbox could not be
-applied" after the child confined itself is not believed. Nothing raises in the host.
+applied" after the child confined itself is not believed. Nothing raises in the host. A directory
+that outgrows ``disk_mb`` (many files under the per-file limit) stops the child.
 """
 
 from __future__ import annotations
@@ -65,3 +67,29 @@ def test_the_worker_goes_on_after_a_forged_reply() -> None:
         again = worker.call("g")
         assert (again.kind, again.value) == ("ok", 2)
         assert worker.starts == 2
+
+
+DISK = """
+def write(files, size):
+    for n in range(files):
+        with open(f"f{n}", "wb") as fh:
+            fh.write(b"x" * size)
+    return files
+
+
+def listed():
+    import os
+    return len(os.listdir("."))
+"""
+
+
+@pytest.mark.parametrize(("files", "size"), [(12, 1 << 20), (2000, 0)], ids=["bytes", "inodes"])
+def test_a_directory_past_disk_mb_stops_the_child(files: int, size: int) -> None:
+    """``file_mb`` bounds one file; many files (or many empty ones) hit ``disk_mb``."""
+    limits = SandboxLimits(disk_mb=4, unsafe_no_sandbox=UNSAFE)
+    with SandboxWorker(DISK, limits) as worker:
+        assert worker.call("write", [1, 1024]).ok  # a little is fine
+        result = worker.call("write", [files, size])
+        assert result.kind == "error" and "disk limit of 4 MB" in (result.error or "")
+        fresh = worker.call("listed")
+        assert (fresh.kind, fresh.value, worker.starts) == ("ok", 0, 2)

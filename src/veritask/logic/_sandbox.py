@@ -306,6 +306,9 @@ class SandboxLimits:
         lifetime_cpu_seconds: CPU time over the child's life; the parent recycles a worker at
             half of it, so it only stops a child that disabled its per-call timer.
         file_mb: The largest file the child may write (inside its directory).
+        disk_mb: What the child's directory may hold in all (``file_mb`` bounds one file,
+            not how many): checked after loading and after every call; past it the child
+            is stopped, its directory removed, and the call is an ``error``.
         unsafe_no_sandbox: Where the kernel lacks the OS sandbox (Landlock, seccomp), run the
             code anyway with only the limits and the audit hook instead of raising
             :class:`SandboxUnavailable`. No effect where the sandbox is available.
@@ -317,6 +320,7 @@ class SandboxLimits:
     wall_seconds: float = 10.0
     lifetime_cpu_seconds: int = 600
     file_mb: int = 64
+    disk_mb: int = 256
     unsafe_no_sandbox: bool = False
 
 
@@ -545,6 +549,8 @@ class SandboxWorker:
                 else SandboxResult("error", error=MALFORMED)
             )
         result = _result(reply)
+        if result.ok and over_disk(self._child.home, self.limits.disk_mb):
+            result = _disk_error(self.limits.disk_mb)
         if not result.ok:
             self._drop()
             if isinstance(reply, dict):  # the child reported it: the code itself fails to load
@@ -583,6 +589,9 @@ class SandboxWorker:
                 self._drop()
                 return [*out, SandboxResult("error", error=MALFORMED)]
             child.cpu = cpu
+            if over_disk(child.home, self.limits.disk_mb):
+                self._drop()
+                return [*out, _disk_error(self.limits.disk_mb)]
             out.append(_result(reply))
         return out
 
@@ -597,6 +606,31 @@ class SandboxWorker:
             self._spent += self._child.cpu
             self._child.close()
             self._child = None
+
+
+def over_disk(home: str, disk_mb: int) -> bool:
+    """Whether the files under ``home`` take more than ``disk_mb`` MB of disk (each entry is
+    counted at one block at least, so a flood of empty files counts too)."""
+    limit, total, stack = disk_mb * 1024 * 1024, 0, [home]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                total += max(entry.stat(follow_symlinks=False).st_blocks * 512, 4096)
+            except OSError:
+                continue
+            if total > limit:
+                return True
+    return False
+
+
+def _disk_error(disk_mb: int) -> SandboxResult:
+    return SandboxResult("error", error=f"disk limit of {disk_mb} MB exceeded (sandbox directory)")
 
 
 def _cpu_seconds(value: Any) -> float | None:
