@@ -108,6 +108,7 @@ SEED_ROW = "- {id: 1, member_id: m_ben, book_id: b_emma, due_step: 5, status: OP
         (SEED_ROW.replace("OPEN", "LOST"), "CHECK"),
         (SEED_ROW + "\n    " + SEED_ROW, "UNIQUE"),
         (SEED_ROW.replace("5,", "99999999999999999999999,"), "64-bit"),
+        ("- {}", "names no column"),
     ],
 )  # fmt: skip
 def test_a_seed_row_that_breaks_the_schema_names_its_line(

@@ -465,6 +465,8 @@ def _check_seed(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
             continue
         cols = set(spec.table(name).column_names)
         for k, row in enumerate(rows):
+            if not row:
+                yield ("seed", name, k), "a row names no column"
             for key, value in row.items():
                 if key not in cols:
                     yield ("seed", name, k, key), f"{name} has no column {key!r}"
