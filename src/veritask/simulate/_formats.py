@@ -106,7 +106,7 @@ def _content(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, list):
-        return "".join(p.get("text", "") if isinstance(p, Mapping) else str(p) for p in value)
+        return "".join(str(p.get("text", "")) if isinstance(p, Mapping) else str(p) for p in value)
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -117,8 +117,12 @@ _CHAT_KEYS = {"role", "content", "tool_calls", "tool_call_id"}
 
 def _chat_turn(message: Mapping[str, Any]) -> Turn:
     calls = []
-    for call in message.get("tool_calls") or []:
-        fn = call.get("function") or {} if isinstance(call, Mapping) else {}
+    listed = message.get("tool_calls")
+    for call in listed if isinstance(listed, list) else []:  # a row may hold anything here
+        if not isinstance(call, Mapping):
+            continue
+        fn = call.get("function")
+        fn = fn if isinstance(fn, Mapping) else {}
         calls.append(
             Call(str(fn.get("name") or ""), fn.get("arguments"), str(call.get("id") or ""))
         )
@@ -282,7 +286,7 @@ def read_row(record: Any) -> Row:
     fmt = detect(record)
     if fmt in ("veritask", "chat"):
         turns = [_chat_turn(m) for m in record["messages"] if isinstance(m, Mapping)]
-        return Row(fmt, turns, record, list(record.get("tools") or []))
+        return Row(fmt, turns, record, _tools_field(record))
     if fmt == "sharegpt":
         items = [c for c in record["conversations"] if isinstance(c, Mapping)]
         return Row(fmt, [_sharegpt_turn(c) for c in items], record, _tools_field(record))
