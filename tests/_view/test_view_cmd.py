@@ -40,3 +40,7 @@ def test_paths_it_cannot_show_are_clean_errors(dataset: Path, tmp_path: Path) ->
     assert result.exit_code == 1 and "manifest.jsonl" in result.output
     result = CliRunner().invoke(cli, ["view", str(dataset), "--gates", str(tmp_path)])
     assert result.exit_code == 1 and "--gates goes with a logic file" in result.output
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text("[" * 100_000 + "\n")  # nested past the JSON parser's depth
+    result = CliRunner().invoke(cli, ["view", str(deep), "--out", str(tmp_path / "y")])
+    assert result.exit_code == 1 and "the first line is not JSON" in result.output

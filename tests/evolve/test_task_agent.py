@@ -127,3 +127,30 @@ def test_an_evolve_run_with_the_synthesis_agent_is_certified(tmp_path: Path) -> 
     assert kinds == {"duplicate"}  # the same task again: the stream already holds it
     assert summary.tasks == 1 and check_dataset(tmp_path).ok
     assert summary.report["config"]["synthesizer"].startswith("evolve-task-agent")
+
+
+DEEP = "[" * 20_000  # past the recursion limit of the JSON parser
+BROKEN_TURNS = [
+    _call("query_books", DEEP),
+    _call("query_books", '{"title": ' + "9" * 5000 + "}"),
+    _call("propose_task", DEEP),
+    _call("propose_task", '{"user_id": ' + "9" * 5000 + "}"),
+    _call("no_such_tool", {}),
+    _call("propose_task", {"user_id": "\ud800", "sub_goals": [[[]]]}),
+    _call("finish", {}),
+]
+
+
+def test_broken_tool_calls_are_answered_and_proposals_rejected_with_reasons(
+    tmp_path: Path,
+) -> None:
+    """Arguments nested past the JSON parser's depth or with too many digits used to crash the
+    agent loop (``json.loads`` raises RecursionError or a plain ValueError for them)."""
+
+    def turn(messages: list[dict[str, Any]], _tools: Any) -> Any:
+        return BROKEN_TURNS[sum(1 for m in messages if m["role"] == "tool")]
+
+    plan = enumerate_plans(domain_rules(("mock",)), 1)[0].synthesis
+    log = asyncio.run(TaskAgent(ScriptedProvider(turn)).synthesize(plan, "mock", 3, 7, tmp_path))
+    assert log.proposed == 3 and not log.accepted
+    assert all(r["reasons"][0].startswith("malformed") for r in log.rejected)

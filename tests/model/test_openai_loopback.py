@@ -286,6 +286,19 @@ def test_recordings_never_hold_the_api_key(server: ChatServer, tmp_path: Path) -
     assert "sk-very-secret" not in text and server.url not in text
 
 
+@pytest.mark.parametrize("status", [401, 500])
+def test_a_key_the_server_echoes_is_cut_from_errors(server: ChatServer, status: int) -> None:
+    """Some endpoints quote the key they were sent in their error body."""
+    secret = "sk-canary-0123456789abcdef"
+    body = error_body(f"Incorrect API key provided: {secret}.", "invalid_request_error")
+    server.script += [(status, body)] * 4  # every attempt (500 is retried)
+    provider = openai_provider(server.url, api_key=secret)
+    with pytest.raises(ProviderError) as info:
+        run(provider)
+    assert secret not in str(info.value) and "***" in str(info.value)
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
 # The first loop's keep-alive connection is left behind unclosed: that is the case under test.
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_one_provider_serves_several_event_loops(server: ChatServer) -> None:

@@ -19,14 +19,17 @@ from veritask.env import (
     Environment,
     ExampleFailure,
     Layout,
+    RowError,
     Snapshot,
     diff,
     example_coverage,
     run_spec_examples,
+    sql_culprits,
 )
 from veritask.policy import (
     DomainSpec,
     SpecError,
+    SpecIssue,
     SpecLines,
     build_tools,
     compile_sql,
@@ -211,8 +214,12 @@ def validate_cmd(spec: str, examples: bool, as_json: bool) -> None:
     loaded, lines = _spec_with_lines(spec)
     try:
         compiled = CompiledDomain.from_spec(loaded)
+    except RowError as exc:  # a seed row: name its line and field, as the loader does
+        loc = ("seed", exc.table, exc.index)
+        issue = SpecIssue(lines.source, lines.line(loc), _field(loc), exc.reason)
+        raise click.ClickException(str(SpecError([issue]))) from None
     except (ValueError, DatabaseError) as exc:
-        raise click.ClickException(f"{spec}: {exc}") from None
+        raise click.ClickException(_build_failure(spec, loaded, lines, exc)) from None
     counts = (
         f"{len(loaded.tables)} tables, {len(loaded.rules)} rules, {len(loaded.effects)} effects"
     )
@@ -229,6 +236,21 @@ def validate_cmd(spec: str, examples: bool, as_json: bool) -> None:
         click.echo(f"failed: {loaded.name} ({len(failures)} of the example checks)", err=True)
     if failures:
         sys.exit(1)
+
+
+def _build_failure(spec: str, loaded: DomainSpec, lines: SpecLines, exc: Exception) -> str:
+    """Why a spec that validated does not compile, traced to the rule, effect or table."""
+    found = sql_culprits(loaded)
+    if not found:
+        return f"{spec}: {exc}"
+    issues = [SpecIssue(lines.source, lines.line(loc), _field(loc), why) for loc, why in found]
+    return str(SpecError(issues))
+
+
+def _field(loc: tuple[str | int, ...]) -> str:
+    return "".join(
+        f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p) for i, p in enumerate(loc)
+    )
 
 
 def _spec_with_lines(spec: str) -> tuple[DomainSpec, SpecLines]:

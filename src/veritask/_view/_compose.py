@@ -8,9 +8,9 @@ relative to the site root (``{{ root }}dataset/task/x.html``).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from veritask._util import loads_untrusted
 from veritask._view._pages import Page, Pages, Query
 
 
@@ -50,8 +50,8 @@ def manifest_ids(root: Path) -> set[str]:
         for line in fh:
             if line.strip():
                 try:
-                    ids.add(str(json.loads(line).get("id", "")))
-                except (json.JSONDecodeError, AttributeError):
+                    ids.add(str(loads_untrusted(line).get("id", "")))
+                except (ValueError, AttributeError):
                     continue
     return ids
 

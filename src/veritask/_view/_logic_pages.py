@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from veritask._util import loads_untrusted
 from veritask._view._charts import bars
 from veritask._view._pages import Page, Query, pretty, slug
 from veritask.logic import Family, builtin_families, canonical, read_records, report
@@ -31,8 +31,8 @@ def read_gate_records(path: Path, gates: Path | None = None) -> dict[str, dict[s
     out: dict[str, dict[str, Any]] = {}
     for file in _gate_files(path, gates):
         try:
-            record = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            record = loads_untrusted(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
             continue
         if isinstance(record, dict) and record.keys() >= _RECORD_KEYS:
             out[str(record["family"])] = record

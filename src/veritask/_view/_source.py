@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Literal
 
+from veritask._util import loads_untrusted
 from veritask._view._blueprint_pages import BlueprintPages, is_blueprint_run
 from veritask._view._compose import Composite, dataset_of
 from veritask._view._dataset_pages import DatasetPages
@@ -29,9 +30,10 @@ def _first_record(path: Path) -> dict[str, object]:
         for line in fh:
             if line.strip():
                 try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ViewError(f"{path}: the first line is not JSON: {exc.msg}") from None
+                    record = loads_untrusted(line)
+                except ValueError as exc:
+                    why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+                    raise ViewError(f"{path}: the first line is not JSON: {why}") from None
                 if not isinstance(record, dict):
                     raise ViewError(f"{path}: the first line is not a JSON object")
                 return record
@@ -80,8 +82,8 @@ def _task_ids(path: Path) -> set[str]:
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip():
             try:
-                out.add(str(json.loads(line).get("task_id", "")))
-            except (json.JSONDecodeError, AttributeError):
+                out.add(str(loads_untrusted(line).get("task_id", "")))
+            except (ValueError, AttributeError):
                 continue
     return out
 

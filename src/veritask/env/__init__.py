@@ -1,6 +1,6 @@
 """Environment sessions over compiled SQLite databases: tools, snapshots and state diffs."""
 
-from veritask.env._build import build_image, insert_rows
+from veritask.env._build import RowError, build_image, insert_rows, sql_culprits
 from veritask.env._environment import (
     DEFAULT_CALL_TIME_LIMIT,
     CompiledDomain,
@@ -40,6 +40,7 @@ __all__ = [
     "ExampleFailure",
     "Layout",
     "RowChecker",
+    "RowError",
     "Snapshot",
     "StateDiff",
     "TableDiff",
@@ -58,4 +59,5 @@ __all__ = [
     "proximity",
     "run_example",
     "run_spec_examples",
+    "sql_culprits",
 ]

@@ -17,23 +17,43 @@ from veritask.policy._guard import BuildGuard, refusal, run_guarded
 Rows = Mapping[str, Sequence[Mapping[str, Any]]]
 
 
+class RowError(ValueError):
+    """A row that cannot be loaded: the table, the row's index among that table's rows (as in
+    a spec's ``seed``) and the reason (the constraint it breaks).
+
+    Attributes:
+        table: The table the row is for.
+        index: 0-based position among the rows given for ``table``.
+        reason: What is wrong, in SQLite's words.
+    """
+
+    def __init__(self, table: str, index: int, reason: str) -> None:
+        super().__init__(f"rows break the schema: {table}[{index}]: {reason}")
+        self.table, self.index, self.reason = table, index, reason
+
+
 def insert_rows(conn: sqlite3.Connection, spec: DomainSpec, rows: Rows) -> None:
-    """Insert rows table by table in dependency order, with parameterized SQL."""
+    """Insert rows table by table in dependency order, with parameterized SQL.
+
+    Raises:
+        RowError: A row names an unknown column or breaks a constraint (CHECK, NOT NULL,
+            UNIQUE, a foreign key); the error says which row.
+    """
     for name in table_order(spec):
-        table_rows = rows.get(name, ())
-        if not table_rows:
-            continue
         columns = spec.table(name).column_names
-        for row in table_rows:
+        for k, row in enumerate(rows.get(name, ())):
             unknown = set(row) - set(columns)
             if unknown:
-                raise ValueError(f"{name}: unknown columns {sorted(unknown)}")
+                raise RowError(name, k, f"unknown columns {sorted(unknown)}")
             cols = [c for c in columns if c in row]
             sql = (
                 f"INSERT INTO {quote_ident(name)} ({', '.join(quote_ident(c) for c in cols)}) "
                 f"VALUES ({', '.join('?' for _ in cols)})"
             )
-            conn.execute(sql, [row[c] for c in cols])
+            try:
+                conn.execute(sql, [row[c] for c in cols])
+            except (sqlite3.Error, OverflowError) as exc:  # a constraint, or an unstorable value
+                raise RowError(name, k, str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -100,6 +120,32 @@ def _verify(spec: DomainSpec, compiled: _Compiled) -> None:
         conn.close()
 
 
+def sql_culprits(spec: DomainSpec) -> list[tuple[tuple[str | int, ...], str]]:
+    """Where SQL that SQLite refuses sits in a spec: ``(location, reason)`` pairs.
+
+    Compiling a spec fails as a whole (one script of triggers). This compiles the tables alone
+    (their column CHECKs), then each rule and each effect on its own, so a failure is traced
+    to the rule, effect or table that holds it (``("rules", 3)``); empty when each compiles.
+    """
+    bare = spec.model_copy(update={"rules": [], "effects": []})
+    try:
+        _verify(bare, _Compiled(compile_sql(bare), Layout.from_spec(bare), ""))
+    except ValueError as exc:
+        return [(("tables",), str(exc))]
+    out: list[tuple[tuple[str | int, ...], str]] = []
+    parts: list[tuple[str, int, dict[str, Any]]] = [
+        ("rules", i, {"rules": [r]}) for i, r in enumerate(spec.rules)
+    ]
+    parts += [("effects", i, {"effects": [e]}) for i, e in enumerate(spec.effects)]
+    for kind, i, only in parts:
+        one = bare.model_copy(update=only)
+        try:
+            _verify(one, _Compiled(compile_sql(one), Layout.from_spec(one), ""))
+        except ValueError as exc:
+            out.append(((kind, i), str(exc)))
+    return out
+
+
 def _probe(conn: sqlite3.Connection, guard: BuildGuard, table: str, columns: list[str]) -> None:
     cols = ", ".join(quote_ident(c) for c in columns)
     sets = ", ".join(f"{quote_ident(c)} = {quote_ident(c)}" for c in columns)
@@ -134,10 +180,7 @@ def build_image(spec: DomainSpec, rows: Rows | None = None) -> bytes:
         conn.set_authorizer(guard)
         with guard.during("load"):
             conn.execute("BEGIN")
-            try:
-                insert_rows(conn, spec, spec.seed if rows is None else rows)
-            except sqlite3.IntegrityError as exc:
-                raise ValueError(f"rows break the schema: {exc}") from None
+            insert_rows(conn, spec, spec.seed if rows is None else rows)
             conn.execute("COMMIT")
             violations = conn.execute("PRAGMA foreign_key_check").fetchall()
         if violations:

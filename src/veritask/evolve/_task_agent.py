@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from veritask._util import write_lines_atomic
+from veritask._util import loads_untrusted, write_lines_atomic
 from veritask.domains import builtin_domains, load_domain
 from veritask.env import CompiledDomain, Environment
 from veritask.evolve._plans import SynthesisPlan
@@ -286,8 +286,8 @@ def _dispatch(s: _Conversation, call: dict[str, Any]) -> tuple[dict[str, Any], b
     if name == PROPOSE:
         return propose(s, raw), False
     try:
-        args = json.loads(raw or "{}")
-    except json.JSONDecodeError as exc:
+        args = loads_untrusted(raw or "{}")
+    except ValueError as exc:
         return {"ok": False, "error": {"code": "BAD_ARGUMENTS", "message": str(exc)}}, False
     if not isinstance(args, dict):
         return {"ok": False, "error": {"code": "BAD_ARGUMENTS", "message": "not an object"}}, False

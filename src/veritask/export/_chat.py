@@ -6,6 +6,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from veritask._util import loads_untrusted
+
 RAW_KEY = "__raw__"
 """Key under which malformed tool-call arguments are kept verbatim."""
 
@@ -33,8 +35,8 @@ def arguments_dict(raw: Any) -> dict[str, Any]:
         return {}
     source = raw if isinstance(raw, str) else dumps(raw)
     try:
-        parsed = json.loads(source)
-    except json.JSONDecodeError:
+        parsed = loads_untrusted(source)
+    except ValueError:
         return {RAW_KEY: source}
     return parsed if isinstance(parsed, dict) else {RAW_KEY: source}
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from veritask._util import loads_untrusted
 from veritask.agent import STOP, ScriptedUser, Turn
 from veritask.env import Environment, ToolResult
 from veritask.rollout import EpisodeTask, TaskSource, score
@@ -288,8 +289,8 @@ def _arguments(arguments: Any) -> dict[str, Any]:
     """A call's arguments as a mapping (unparsable JSON is kept so the call fails visibly)."""
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError:
+            arguments = loads_untrusted(arguments)
+        except ValueError:
             return {"__unparsable__": arguments}
     return dict(arguments) if isinstance(arguments, Mapping) else {}
 

@@ -9,6 +9,8 @@ import json
 import re
 from typing import Any, Literal
 
+from veritask._util import loads_untrusted
+
 __all__ = ["ToolFormat", "parse_tool_calls", "strip_tool_calls"]
 
 ToolFormat = Literal["hermes", "qwen3_xml", "auto"]
@@ -20,15 +22,15 @@ _PARAMETER = re.compile(r"<parameter=([^>\s]+)>\n?(.*?)\n?</parameter>", re.DOTA
 
 def _value(text: str) -> Any:
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
+        return loads_untrusted(text)
+    except ValueError:
         return text
 
 
 def _hermes(block: str) -> tuple[str, Any] | None:
     try:
-        data = json.loads(block)
-    except json.JSONDecodeError:
+        data = loads_untrusted(block)
+    except ValueError:
         return None
     if not isinstance(data, dict) or not isinstance(data.get("name"), str):
         return None

@@ -47,6 +47,7 @@ from uuid import uuid4
 
 from pydantic import BaseModel, Field
 
+from veritask._util import loads_untrusted
 from veritask.agent import STOP, ScriptedUser
 from veritask.integrations._session import VeritaskEnv, dataset_source, drive_user
 from veritask.task import SessionStore
@@ -484,8 +485,8 @@ def parse_tool_calls(text: str) -> tuple[list[tuple[str, Any]], int]:
     bad = 0
     for block in _HERMES.findall(text):
         try:
-            call = json.loads(block)
-        except json.JSONDecodeError:
+            call = loads_untrusted(block)
+        except ValueError:
             bad += 1
             continue
         if not isinstance(call, dict) or not isinstance(call.get("name"), str):
@@ -493,8 +494,8 @@ def parse_tool_calls(text: str) -> tuple[list[tuple[str, Any]], int]:
             continue
         arguments = call.get("arguments", {})
         if isinstance(arguments, str):
-            with contextlib.suppress(json.JSONDecodeError):
-                arguments = json.loads(arguments)
+            with contextlib.suppress(ValueError):
+                arguments = loads_untrusted(arguments)
         calls.append((call["name"], arguments))
     return calls, bad
 

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from veritask._util import loads_untrusted
 from veritask.logic._filefamily import FamilySpec, is_validator_name, parse_family_source
 from veritask.model import extract_block
 
@@ -37,9 +38,10 @@ def _lessons(text: str) -> tuple[str, ...]:
     if block is None:
         return ()
     try:
-        data = json.loads(block)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"the ```json lessons block is not valid JSON: {exc.msg}") from None
+        data = loads_untrusted(block)
+    except ValueError as exc:
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise ValueError(f"the ```json lessons block is not valid JSON: {why}") from None
     lessons = data.get("lessons") if isinstance(data, dict) else None
     if not isinstance(lessons, list) or not all(isinstance(x, str) for x in lessons):
         raise ValueError('the ```json block must be {"lessons": ["...", ...]}')

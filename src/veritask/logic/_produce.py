@@ -27,7 +27,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from veritask._util import derive_seed, write_lines_atomic
+from veritask._util import derive_seed, loads_untrusted, write_lines_atomic
 from veritask.logic._family import Family, Instance, make_instance, normalize
 from veritask.logic._registry import all_families
 from veritask.verify import pass_at_k
@@ -409,9 +409,10 @@ def read_records(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, 
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{number}: not JSON: {exc.msg}") from None
+                record = loads_untrusted(line)
+            except ValueError as exc:
+                why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+                raise ValueError(f"{path}:{number}: not JSON: {why}") from None
             if not isinstance(record, dict) or not required <= record.keys():
                 missing = sorted(required - record.keys()) if isinstance(record, dict) else []
                 raise ValueError(f"{path}:{number}: not an instance record (missing {missing})")

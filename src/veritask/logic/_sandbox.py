@@ -34,12 +34,14 @@ the next call.
 from __future__ import annotations
 
 import base64
+import binascii
 import contextlib
 import contextvars
 import functools
 import json
 import math
 import os
+import random
 import select
 import shutil
 import struct
@@ -54,6 +56,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
+
+from veritask._util import loads_untrusted
 
 Kind = Literal["ok", "timeout", "cpu", "memory", "forbidden", "error"]
 
@@ -79,6 +83,8 @@ DENIED_PRIVATE = frozenset(
 
 MAX_LINE = 64 * 1024 * 1024
 """The longest protocol line (one call's result) the parent accepts."""
+MALFORMED = "the sandboxed process wrote a malformed reply"
+"""The error of a reply that does not fit the protocol (the code can write lines of its own)."""
 
 MAX_STDERR = 64 * 1024
 """How much of the end of a dead child's stderr is read to say why it died."""
@@ -300,6 +306,9 @@ class SandboxLimits:
         lifetime_cpu_seconds: CPU time over the child's life; the parent recycles a worker at
             half of it, so it only stops a child that disabled its per-call timer.
         file_mb: The largest file the child may write (inside its directory).
+        disk_mb: What the child's directory may hold in all (``file_mb`` bounds one file,
+            not how many): checked after loading and after every call; past it the child
+            is stopped, its directory removed, and the call is an ``error``.
         unsafe_no_sandbox: Where the kernel lacks the OS sandbox (Landlock, seccomp), run the
             code anyway with only the limits and the audit hook instead of raising
             :class:`SandboxUnavailable`. No effect where the sandbox is available.
@@ -311,6 +320,7 @@ class SandboxLimits:
     wall_seconds: float = 10.0
     lifetime_cpu_seconds: int = 600
     file_mb: int = 64
+    disk_mb: int = 256
     unsafe_no_sandbox: bool = False
 
 
@@ -388,11 +398,11 @@ class _Child:
         line = bytes(self.buffer[:newline])
         del self.buffer[: newline + 1]
         try:
-            message = json.loads(line)
-        except json.JSONDecodeError:
-            return SandboxResult("error", error="the sandboxed process wrote a malformed reply")
+            message = loads_untrusted(line)
+        except ValueError:
+            return SandboxResult("error", error=MALFORMED)
         if not isinstance(message, dict):
-            return SandboxResult("error", error="the sandboxed process wrote a malformed reply")
+            return SandboxResult("error", error=MALFORMED)
         return message
 
     def death(self) -> SandboxResult:
@@ -532,7 +542,15 @@ class SandboxWorker:
                 f"refusing to run code we did not write: the OS sandbox could not be applied "
                 f"({reply['sandbox_error']}); {UNSAFE_HINT}"
             )
+        if isinstance(reply, dict):  # the child is confined; from here on the code may write
+            reply = (  # lines of its own, so a reply is data to check, never an instruction
+                self._child.read(self.limits.wall_seconds)
+                if reply == {"kind": "ready"}
+                else SandboxResult("error", error=MALFORMED)
+            )
         result = _result(reply)
+        if result.ok and over_disk(self._child.home, self.limits.disk_mb):
+            result = _disk_error(self.limits.disk_mb)
         if not result.ok:
             self._drop()
             if isinstance(reply, dict):  # the child reported it: the code itself fails to load
@@ -566,7 +584,14 @@ class SandboxWorker:
                         "error", error="the sandboxed process answered out of turn"
                     )
                 return [*out, reply]
-            child.cpu = float(reply.get("cpu", 0.0))
+            cpu = _cpu_seconds(reply.get("cpu"))
+            if cpu is None or cpu < child.cpu:
+                self._drop()
+                return [*out, SandboxResult("error", error=MALFORMED)]
+            child.cpu = cpu
+            if over_disk(child.home, self.limits.disk_mb):
+                self._drop()
+                return [*out, _disk_error(self.limits.disk_mb)]
             out.append(_result(reply))
         return out
 
@@ -583,20 +608,65 @@ class SandboxWorker:
             self._child = None
 
 
+def over_disk(home: str, disk_mb: int) -> bool:
+    """Whether the files under ``home`` take more than ``disk_mb`` MB of disk (each entry is
+    counted at one block at least, so a flood of empty files counts too)."""
+    limit, total, stack = disk_mb * 1024 * 1024, 0, [home]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                total += max(entry.stat(follow_symlinks=False).st_blocks * 512, 4096)
+            except OSError:
+                continue
+            if total > limit:
+                return True
+    return False
+
+
+def _disk_error(disk_mb: int) -> SandboxResult:
+    return SandboxResult("error", error=f"disk limit of {disk_mb} MB exceeded (sandbox directory)")
+
+
+def _cpu_seconds(value: Any) -> float | None:
+    """A reply's CPU figure, or None unless it is a finite, non-negative number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    seconds = float(value)
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def _rng_state(data: Any) -> tuple[Any, ...] | None:
+    """A reply's RNG state, checked by loading it into a generator (None when it does not)."""
+    try:
+        state = decode_rng_state(data)
+        random.Random().setstate(state)
+    except (KeyError, TypeError, ValueError, OverflowError, struct.error, binascii.Error):
+        return None
+    return state
+
+
 def _result(reply: dict[str, Any] | SandboxResult) -> SandboxResult:
-    """A protocol reply as a SandboxResult."""
+    """A protocol reply as a SandboxResult.
+
+    The sandboxed code can write lines of its own to the channel, so every field is checked:
+    one that does not fit the protocol makes the reply an ``error``, never an exception here.
+    """
     if isinstance(reply, SandboxResult):
         return reply
-    kind = reply.get("kind")
+    kind, error, state = reply.get("kind"), reply.get("error"), reply.get("rng_state")
     if kind not in ("ok", "timeout", "cpu", "memory", "forbidden", "error"):
         return SandboxResult("error", error=f"the sandboxed process sent an unknown kind {kind!r}")
-    state = reply.get("rng_state")
-    return SandboxResult(
-        kind,
-        reply.get("value"),
-        reply.get("error"),
-        None if state is None else decode_rng_state(state),
-    )
+    rng = None if state is None else _rng_state(state)
+    bad_error = not isinstance(error, str) if kind != "ok" else error is not None
+    if bad_error or (state is not None and rng is None):
+        return SandboxResult("error", error=MALFORMED)
+    return SandboxResult(kind, reply.get("value"), error, rng)
 
 
 def encode_rng_state(state: Any) -> dict[str, Any]:

@@ -115,6 +115,7 @@ def main() -> None:
             return
     signal.signal(signal.SIGPROF, _on_cpu)
     sys.addaudithook(make_hook(home, roots, spec["imports"], spec["denied"]))
+    send({"kind": "ready"})  # before any code we did not write runs: it cannot forge this one
     _serve(spec, proto_in, send)
 
 

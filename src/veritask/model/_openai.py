@@ -63,6 +63,14 @@ def _describe(exc: openai.OpenAIError) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def redact(text: str, secret: str | None) -> str:
+    """``text`` with every occurrence of ``secret`` replaced by ``***`` (a placeholder key such
+    as ``EMPTY``, shorter than 8 characters, is left alone: it is no secret)."""
+    if not secret or len(secret) < 8:
+        return text
+    return text.replace(secret, "***")
+
+
 def openai_choice(choice: Mapping[str, Any]) -> Any:
     """A raw choice (``ModelOutput.choice``) as the SDK's ``Choice`` object, for trainers whose
     trajectories hold those (ART)."""
@@ -193,10 +201,10 @@ class OpenAIProvider:
                 return await self._create_once(request)
             except _RETRYABLE as exc:
                 if attempt >= self._max_retries:
-                    raise self._error(exc, f"gave up after {attempt + 1} attempts") from exc
+                    raise self._error(exc, f"gave up after {attempt + 1} attempts") from None
                 await asyncio.sleep(self._delay(attempt, exc))
             except openai.OpenAIError as exc:
-                raise self._error(exc, "not retried") from exc
+                raise self._error(exc, "not retried") from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _create_once(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -213,8 +221,12 @@ class OpenAIProvider:
         return max(jittered, _retry_after(exc, self._max_delay))
 
     def _error(self, exc: openai.OpenAIError, note: str) -> ProviderError:
-        """Wrap an SDK error so callers need not import the SDK."""
+        """Wrap an SDK error so callers need not import the SDK.
+
+        The message quotes the server's error body, and some servers echo the key they were
+        sent: the key is cut out of the message, and the SDK error (which holds the body) is
+        not chained, so no traceback or log line carries it.
+        """
         status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
-        return ProviderError(
-            f"{self.name} request failed ({note}): {_describe(exc)}", status_code=status
-        )
+        text = redact(_describe(exc), self._client_options["api_key"])
+        return ProviderError(f"{self.name} request failed ({note}): {text}", status_code=status)

@@ -26,11 +26,20 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from veritask._util import loads_untrusted, raw_decode_untrusted
 from veritask.model._types import GenerateConfig, ModelProvider
 from veritask.model._usage import Usage
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
+
+_SCAN_BUDGET = 1_000_000
+"""Characters the decoder may read, over all its starts, looking for JSON in prose (at least;
+four times the text's length when that is more)."""
+_FAILED_START = 100
+"""The least a failed start is charged (raising the error costs about that much)."""
+_FAILED_DEEP = 1_000
+"""What a start that failed on nesting or digits is charged (about what the decoder read)."""
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
 
@@ -177,20 +186,25 @@ def extract_json(text: str) -> Any:
     block = extract_block(text, ("json", ""))
     candidate = (block if block is not None else text).strip()
     try:
-        return json.loads(candidate)
+        return loads_untrusted(candidate)
     except json.JSONDecodeError as exc:
-        first_error = exc
-    decoder = json.JSONDecoder()
+        first = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+    except ValueError as exc:  # nested too deeply, or an integer with too many digits
+        first = str(exc)
+    spent, budget = 0, max(_SCAN_BUDGET, 4 * len(candidate))
     for match in re.finditer(r"[\[{]", candidate):
+        start = match.start()
         try:
-            value, _ = decoder.raw_decode(candidate, match.start())
-        except json.JSONDecodeError:
-            continue
-        return value
-    raise ValueError(
-        f"no JSON value found ({first_error.msg} at line {first_error.lineno} "
-        f"column {first_error.colno})"
-    )
+            value, _ = raw_decode_untrusted(candidate, start)
+        except json.JSONDecodeError as exc:
+            spent += max(exc.pos - start + 1, _FAILED_START)
+        except ValueError:  # nested too deeply, or an integer with too many digits
+            spent += _FAILED_DEEP
+        else:
+            return value
+        if spent > budget:  # each start may read to the end: bound the whole scan
+            break
+    raise ValueError(f"no JSON value found ({first})")
 
 
 def parse_model(model: type[M]) -> Callable[[str], M]:

@@ -254,6 +254,7 @@ def spec_from_data(
 
 
 _RESERVED_QUERY_ARGS = {"limit", "offset", "order_by", "descending"}
+_ROWID_NAMES = {"rowid", "oid", "_rowid_"}
 
 
 def _check_columns(table: Table, loc: Loc) -> Iterator[tuple[Loc, str]]:
@@ -264,6 +265,8 @@ def _check_columns(table: Table, loc: Loc) -> Iterator[tuple[Loc, str]]:
             yield (*cloc, "name"), f"duplicate column {col.name!r}"
         if col.name in _RESERVED_QUERY_ARGS or col.name.endswith(("_min", "_max")):
             yield (*cloc, "name"), f"{col.name!r} clashes with query-tool arguments"
+        if col.name in _ROWID_NAMES:  # it would shadow the rowid that state tracking keys on
+            yield (*cloc, "name"), f"{col.name!r} is SQLite's row id, which the engine uses"
         if col.autoincrement and not (col.primary_key and col.type == "INTEGER"):
             yield (*cloc, "autoincrement"), "autoincrement needs an INTEGER primary key"
         yield from _check_enum_default(col, cloc)
@@ -340,10 +343,10 @@ def check_references(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
     if spec.actor is not None and spec.actor not in table_names:
         yield ("actor",), f"unknown table {spec.actor!r}"
     for i, table in enumerate(spec.tables):
-        if table.name.startswith("vt_"):
+        if table.name.startswith(("vt_", "sqlite_")):
             yield (
                 ("tables", i, "name"),
-                "table names starting with 'vt_' are reserved for the engine",
+                "table names starting with 'vt_' or 'sqlite_' are reserved (engine, SQLite)",
             )
         if table_names.count(table.name) > 1:
             yield ("tables", i, "name"), f"duplicate table {table.name!r}"
@@ -433,8 +436,11 @@ def _check_insert_only(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
 
 def _check_effects(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
     tx_ids = {t.id for t in spec.transactions}
+    ids = [r.id for r in spec.rules] + [e.id for e in spec.effects]
     for i, effect in enumerate(spec.effects):
         loc: Loc = ("effects", i)
+        if ids.count(effect.id) > 1:
+            yield (*loc, "id"), f"duplicate rule/effect id {effect.id!r}"
         if not spec.has_table(effect.table):
             yield (*loc, "table"), f"unknown table {effect.table!r}"
             continue
@@ -496,10 +502,14 @@ def _check_seed(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
             continue
         table = spec.table(name)
         for k, row in enumerate(rows):
+            if not row:
+                yield ("seed", name, k), "a row names no column"
             for key, value in row.items():
                 if key not in table.column_names:
                     yield ("seed", name, k, key), f"{name} has no column {key!r}"
                     continue
+                if isinstance(value, int) and not -(2**63) <= value < 2**63:
+                    yield ("seed", name, k, key), "is outside SQLite's 64-bit integer range"
                 enum = table.column(key).enum
                 if enum is not None and value is not None and value not in enum:
                     yield ("seed", name, k, key), f"{value!r} is not one of {enum}"

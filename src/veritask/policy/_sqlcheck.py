@@ -328,6 +328,8 @@ def _tree_problems(tree: exp.Expr, scope: Scope, root: exp.Expr | None = None) -
 
 def expression_problems(text: str, scope: Scope) -> list[str]:
     """What is wrong with ``text`` as one SQL expression in ``scope`` (empty when it is fine)."""
+    if not text.strip():
+        return ["is empty: write one SQL expression"]
     trees, error = _parse(text, statements=False)
     if error is not None:
         return [error]
@@ -424,7 +426,9 @@ def check_spec_sql(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
             continue
         scope = Scope(tables, rule.table, _pseudo_rows(list(rule.on)))
         for part, text in _rule_fields(rule):
-            for msg in expression_problems(text, scope) if text else []:
+            if text is None or (not text and part != ("condition",)):  # optional and left out
+                continue
+            for msg in expression_problems(text, scope):
                 yield ("rules", i, *part), msg
     for i, effect in enumerate(spec.effects):
         if effect.table not in tables:

@@ -34,8 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import json_repair
-
+from veritask._util import loads_untrusted, repair_untrusted
 from veritask.simulate._catalog import ToolCatalog, ToolDef, ToolParam
 from veritask.simulate._formats import Call, Turn
 
@@ -291,7 +290,7 @@ class _CallChecker:
         """A text-format call whose ``{"name", "arguments"}`` block is not JSON."""
         if self.call.name or not isinstance(self.call.raw, str):
             return
-        fixed = json_repair.repair_json(self.call.raw, return_objects=True)
+        fixed = repair_untrusted(self.call.raw)
         if isinstance(fixed, dict) and isinstance(fixed.get("name"), str) and fixed["name"]:
             self.call.name, self.call.raw = fixed["name"], fixed.get("arguments") or {}
             self.call.args = None
@@ -310,9 +309,9 @@ class _CallChecker:
             return dict(raw)
         text = raw if isinstance(raw, str) else json.dumps(raw)
         try:
-            parsed = json.loads(text)
-        except json.JSONDecodeError:
-            parsed = json_repair.repair_json(text, return_objects=True)
+            parsed = loads_untrusted(text)
+        except ValueError:
+            parsed = repair_untrusted(text)
             if isinstance(parsed, dict) and parsed:
                 self.note("json_syntax", "arguments repaired", True)
                 return parsed
@@ -416,8 +415,8 @@ def coerce(kind: str, value: Any) -> Any:
             return int(value)
     if kind == "number" and isinstance(value, str):
         try:
-            number = json.loads(value)
-        except json.JSONDecodeError:
+            number = loads_untrusted(value)
+        except ValueError:
             return UNCOERCIBLE
         ok = isinstance(number, int | float) and not isinstance(number, bool)
         return number if ok and json.dumps(number) == value else UNCOERCIBLE

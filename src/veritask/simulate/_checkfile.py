@@ -12,9 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import json_repair
-
-from veritask._util import atomic_write_text
+from veritask._util import atomic_write_text, repair_untrusted
 from veritask.simulate._catalog import ToolCatalog, catalog_from_json
 from veritask.simulate._check import ERROR_CLASSES, CheckOptions, CheckResult, Issue, check_turns
 from veritask.simulate._formats import (
@@ -96,7 +94,7 @@ def _row_catalog(row: Row, catalog: ToolCatalog | None) -> ToolCatalog:
 
 def _reparse(source: str) -> tuple[Any, Issue | None]:
     """A line that is not JSON: repaired when json-repair makes a trajectory row of it."""
-    fixed = json_repair.repair_json(source, return_objects=True)
+    fixed = repair_untrusted(source)
     try:
         read_row(fixed)
     except FormatError:

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from veritask._util import loads_untrusted
+
 Format = Literal["veritask", "chat", "sharegpt", "text"]
 Role = Literal["system", "user", "assistant", "tool"]
 TEXT_SEPARATOR = "==="
@@ -104,7 +106,7 @@ def _content(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, list):
-        return "".join(p.get("text", "") if isinstance(p, Mapping) else str(p) for p in value)
+        return "".join(str(p.get("text", "")) if isinstance(p, Mapping) else str(p) for p in value)
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -115,8 +117,12 @@ _CHAT_KEYS = {"role", "content", "tool_calls", "tool_call_id"}
 
 def _chat_turn(message: Mapping[str, Any]) -> Turn:
     calls = []
-    for call in message.get("tool_calls") or []:
-        fn = call.get("function") or {} if isinstance(call, Mapping) else {}
+    listed = message.get("tool_calls")
+    for call in listed if isinstance(listed, list) else []:  # a row may hold anything here
+        if not isinstance(call, Mapping):
+            continue
+        fn = call.get("function")
+        fn = fn if isinstance(fn, Mapping) else {}
         calls.append(
             Call(str(fn.get("name") or ""), fn.get("arguments"), str(call.get("id") or ""))
         )
@@ -177,8 +183,8 @@ def _split_think(text: str) -> tuple[str | None, str]:
 def _call_from_text(body: str) -> Call:
     """A call from ``{"name", "arguments"}`` JSON (kept as text when it does not parse)."""
     try:
-        data = json.loads(body)
-    except json.JSONDecodeError:
+        data = loads_untrusted(body)
+    except ValueError:
         return Call(name="", raw=body)
     if not isinstance(data, Mapping):
         return Call(name="", raw=body)
@@ -280,7 +286,7 @@ def read_row(record: Any) -> Row:
     fmt = detect(record)
     if fmt in ("veritask", "chat"):
         turns = [_chat_turn(m) for m in record["messages"] if isinstance(m, Mapping)]
-        return Row(fmt, turns, record, list(record.get("tools") or []))
+        return Row(fmt, turns, record, _tools_field(record))
     if fmt == "sharegpt":
         items = [c for c in record["conversations"] if isinstance(c, Mapping)]
         return Row(fmt, [_sharegpt_turn(c) for c in items], record, _tools_field(record))
@@ -291,8 +297,8 @@ def _tools_field(record: Mapping[str, Any]) -> list[dict[str, Any]]:
     tools = record.get("tools")
     if isinstance(tools, str):
         try:
-            tools = json.loads(tools)
-        except json.JSONDecodeError:
+            tools = loads_untrusted(tools)
+        except ValueError:
             return []
     return [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
 
@@ -326,8 +332,8 @@ def iter_records(path: Path) -> Iterator[tuple[str, Any]]:
         if not line.strip():
             continue
         try:
-            yield line, json.loads(line)
-        except json.JSONDecodeError:
+            yield line, loads_untrusted(line)
+        except ValueError:
             yield line, None
 
 
@@ -359,7 +365,7 @@ def observed_calls(turns: list[Turn]) -> Iterator[tuple[str, dict[str, Any], Any
 def _decoded(raw: Any) -> Any:
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
-        except json.JSONDecodeError:
+            raw = loads_untrusted(raw)
+        except ValueError:
             return None
     return raw if isinstance(raw, dict) else None

@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from veritask._util import sha256_text
+from veritask._util import loads_untrusted, sha256_text
 from veritask.agent import wire_messages
 from veritask.task import Trajectory
 
@@ -139,8 +139,8 @@ class SchemaVariant:
         args = raw
         if isinstance(raw, str):
             try:
-                args = json.loads(raw)
-            except json.JSONDecodeError:
+                args = loads_untrusted(raw)
+            except ValueError:
                 return raw
         if not isinstance(args, dict):
             return raw
@@ -152,8 +152,8 @@ class SchemaVariant:
     def observation(self, text: str) -> str:
         """An observation renamed, its object keys shuffled and a distractor field added."""
         try:
-            payload = json.loads(text)
-        except json.JSONDecodeError:
+            payload = loads_untrusted(text)
+        except ValueError:
             return self.tool_text(text)
         noisy = self._noise(self._rename(payload))
         return json.dumps(noisy, ensure_ascii=False, default=str)

@@ -21,8 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import json_repair
-
+from veritask._util import repair_untrusted
 from veritask.env import CompiledDomain, Environment, Snapshot, ToolError, ToolResult, diff
 from veritask.model import GenerateConfig, ModelProvider, Usage
 from veritask.rollout import EpisodeTask, SessionFactory
@@ -139,7 +138,7 @@ def fields_problem(tool: ToolDef | None, result: Any) -> str | None:
 
 def observation(tool_name: str, tool: ToolDef | None, text: str) -> tuple[ToolResult, str | None]:
     """A simulator's answer as a tool result, and why it was unusable (None when usable)."""
-    parsed = json_repair.repair_json(text, return_objects=True)
+    parsed = repair_untrusted(text)
     if not isinstance(parsed, Mapping) or not isinstance(parsed.get("ok"), bool):
         return _unusable(tool_name, "the answer is not {ok, result|error}")
     if not parsed["ok"]:
@@ -250,7 +249,7 @@ class SimSession:
         """Answer one OpenAI-style tool call with a simulated observation."""
         fn = call.get("function") or {}
         name, raw = str(fn.get("name", "")), fn.get("arguments") or "{}"
-        parsed = json_repair.repair_json(raw, return_objects=True) if isinstance(raw, str) else raw
+        parsed = repair_untrusted(raw) if isinstance(raw, str) else raw
         args = parsed if isinstance(parsed, dict) else None
         result = await self.simulate(name, args if args is not None else raw)
         call_id = str(call.get("id", ""))
@@ -288,7 +287,7 @@ class SimSession:
         prompt = [{"role": "system", "content": _JUDGE}, {"role": "user", "content": user}]
         output = await self.provider.generate(prompt, None, self.config, self.sample_index)
         self.usage.add(output.usage)
-        verdict = json_repair.repair_json(output.text, return_objects=True)
+        verdict = repair_untrusted(output.text)
         if not isinstance(verdict, Mapping) or not isinstance(verdict.get("task_success"), bool):
             return Judgement(None, reasoning="the judge's answer has no task_success")
         confidence = verdict.get("confidence")

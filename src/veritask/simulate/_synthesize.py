@@ -29,9 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import json_repair
-
-from veritask._util import canonical_json, sha256, sha256_text
+from veritask._util import canonical_json, loads_untrusted, repair_untrusted, sha256, sha256_text
 from veritask.model import CostLedger, GenerateConfig, ModelProvider, Usage
 from veritask.pipeline import AsyncExecutor, JsonlUnits, RunManifest, Unit, pending
 from veritask.simulate._catalog import ToolCatalog
@@ -173,8 +171,8 @@ def parse_answer(text: str) -> list[Turn]:
 
 def _decoded(text: str | None) -> Any:
     try:
-        return json.loads(text or "")
-    except json.JSONDecodeError:
+        return loads_untrusted(text or "")
+    except ValueError:
         return None
 
 
@@ -355,9 +353,7 @@ class SynthesisStage:
         tools = json.dumps([t.to_json() for t in self.catalog.tools.values()], ensure_ascii=False)
         user = f"Tools:\n{tools}\n\nTrajectory:\n{render_text(turns)}"
         prompt = [{"role": "system", "content": _JUDGE}, {"role": "user", "content": user}]
-        verdict = json_repair.repair_json(
-            await self._ask(prompt, out, "consistency"), return_objects=True
-        )
+        verdict = repair_untrusted(await self._ask(prompt, out, "consistency"))
         consistent = verdict.get("consistent") if isinstance(verdict, dict) else None
         if consistent is not True:
             reason = str(verdict.get("reason") or "") if isinstance(verdict, dict) else ""

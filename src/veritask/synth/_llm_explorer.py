@@ -19,6 +19,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from veritask._util import loads_untrusted
 from veritask.env import Environment, ToolResult
 from veritask.model import CostLedger, GenerateConfig, ModelProvider
 from veritask.policy import Rule, Transaction
@@ -324,8 +325,8 @@ class _Session:
         name, raw = str(fn["name"]), fn["arguments"]
         raw_text = raw if isinstance(raw, str) else json.dumps(raw)
         try:
-            parsed = json.loads(raw_text)
-        except json.JSONDecodeError:
+            parsed = loads_untrusted(raw_text)
+        except ValueError:
             parsed = None
         before = self._before(name, parsed)
         result = self.x.env.call(name, parsed if isinstance(parsed, dict) else raw_text)

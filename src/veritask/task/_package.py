@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StringConstraints,
+    model_serializer,
+)
 
 Difficulty = Literal["L1", "L2", "L3"]
+Digest = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+"""A sha256 in hex: it names a file (``states/<digest>.sqlite``), so nothing else may pass."""
 TAGS = (
     "linear",
     "conditional",
@@ -144,14 +153,14 @@ class TaskPackage(_Model):
     id: str
     domain: str
     spec_hash: str
-    policy: str
+    policy: Digest
     """sha256 of the wiki policy text, stored as ``policies/<sha256>.md``."""
     task: TaskDescription
     task_description: str
     user_profile: UserProfile
-    origin: str
+    origin: Digest
     """sha256 of s_origin, stored as ``states/<sha256>.sqlite``."""
-    target: str
+    target: Digest
     """sha256 of s_target (equal to ``origin`` for refusal tasks)."""
     witness: list[WitnessCall]
     reward_basis: list[str] = Field(default_factory=lambda: ["state_exact"])

@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from veritask._util import loads_untrusted
 from veritask.env import CompiledDomain, Environment, Snapshot, ToolResult, diff, proximity
 from veritask.model import Usage
 from veritask.task._package import TaskPackage
@@ -139,8 +140,8 @@ class EnvSession:
     ) -> ToolStep:
         raw = args if isinstance(args, str) else json.dumps(args or {}, default=str)
         try:
-            parsed = json.loads(raw)
-        except json.JSONDecodeError:
+            parsed = loads_untrusted(raw)
+        except ValueError:
             parsed = None
         spec = self.env.tools.get(tool)
         return ToolStep(
