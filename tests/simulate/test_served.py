@@ -107,15 +107,12 @@ def served_over_http(
     """Run ``veritask serve ARGS``; the server it starts is driven by ``body`` over HTTP."""
     out: list[T] = []
 
-    def fake_serve(source: Any, host: str, port: int, **_kw: Any) -> None:
-        with (
-            server.EnvHTTPServer(source, port=0) as srv,
-            EnvClient(srv.start().url, timeout=10) as c,
-        ):
+    def fake_serve(srv: server.EnvHTTPServer, on_ready: Any = None) -> None:
+        with srv, EnvClient(srv.start().url, timeout=10) as c:
             out.append(body(c))
 
     monkeypatch.setattr(server, "serve", fake_serve)
-    result = CliRunner().invoke(cli, ["serve", *args])
+    result = CliRunner().invoke(cli, ["serve", *args, "--port", "0"])
     assert result.exit_code == 0, result.output
     return out[0]
 

@@ -99,7 +99,8 @@ def serve_cmd(
         require_http()
     except ImportError as exc:
         raise click.ClickException(str(exc)) from None
-    from veritask.serve.server import serve  # needs the http extra, checked just above
+    # needs the http extra, checked just above
+    from veritask.serve.server import EnvHTTPServer, serve
 
     try:
         source = simulated_source(open_source(domain_or_dir), env_model, env_tools)
@@ -110,7 +111,7 @@ def serve_cmd(
     tasks = len(source.task_ids())
     what = f"{source.name} ({tasks} tasks)" if source.mode == "dataset" else source.name
     try:
-        serve(
+        server = EnvHTTPServer(
             source,
             host,
             port,
@@ -121,12 +122,12 @@ def serve_cmd(
             max_state_bytes=max_state_bytes or None,
             request_timeout=request_timeout,
             log_requests=log_requests,
-            on_ready=lambda url: click.echo(f"serving {what} at {url} (Ctrl-C to stop)", err=True),
         )
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
         raise click.ClickException(f"cannot bind {host}:{port}: {exc}") from None
+    serve(server, lambda url: click.echo(f"serving {what} at {url} (Ctrl-C to stop)", err=True))
 
 
 def register(group: click.Group) -> None:

@@ -267,51 +267,13 @@ class EnvHTTPServer:
         self.shutdown()
 
 
-def serve(
-    source: EnvSource,
-    host: str = DEFAULT_HOST,
-    port: int = DEFAULT_PORT,
-    *,
-    allow_remote: bool = False,
-    allowed_hosts: Iterable[str] = (),
-    idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
-    max_sessions: int = DEFAULT_MAX_SESSIONS,
-    max_state_bytes: int | None = DEFAULT_MAX_STATE_BYTES,
-    request_timeout: float = REQUEST_TIMEOUT,
-    log_requests: bool = False,
-    on_ready: Callable[[str], None] | None = None,
-) -> None:
-    """Serve ``source`` over HTTP in this thread until Ctrl-C or SIGTERM.
+def serve(server: EnvHTTPServer, on_ready: Callable[[str], None] | None = None) -> None:
+    """Serve ``server`` in this thread until Ctrl-C or SIGTERM, then shut it down.
 
     Args:
-        source: Where sessions start from (see :func:`~veritask.serve.open_source`).
-        host: Address to bind; loopback unless ``allow_remote``.
-        port: Port to bind; 0 picks a free one.
-        allow_remote: Allow a non-loopback ``host``. The server has no authentication.
-        allowed_hosts: Names clients may use in ``Host`` besides the loopback ones.
-        idle_timeout: Seconds after which an unused session is closed; None never expires.
-        max_sessions: Open sessions allowed at once.
-        max_state_bytes: Largest database a session's writes may leave (None: no cap).
-        request_timeout: Seconds a client has to send each request, head and body.
-        log_requests: Log every request at INFO level.
-        on_ready: Called with the server's URL once the socket is bound.
-
-    Raises:
-        ValueError: ``host`` is not loopback and ``allow_remote`` is false.
-        OSError: The address cannot be bound.
+        server: A bound server (its options are :class:`EnvHTTPServer`'s).
+        on_ready: Called with the server's URL before serving starts.
     """
-    server = EnvHTTPServer(
-        source,
-        host,
-        port,
-        allow_remote=allow_remote,
-        allowed_hosts=allowed_hosts,
-        idle_timeout=idle_timeout,
-        max_sessions=max_sessions,
-        max_state_bytes=max_state_bytes,
-        request_timeout=request_timeout,
-        log_requests=log_requests,
-    )
     try:
         if on_ready is not None:
             on_ready(server.url)
