@@ -534,6 +534,8 @@ class SymbolicExplorer:
         if first is not None:
             args, target, prefix = first
             return (args, target) if self._lead_up(prefix, actor) else None
+        if self.model.is_direct(tx):
+            return None  # a direct request is only ever made to meet its rule
         target = self.rng.choice(targets)
         sampled = self.sampler.sample(tx, actor, target)
         if sampled is None:
@@ -612,6 +614,8 @@ class SymbolicExplorer:
             rule = self.model.spec.rule(err.violated_rule)
             if first_refusal is None:
                 first_refusal = (tx, dict(args), target, rule)
+            if self.model.is_direct(tx):
+                break  # the outcome is reserved: nothing else is asked for instead
             step = self._alternative(trace, tool, rule, args, actor, target)
             if step is None:
                 break

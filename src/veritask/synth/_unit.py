@@ -123,16 +123,21 @@ class UnitWorker:
             self.model.write_transactions
         )
         actors = self._cast_order(scene, env, view, explorer, rng, aim)
-        # First look for an episode that collides with the aimed rule (coverage), then any.
+        direct = self.model.direct_request(aim) if aim is not None else None
+        # First look for an episode that collides with the aimed rule (coverage): through its
+        # procedure, else by asking for the outcome it reserves; then any episode.
         for aimed, allow in ((True, refusal_ok), (False, False)):
             for actor in actors[: 7 if aimed else 4]:
-                env.restore(scene.origin)
-                view.invalidate()
-                episode = explorer.explore(
-                    actor, first, aim, max_goals=3, chain=0.5, allow_refusal=allow
-                )
-                if episode is not None and (not aimed or aim is None or aim.id in episode.rejected):
-                    return episode
+                for tx in (first, direct) if aimed and direct is not None else (first,):
+                    env.restore(scene.origin)
+                    view.invalidate()
+                    episode = explorer.explore(
+                        actor, tx, aim, max_goals=3, chain=0.5, allow_refusal=allow
+                    )
+                    if episode is not None and (
+                        not aimed or aim is None or aim.id in episode.rejected
+                    ):
+                        return episode
         return None
 
     def _explorer(
