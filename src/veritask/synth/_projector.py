@@ -290,7 +290,9 @@ class SymbolicProjector:
             sub, believed = self._subgoal(view, trace, actor)
             beliefs += believed
             subgoals.append(sub)
-        if episode.declined is not None:
+        if episode.declined is not None and episode.declined_last:
+            subgoals.append(self._refused(view, episode, episode.declined, "end the conversation"))
+        elif episode.declined is not None:
             subgoals.insert(
                 0, self._refused(view, episode, episode.declined, "move on to your next request")
             )
