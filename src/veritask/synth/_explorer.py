@@ -70,9 +70,9 @@ class Episode:
     target: bytes = b""
     refused_ask: Ask | None = None
     """The request of ``refusal`` or ``declined``, built on the state it met."""
-    declined_last: bool = False
-    """``declined`` is the last request, made on the state the goals before it left (a
-    decision taken twice, a quota the user's own earlier request filled), not the first."""
+    declined_at: int = 0
+    """Where ``declined`` stands among the goals: first (0), or after the goals whose state it
+    was refused on (a decision taken twice, a quota the user's own earlier request filled)."""
 
     @property
     def rejected(self) -> list[str]:
@@ -780,7 +780,7 @@ class SymbolicExplorer:
             declined=self.refused,
             refused_ask=self.refused_ask,
         )
-        episode.declined_last = True
+        episode.declined_at = len(self.pre_traces)
         return episode
 
     def _aim_for(self, tx: Transaction) -> Rule | None:

@@ -281,7 +281,7 @@ class UnitWorker:
         """Why an episode cannot become a package (None when it can)."""
         if episode is None:
             return "no reachable goal"
-        if self.fused is not None and len(self.fused.written(episode.witness, self.model)) < 2:
+        if self.fused is not None and len(self.fused.acted(episode.witness, self.model)) < 2:
             return "writes in fewer than two services"
         snap = origin if episode.refusal is not None else env.snapshot()
         if episode.refusal is None and env.distance(origin) == 0:
