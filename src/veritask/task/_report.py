@@ -83,9 +83,9 @@ def report_dataset(
     * ``tool_coverage``: write tools (``insert_*`` / ``update_*``) some witness called
       successfully over the write tools of the domain.
     * ``refusal_share``: share of refusal tasks.
-    * ``uncovered``: per domain, the rules and write tools no package covered, each with why:
-      ``"not reached"``, or ``"unreachable by construction: <reason>"`` when the spec rules
-      it out (see ``veritask.task._reach``), so a coverage below 1.0 is explained.
+    * ``uncovered``: ``{domain: {"rules": {id: why}, "tools": {name: why}}}``, what no
+      package covered: ``"not reached"``, or ``"unreachable by construction: <reason>"``
+      when the spec rules it out (``veritask.task._reach``).
 
     When a directory mixes domains, both coverages are computed per domain and then averaged
     with equal weight per domain (not per task). A domain with no rules (or no write tools)
@@ -102,8 +102,7 @@ def report_dataset(
     Returns:
         ``{"tasks", "difficulty": {"L1", "L2", "L3"}, "tags": {tag: count},
         "boundary_density", "rule_coverage", "tool_coverage", "mean_witness_calls",
-        "refusal_share", "uncovered": {domain: {"rules": {id: reason}, "tools": {name:
-        reason}}}}``; ``tags`` lists every known tag (0 when unused) and any other tag
+        "refusal_share", "uncovered"}``; ``tags`` lists every known tag (0 when unused) and any other tag
         found. A dataset made with model calls (LLM mode) also has ``"costs"``: per module
         turns, prompt and completion tokens, cost and success rate, in total and per
         certified package (see :func:`~veritask.task._costs.cost_report`).
