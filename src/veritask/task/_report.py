@@ -78,8 +78,7 @@ def report_dataset(
 
     * ``boundary_density``: share of tasks whose witness hit at least one policy violation
       (``boundary_hits > 0``).
-    * ``rule_coverage``: rules named in any package's ``rules_exercised`` over the rules of the
-      domain spec.
+    * ``rule_coverage``: rules in any package's ``rules_exercised`` over the spec's rules.
     * ``tool_coverage``: write tools (``insert_*`` / ``update_*``) some witness called
       successfully over the write tools of the domain.
     * ``refusal_share``: share of refusal tasks.
