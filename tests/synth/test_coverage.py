@@ -112,8 +112,16 @@ def test_direct_requests_name_only_values_no_procedure_sets() -> None:
             }
             enum = spec.table(rule.table).column(col).enum or []
             assert col in {c for p in model.write_transactions for c in model.fixed_values(p)}
-            assert [v for v in enum if v not in set_by]
+            free = [v for v in enum if v not in set_by]
+            assert free
+            if rule.when and f"NEW.{col}" in rule.when:
+                assert any(f"'{v}'" in rule.when for v in free)
             assert model.fixed_values(tx) == {}
+    travel = DomainModel.from_spec(load_domain("travel"))
+    # the guard pins the status to CANCELLED, which the cancellation procedure sets: a direct
+    # request for another status never meets the rule
+    assert travel.direct_request(travel.spec.rule("FLIGHT_REFUND_FULL")) is None
+    assert travel.direct_request(travel.spec.rule("FLIGHT_TICKETED_IMMUTABLE")) is not None
     retail = DomainModel.from_spec(load_domain("retail"))
     assert retail.direct_request(retail.spec.rule("APPROVAL_WITHDRAW_BY_SYSTEM")) is None
     close = retail.direct_request(retail.spec.rule("RETURN_CLOSE_BY_SYSTEM"))

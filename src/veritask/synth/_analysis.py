@@ -240,7 +240,13 @@ class DomainModel:
         about_record = not _NEW_COL.search(f"{rule.when or ''} {rule.condition}")
         cols = tested or (sorted(fixed) if about_record else [])
         table = self.spec.table(rule.table)
-        free = [c for c in cols if any(v not in fixed[c] for v in table.column(c).enum or [])]
+        free = [
+            c
+            for c in cols
+            if any(
+                v not in fixed[c] and _guard_admits(rule, c, v) for v in table.column(c).enum or []
+            )
+        ]
         if not free:
             return None
         col = free[0]
@@ -258,6 +264,22 @@ class DomainModel:
     def is_direct(self, tx: Transaction) -> bool:
         """True when ``tx`` is a direct request (see ``direct_request``), not a procedure."""
         return tx.id in self._direct_ids
+
+
+_GUARD_EQ = r"\bNEW\.{col}\s*=\s*'([^']*)'"
+_GUARD_IN = r"\bNEW\.{col}\s+IN\s*\(([^)]*)\)"
+
+
+def _guard_admits(rule: Rule, col: str, value: Any) -> bool:
+    """False when the rule's ``when`` guard pins ``NEW.col`` to values other than ``value``
+    (``NEW.status = 'CANCELLED'``, ``NEW.status IN ('A', 'B')``): the rule never looks at a
+    write of ``value`` then. True when the guard says nothing about the column."""
+    when = rule.when or ""
+    name = re.escape(col)
+    pinned = set(re.findall(_GUARD_EQ.format(col=name), when, re.I))
+    for group in re.findall(_GUARD_IN.format(col=name), when, re.I):
+        pinned |= set(re.findall(r"'([^']*)'", group))
+    return not pinned or str(value) in pinned
 
 
 def implicated_columns(rule: Rule, guard: bool = True) -> list[str]:
