@@ -107,7 +107,7 @@ def test_every_fused_task_spans_services_and_is_solved(
         assert fused is not None
         packages = load_dataset(out)
         assert all(not p.refusal for p in packages)
-        assert all(len(fused.written(p.witness, model)) >= 2 for p in packages)
+        assert all(len(fused.acted(p.witness, model)) >= 2 for p in packages)
         assert _agents_fail(out) == []
 
 
@@ -119,7 +119,7 @@ def test_three_services_are_all_written(
     spec = load_spec(DatasetDir(tmp_path).spec_path)
     fused, model = fused_services(spec), DomainModel.from_spec(spec)
     assert fused is not None
-    assert all(len(fused.written(p.witness, model)) == 3 for p in load_dataset(tmp_path))
+    assert all(len(fused.acted(p.witness, model)) == 3 for p in load_dataset(tmp_path))
 
 
 def test_a_hand_written_two_service_spec_gives_cross_service_tasks(tmp_path: Path) -> None:
@@ -132,5 +132,5 @@ def test_a_hand_written_two_service_spec_gives_cross_service_tasks(tmp_path: Pat
         fused, model = fused_services(spec), DomainModel.from_spec(spec)
         assert fused is not None and fused.services == ("library", "library_rooms")
         packages = load_dataset(out)
-        assert all(fused.written(p.witness, model) == set(fused.services) for p in packages)
+        assert all(fused.acted(p.witness, model) == set(fused.services) for p in packages)
         assert _agents_fail(out) == []

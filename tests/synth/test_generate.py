@@ -89,6 +89,7 @@ def test_report_keys(datasets: dict[str, Path]) -> None:
         "tool_coverage",
         "mean_witness_calls",
         "refusal_share",
+        "uncovered",
     }
     assert set(report["difficulty"]) == {"L1", "L2", "L3"}
     assert 0 < report["boundary_density"] <= 1

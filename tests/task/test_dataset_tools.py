@@ -390,6 +390,14 @@ def test_report_numbers(built: Built) -> None:
         "tool_coverage": 1.0,  # insert_loans and update_loans of 2 write tools
         "mean_witness_calls": 2.5,  # (3 + 1 + 1 + 2) / 4
         "refusal_share": 0.25,
+        "uncovered": {
+            "mock": {
+                "rules": {
+                    r: "not reached" for r in ("LOAN_QUOTA", "RETURN_FINAL", "RETURN_STEP_REQUIRED")
+                },
+                "tools": {},
+            }
+        },
     }
 
 

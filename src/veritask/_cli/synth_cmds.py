@@ -215,8 +215,17 @@ def report_cmd(directory: str, prices: str | None, as_json: bool) -> None:
         f"refusal share {payload['refusal_share']}"
     )
     click.echo("tags " + ", ".join(f"{k} {v}" for k, v in payload["tags"].items()))
+    _echo_uncovered(payload["uncovered"])
     if "costs" in payload:
         _echo_costs(payload["costs"])
+
+
+def _echo_uncovered(missing: dict[str, dict[str, dict[str, str]]]) -> None:
+    """One line per rule or write tool a domain left uncovered, with why."""
+    for domain, kinds in missing.items():
+        for kind, items in kinds.items():
+            for name, reason in items.items():
+                click.echo(f"uncovered {kind[:-1]} {domain}/{name}: {reason}")
 
 
 def _echo_costs(costs: dict[str, Any]) -> None:

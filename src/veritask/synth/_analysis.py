@@ -73,6 +73,8 @@ class DomainModel:
     values: ValueRules | None = field(default=None, repr=False, compare=False)
     """Where made-up values come from and the schema bounds they keep (see ``_values``)."""
     _fixed: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    _direct: dict[str, Transaction | None] = field(default_factory=dict, repr=False)
+    _direct_ids: set[str] = field(default_factory=set, repr=False)
 
     @classmethod
     def from_spec(cls, spec: DomainSpec) -> DomainModel:
@@ -218,6 +220,72 @@ class DomainModel:
         return next(iter(own), None) or next(
             (tx for tx in self.write_transactions if guards(tx)), None
         )
+
+    def direct_request(self, rule: Rule) -> Transaction | None:
+        """A request for an outcome no procedure offers, which ``rule`` may refuse: an update
+        of the rule's table that sets a column the table's procedures fix (a status) to a
+        value none of them sets ("close my return", "complete my refund now"). A user can
+        ask for it; the policy reserves it (to the system, or to nobody), so it only ever
+        makes a refusal. Only the columns the rule tests count, or every fixed column when
+        the rule looks at the record alone (``OLD`` only). None when there is no such value
+        (see ``is_direct``)."""
+        if rule.id not in self._direct:
+            self._direct[rule.id] = self._direct_request(rule)
+        return self._direct[rule.id]
+
+    def _direct_request(self, rule: Rule) -> Transaction | None:
+        tool = self.tool_for("update", rule.table)
+        if tool is None or "update" not in rule.on or tool.key is None:
+            return None
+        procs = [tx for tx in self.write_transactions if tx.tool == tool.name]
+        fixed: dict[str, set[Any]] = {}
+        for tx in procs:
+            for col, value in self.fixed_values(tx).items():
+                fixed.setdefault(col, set()).add(value)
+        tested = [c for c in fixed if rule.tests_value(c)]
+        about_record = not _NEW_COL.search(f"{rule.when or ''} {rule.condition}")
+        cols = tested or (sorted(fixed) if about_record else [])
+        table = self.spec.table(rule.table)
+        free = [
+            c
+            for c in cols
+            if any(
+                v not in fixed[c] and _guard_admits(rule, c, v) for v in table.column(c).enum or []
+            )
+        ]
+        if not free:
+            return None
+        col = free[0]
+        tx = Transaction(
+            id=f"change_{rule.table}_{col}",
+            name=f"Change {humanize(rule.table)} {column_words(col)}",
+            goal=f"Set the {column_words(col)} of a {humanize(rule.table)} directly.",
+            tool=tool.name,
+            parameters=[tool.key, col],
+        )
+        self._fixed[tx.id] = {}  # it fixes nothing: the user names the value
+        self._direct_ids.add(tx.id)
+        return tx
+
+    def is_direct(self, tx: Transaction) -> bool:
+        """True when ``tx`` is a direct request (see ``direct_request``), not a procedure."""
+        return tx.id in self._direct_ids
+
+
+_GUARD_EQ = r"\bNEW\.{col}\s*=\s*'([^']*)'"
+_GUARD_IN = r"\bNEW\.{col}\s+IN\s*\(([^)]*)\)"
+
+
+def _guard_admits(rule: Rule, col: str, value: Any) -> bool:
+    """False when the rule's ``when`` guard pins ``NEW.col`` to values other than ``value``
+    (``NEW.status = 'CANCELLED'``, ``NEW.status IN ('A', 'B')``): the rule never looks at a
+    write of ``value`` then. True when the guard says nothing about the column."""
+    when = rule.when or ""
+    name = re.escape(col)
+    pinned = set(re.findall(_GUARD_EQ.format(col=name), when, re.I))
+    for group in re.findall(_GUARD_IN.format(col=name), when, re.I):
+        pinned |= set(re.findall(r"'([^']*)'", group))
+    return not pinned or str(value) in pinned
 
 
 def implicated_columns(rule: Rule, guard: bool = True) -> list[str]:

@@ -71,6 +71,9 @@ class Episode:
     target: bytes = b""
     refused_ask: Ask | None = None
     """The request of ``refusal`` or ``declined``, built on the state it met."""
+    declined_at: int = 0
+    """Where ``declined`` stands among the goals: first (0), or after the goals whose state it
+    was refused on (a decision taken twice, a quota the user's own earlier request filled)."""
 
     @property
     def rejected(self) -> list[str]:
@@ -118,6 +121,8 @@ class SymbolicExplorer:
         self.witness: list[WitnessCall] = []
         self.pre_traces = []
         self._looked: set[str] = set()
+        self._secret: set[Any] = set()
+        """Values the agent decided in accepted writes of this episode (never named)."""
 
     # -- calls -----------------------------------------------------------------------------
 
@@ -126,6 +131,9 @@ class SymbolicExplorer:
         self.witness.append(_witness(tool, args, result))
         if result.ok and self.model.writes(tool):
             self.view.invalidate()
+            tx = self.model.transaction_of_call(tool, args)
+            decided = self.decided(tx, args) if tx is not None and self.grounding else set()
+            self._secret.update(args[c] for c in decided if c in args)
         return result
 
     def _probe(self, tool: str, args: dict[str, Any], snap: bytes) -> ToolResult:
@@ -162,7 +170,7 @@ class SymbolicExplorer:
         if not self.grounding:
             return None
         maker = AskMaker(self.model, self.view, actor)
-        ask = maker.ask(tx, args, self.decided(tx, args))
+        ask = maker.ask(tx, args, self.decided(tx, args), frozenset(self._secret))
         for ref in [r for r in (ask.target, *ask.refs.values()) if r is not None]:
             for part in lookups(ref):
                 self._look_up(maker, part)
@@ -553,6 +561,8 @@ class SymbolicExplorer:
         if first is not None:
             args, target, prefix = first
             return (args, target) if self._lead_up(prefix, actor) else None
+        if self.model.is_direct(tx):
+            return None  # a direct request is only ever made to meet its rule
         target = self.rng.choice(targets)
         sampled = self.sampler.sample(tx, actor, target)
         if sampled is None:
@@ -643,6 +653,8 @@ class SymbolicExplorer:
             rule = self.model.spec.rule(err.violated_rule)
             if first_refusal is None:
                 first_refusal = (tx, dict(args), target, rule)
+            if self.model.is_direct(tx):
+                break  # the outcome is reserved: nothing else is asked for instead
             step = self._alternative(trace, tool, rule, args, actor, target)
             if step is None:
                 break
@@ -718,7 +730,7 @@ class SymbolicExplorer:
         """One episode for ``actor``: a first goal (aimed at a rule), maybe follow-ups. Every
         accepted write of the witness is a goal of the episode (lead-up writes included), and
         whatever is rolled back leaves the witness too."""
-        self.witness, self._looked = [], set()
+        self.witness, self._looked, self._secret = [], set(), set()
         self.refused, self.refused_ask = None, None
         self.authenticate(actor)
         trace, refused = self._opening(actor, first, aim, allow_refusal)
@@ -764,12 +776,14 @@ class SymbolicExplorer:
         if trace is not None:
             return trace, None
         lead_up = bool(self.pre_traces)
+        if lead_up and self.refused is not None:
+            # the goals that led up to it were met; the user accepts the refusal and stops
+            return None, self._refused_after(actor)
         self.env.restore(snap)  # a forbidden goal leaves nothing behind
         self.view.invalidate()
         self.pre_traces = []
         if self.refused is None or lead_up:
-            # nothing to refuse, or the refusal needs writes the user never asked for
-            del self.witness[mark:]
+            del self.witness[mark:]  # nothing to refuse
             return None, None
         if allow_refusal:
             episode = Episode(
@@ -786,6 +800,19 @@ class SymbolicExplorer:
             return None, None
         *self.pre_traces, trace = more
         return trace, None
+
+    def _refused_after(self, actor: Any) -> Episode:
+        """The episode whose last request is refused on the state its lead-up goals made: the
+        rule's precondition arises only from an earlier accepted write of the same user."""
+        episode = Episode(
+            actor,
+            list(self.witness),
+            list(self.pre_traces),
+            declined=self.refused,
+            refused_ask=self.refused_ask,
+        )
+        episode.declined_at = len(self.pre_traces)
+        return episode
 
     def _aim_for(self, tx: Transaction) -> Rule | None:
         rules = self.model.rules_for(tx.tool)

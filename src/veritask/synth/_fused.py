@@ -9,8 +9,10 @@ On a fused spec, :class:`CrossServiceExplorer` plans each episode across service
 shared person: after the first goal (and its follow-ups) it adds a goal, for the same person, in
 every service the episode has not written yet, trying that service's procedures in a seeded
 order; an episode that cannot reach one is dropped (None). Refusal tasks are not made: they
-write nothing, so they cannot span services. The generation unit admits only episodes whose
-accepted writes cover two or more services (:meth:`FusedServices.written`).
+write nothing, so they cannot span services. A request the policy refused and the user gave up
+(``declined``) does count for its service: the agent had to handle it there, and a rule that only
+ever refuses (an inactive account) is reached that way. The generation unit admits only episodes
+that span two or more services (:meth:`FusedServices.acted`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,20 @@ class FusedServices:
 
     services: tuple[str, ...]
     tables: dict[str, str]
+
+    def acted(self, witness: list[WitnessCall], model: DomainModel) -> set[str]:
+        """The services a witness acts in: those its accepted writes changed, and those of
+        writes the policy refused (in an episode, a refused write is either worked around
+        by an accepted one in the same service or a request the user gave up: the agent had
+        to handle it there)."""
+        out = self.written(witness, model)
+        for call in witness:
+            refused = not call.ok and call.error and call.error.get("violated_rule")
+            if refused and model.writes(call.tool):
+                service = self.tables.get(model.tool(call.tool).table)
+                if service is not None:
+                    out.add(service)
+        return out
 
     def written(self, witness: list[WitnessCall], model: DomainModel) -> set[str]:
         """The services whose tables the witness's accepted writes changed."""
@@ -91,21 +107,17 @@ class CrossServiceExplorer(SymbolicExplorer):
             return None
         goals = list(episode.subgoals)
         for service in self.fused.services:
-            if service in self.fused.written(self.witness, self.model):
+            if service in self.fused.acted(episode.witness, self.model):
                 continue
             more = self._cross_goal(service, actor)
             if more is None:
                 return None
             goals += more
-        if len(self.fused.written(self.witness, self.model)) < MIN_SERVICES:
+            episode.witness = list(self.witness)
+        episode.subgoals = goals
+        if len(self.fused.acted(episode.witness, self.model)) < MIN_SERVICES:
             return None
-        return Episode(
-            actor,
-            list(self.witness),
-            goals,
-            declined=episode.declined,
-            refused_ask=episode.refused_ask,
-        )
+        return episode
 
     def _cross_goal(self, service: str, actor: Any) -> list[SubGoalTrace] | None:
         """A goal of ``actor`` in ``service``: its procedures in a seeded order, the first one

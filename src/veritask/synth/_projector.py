@@ -292,9 +292,10 @@ class SymbolicProjector:
             beliefs += believed
             subgoals.append(sub)
         if episode.declined is not None:
-            subgoals.insert(
-                0, self._refused(view, episode, episode.declined, "move on to your next request")
-            )
+            last = episode.declined_at >= len(subgoals)
+            then = "end the conversation" if last else "move on to your next request"
+            refused = self._refused(view, episode, episode.declined, then)
+            subgoals.insert(episode.declined_at, refused)
         if episode.refusal is not None:
             subgoals = [self._refused(view, episode, episode.refusal, "end the conversation")]
         goal = "; then ".join(

@@ -41,23 +41,35 @@ class AskMaker:
 
     # -- records ---------------------------------------------------------------------------
 
+    avoid: frozenset[Any] = frozenset()
+    """Values a record is named without when it can be (what the agent decides in the
+    request being built: an invoice named by its amount due would give away the payment)."""
+
     def ref(self, table: str, key: Any, depth: int = 0) -> RowRef:
-        """The record of ``table`` with primary key ``key`` as the user names it."""
+        """The record of ``table`` with primary key ``key`` as the user names it: by the
+        columns that first pick it out, leaving out values in ``avoid`` when the others do."""
         t = self.model.spec.table(table)
         pk = t.primary_key[0].name if t.primary_key else ""
         row = self.view.get(table, key)
         public = table in self.model.public_keys
         if row is None or public or (table == self.model.actor and key == self.actor):
             return RowRef(table=table, match={pk: key})
+        columns = self._naming_columns(t)
+        kept = [c for c in columns if not self._avoided(row.get(c.name))]
         match: dict[str, Any] = {}
-        for col in self._naming_columns(t):
-            value = row.get(col.name)
-            if value is None:
-                continue
-            match[col.name] = self._part(table, col, value, depth)
-            if self._count(table, match, row) == 1:
-                return RowRef(table=table, match=match)
+        for group in (kept, columns) if len(kept) < len(columns) else (columns,):
+            match = {}
+            for col in group:
+                value = row.get(col.name)
+                if value is None:
+                    continue
+                match[col.name] = self._part(table, col, value, depth)
+                if self._count(table, match, row) == 1:
+                    return RowRef(table=table, match=match)
         return RowRef(table=table, match=match or {pk: key})
+
+    def _avoided(self, value: Any) -> bool:
+        return any(value == v and type(value) is type(v) for v in self.avoid)
 
     def scalar(self, ref: RowRef) -> dict[str, Any]:
         """The ref's match with each parent ref replaced by that record's key."""
@@ -118,11 +130,21 @@ class AskMaker:
 
     # -- requests --------------------------------------------------------------------------
 
-    def ask(self, tx: Transaction, args: dict[str, Any], decided: set[str]) -> Ask:
+    def ask(
+        self,
+        tx: Transaction,
+        args: dict[str, Any],
+        decided: set[str],
+        secret: frozenset[Any] = frozenset(),
+    ) -> Ask:
         """The request for a write with ``args``: the record it changes, the records it names
-        and the values the user states (never the user's own id or what the agent decides)."""
+        and the values the user states (never the user's own id or what the agent decides).
+        Records are named without the values the agent decides here, or ``secret`` (what it
+        decided earlier in the conversation), when they can be."""
         tool = self.model.tool(tx.tool)
         table = self.model.spec.table(tool.table)
+        mine = (v for c, v in args.items() if c in decided)
+        self.avoid = frozenset(v for v in (*mine, *secret) if isinstance(v, int | float | str))
         key = tool.key if tool.kind == "update" else None
         target = self.ref(tool.table, args[key]) if key is not None and key in args else None
         values: dict[str, Any] = {}

@@ -123,16 +123,21 @@ class UnitWorker:
             self.model.write_transactions
         )
         actors = self._cast_order(scene, env, view, explorer, rng, aim)
-        # First look for an episode that collides with the aimed rule (coverage), then any.
+        direct = self.model.direct_request(aim) if aim is not None else None
+        # First look for an episode that collides with the aimed rule (coverage): through its
+        # procedure, else by asking for the outcome it reserves; then any episode.
         for aimed, allow in ((True, refusal_ok), (False, False)):
             for actor in actors[: 7 if aimed else 4]:
-                env.restore(scene.origin)
-                view.invalidate()
-                episode = explorer.explore(
-                    actor, first, aim, max_goals=3, chain=0.5, allow_refusal=allow
-                )
-                if episode is not None and (not aimed or aim is None or aim.id in episode.rejected):
-                    return episode
+                for tx in (first, direct) if aimed and direct is not None else (first,):
+                    env.restore(scene.origin)
+                    view.invalidate()
+                    episode = explorer.explore(
+                        actor, tx, aim, max_goals=3, chain=0.5, allow_refusal=allow
+                    )
+                    if episode is not None and (
+                        not aimed or aim is None or aim.id in episode.rejected
+                    ):
+                        return episode
         return None
 
     def _explorer(
@@ -276,7 +281,7 @@ class UnitWorker:
         """Why an episode cannot become a package (None when it can)."""
         if episode is None:
             return "no reachable goal"
-        if self.fused is not None and len(self.fused.written(episode.witness, self.model)) < 2:
+        if self.fused is not None and len(self.fused.acted(episode.witness, self.model)) < 2:
             return "writes in fewer than two services"
         snap = origin if episode.refusal is not None else env.snapshot()
         if episode.refusal is None and env.distance(origin) == 0:

@@ -11,6 +11,7 @@ from veritask.policy import DomainSpec, build_tools
 from veritask.task._costs import PriceTable, cost_report, dataset_ledger
 from veritask.task._dataset import DatasetDir, load_dataset
 from veritask.task._package import TAGS, TaskPackage
+from veritask.task._reach import uncovered
 
 _DIFFICULTIES = ("L1", "L2", "L3")
 
@@ -28,31 +29,37 @@ def _coverage(found: set[str], available: set[str]) -> float:
     return len(found & available) / len(available) if available else 1.0
 
 
-def _domain_coverage(packages: Sequence[TaskPackage], spec: DomainSpec) -> tuple[float, float]:
-    """(rule coverage, write-tool coverage) of one domain's packages."""
+def _domain_coverage(
+    packages: Sequence[TaskPackage], spec: DomainSpec
+) -> tuple[float, float, dict[str, dict[str, str]]]:
+    """(rule coverage, write-tool coverage, what was not covered and why) of one domain's
+    packages."""
     rules = {r.id for r in spec.rules}
     exercised = {r for p in packages for r in p.rules_exercised}
     tools = _write_tools(spec)
     called = {c.tool for p in packages for c in p.witness if c.ok}
-    return _coverage(exercised, rules), _coverage(called, tools)
+    missing = uncovered(spec, exercised, called)
+    return _coverage(exercised, rules), _coverage(called, tools), missing
 
 
 def _coverages(
     packages: Sequence[TaskPackage], spec: DomainSpec | None, ds: DatasetDir
-) -> tuple[float, float]:
-    """Coverage per domain, averaged over the domains present (unweighted)."""
+) -> tuple[float, float, dict[str, dict[str, dict[str, str]]]]:
+    """Coverage per domain, averaged over the domains present (unweighted), and what each
+    domain left uncovered."""
     by_domain: dict[str, list[TaskPackage]] = defaultdict(list)
     for pkg in packages:
         by_domain[pkg.domain].append(pkg)
     if not by_domain:
-        return 0.0, 0.0
-    pairs = [
-        _domain_coverage(group, spec if spec is not None else ds.domain_spec(name))
+        return 0.0, 0.0, {}
+    found = {
+        name: _domain_coverage(group, spec if spec is not None else ds.domain_spec(name))
         for name, group in sorted(by_domain.items())
-    ]
-    rules = sum(r for r, _ in pairs) / len(pairs)
-    tools = sum(t for _, t in pairs) / len(pairs)
-    return round(rules, 4), round(tools, 4)
+    }
+    rules = sum(r for r, _, _ in found.values()) / len(found)
+    tools = sum(t for _, t, _ in found.values()) / len(found)
+    missing = {name: m for name, (_, _, m) in found.items()}
+    return round(rules, 4), round(tools, 4), missing
 
 
 def _tag_counts(packages: Sequence[TaskPackage]) -> dict[str, int]:
@@ -71,11 +78,13 @@ def report_dataset(
 
     * ``boundary_density``: share of tasks whose witness hit at least one policy violation
       (``boundary_hits > 0``).
-    * ``rule_coverage``: rules named in any package's ``rules_exercised`` over the rules of the
-      domain spec.
+    * ``rule_coverage``: rules in any package's ``rules_exercised`` over the spec's rules.
     * ``tool_coverage``: write tools (``insert_*`` / ``update_*``) some witness called
       successfully over the write tools of the domain.
     * ``refusal_share``: share of refusal tasks.
+    * ``uncovered``: ``{domain: {"rules": {id: why}, "tools": {name: why}}}``, what no
+      package covered: ``"not reached"``, or ``"unreachable by construction: <reason>"``
+      when the spec rules it out (``veritask.task._reach``).
 
     When a directory mixes domains, both coverages are computed per domain and then averaged
     with equal weight per domain (not per task). A domain with no rules (or no write tools)
@@ -92,7 +101,7 @@ def report_dataset(
     Returns:
         ``{"tasks", "difficulty": {"L1", "L2", "L3"}, "tags": {tag: count},
         "boundary_density", "rule_coverage", "tool_coverage", "mean_witness_calls",
-        "refusal_share"}``; ``tags`` lists every known tag (0 when unused) and any other tag
+        "refusal_share", "uncovered"}``; ``tags`` lists every known tag (0 when unused) and any other tag
         found. A dataset made with model calls (LLM mode) also has ``"costs"``: per module
         turns, prompt and completion tokens, cost and success rate, in total and per
         certified package (see :func:`~veritask.task._costs.cost_report`).
@@ -103,7 +112,7 @@ def report_dataset(
     packages = load_dataset(root)
     n = len(packages)
     difficulty = Counter[str](p.difficulty for p in packages)
-    rule_coverage, tool_coverage = _coverages(packages, spec, DatasetDir(Path(root)))
+    rule_coverage, tool_coverage, missing = _coverages(packages, spec, DatasetDir(Path(root)))
     calls = sum(len(p.witness) for p in packages)
     report: dict[str, Any] = {
         "tasks": n,
@@ -114,6 +123,7 @@ def report_dataset(
         "tool_coverage": tool_coverage,
         "mean_witness_calls": round(calls / n, 4) if n else 0.0,
         "refusal_share": _share(sum(1 for p in packages if p.refusal), n),
+        "uncovered": missing,
     }
     ledger = dataset_ledger(root)
     if ledger is not None:
