@@ -24,7 +24,7 @@ from veritask.env import Environment, ToolResult
 from veritask.model import CostLedger, GenerateConfig, ModelProvider
 from veritask.policy import Rule, Transaction
 from veritask.synth._analysis import DomainModel, find_tool, humanize
-from veritask.synth._explorer import Episode, Hit, SubGoalTrace
+from veritask.synth._episode import Episode, Hit, SubGoalTrace, witness_call
 from veritask.synth._projector import SymbolicProjector, plain
 from veritask.synth._sampler import StateView
 from veritask.task import WitnessCall
@@ -330,7 +330,7 @@ class _Session:
             parsed = None
         before = self._before(name, parsed)
         result = self.x.env.call(name, parsed if isinstance(parsed, dict) else raw_text)
-        item = ExploredCall(_witness(name, parsed, result), before)
+        item = ExploredCall(witness_call(name, parsed, result), before)
         if isinstance(parsed, dict) and name in self.x.env.tools:
             # a call the environment evaluated: it is part of the witness
             self.calls.append(item)
@@ -374,17 +374,6 @@ class _Session:
         repeated = fingerprint in self.rejected
         self.rejected.add(fingerprint)
         return repeated or self.streak >= self.x.limits.max_violations
-
-
-def _witness(tool: str, args: Any, result: ToolResult) -> WitnessCall:
-    payload = result.to_json()
-    return WitnessCall(
-        tool=tool,
-        args=dict(args) if isinstance(args, dict) else {},
-        ok=result.ok,
-        result=payload["result"],
-        error=payload["error"],
-    )
 
 
 class LLMExplorer:

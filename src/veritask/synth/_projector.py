@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from veritask.policy import Transaction
 from veritask.synth._analysis import DomainModel, column_words, humanize, row_key
-from veritask.synth._explorer import Episode, Hit, SubGoalTrace
+from veritask.synth._episode import Episode, Hit, SubGoalTrace
 from veritask.synth._refs import AskMaker, part_text, ref_text
 from veritask.synth._sampler import StateView
 from veritask.task import Ask, Fallback, SubGoal, TaskDescription, UserProfile
