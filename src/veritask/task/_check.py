@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from veritask._util import sha256
-from veritask.env import CompiledDomain, Environment
+from veritask.env import CompiledDomain, Environment, Snapshot
 from veritask.task._dataset import DatasetDir, load_dataset
 from veritask.task._grounded import certify_grounded
 from veritask.task._integrity import StateVerifier, compare_seal, reference_schema
@@ -167,7 +167,9 @@ def _check_state(
     grounded when also every write is determined by the text (each ungrounded write is listed
     with the argument that is not)."""
     target = checker.ds.read_state(pkg.target)
-    cert, ungrounded = certify_grounded(pkg, dom.env, origin.data, target)
+    layout = dom.compiled.layout
+    snap = Snapshot(target, layout, dom.verifier.tracked(target, layout))
+    cert, ungrounded = certify_grounded(pkg, dom.env, origin.data, snap)
     if cert.kind is not None:
         detail = cert.detail or ""
         if detail.startswith("s_target is not readable"):
@@ -214,7 +216,8 @@ def _check_seal(checker: _Checker, packages: list[TaskPackage], report: CheckRep
     run_path = ds.root / "run.json"
     run = run_path.read_bytes() if run_path.exists() else None
     recorded = ds.digest_path.read_text("utf-8", "replace") if ds.digest_path.exists() else None
-    for tamper in compare_seal(recorded, run, packages):
+    lines = ds.manifest.read_bytes().splitlines()
+    for tamper in compare_seal(recorded, run, packages, lines):
         report.add_failure(tamper.subject, "integrity", tamper.describe())
     try:
         info = ds.read_run()

@@ -103,6 +103,8 @@ def apply_delta(base: bytes, size: int, pages: Sequence[int], body: bytes) -> by
         xored = zlib.decompress(body)
     except zlib.error as exc:
         raise PackError(f"delta body is corrupt: {exc}") from exc
+    if len(base) == size and all(a < b for a, b in zip(pages, pages[1:], strict=False)):
+        return _apply_in_order(base, size, pages, xored)
     out = bytearray(base[:size].ljust(size, b"\0"))
     pos = 0
     for index in pages:
@@ -116,6 +118,26 @@ def apply_delta(base: bytes, size: int, pages: Sequence[int], body: bytes) -> by
     if pos != len(xored):
         raise PackError("delta body is longer than its pages")
     return bytes(out)
+
+
+def _apply_in_order(base: bytes, size: int, pages: Sequence[int], xored: bytes) -> bytes:
+    """``apply_delta`` for the common case (pages ascending, base as long as the target):
+    the unchanged runs are joined from views of ``base``, so the image is copied once."""
+    view = memoryview(base)
+    parts: list[bytes | memoryview] = []
+    pos = done = 0
+    for index in pages:
+        start = index * CHUNK
+        length = min(CHUNK, size - start)
+        part = xored[pos : pos + length]
+        if len(part) != length:
+            raise PackError("delta body is shorter than its pages")
+        parts += (view[done:start], _xor(base[start : start + length], part))
+        pos, done = pos + length, start + length
+    if pos != len(xored):
+        raise PackError("delta body is longer than its pages")
+    parts.append(view[done:])
+    return b"".join(parts)
 
 
 def pack_bytes(deltas: Iterable[Delta]) -> bytes:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -79,6 +80,8 @@ class DatasetDir:
     _cache: OrderedDict[str, bytes] = field(
         default_factory=OrderedDict, init=False, repr=False, compare=False
     )
+    _cache_bytes: int = field(default=0, init=False, repr=False, compare=False)
+    _listing: set[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
@@ -90,6 +93,8 @@ class DatasetDir:
         self.root = Path(state["root"])
         self._packs = None
         self._cache = OrderedDict()
+        self._cache_bytes = 0
+        self._listing = None
 
     @property
     def manifest(self) -> Path:
@@ -139,6 +144,7 @@ class DatasetDir:
         path = self.state_path(digest)
         if not path.exists() and not self.compressed_path(digest).exists():
             atomic_write(path, data)
+            self._wrote(path)
         return digest
 
     def _pack_index(self) -> dict[str, PackEntry]:
@@ -190,21 +196,43 @@ class DatasetDir:
             return found
         data = self._load_state(digest)
         self._cache[digest] = data
-        total = sum(len(v) for v in self._cache.values())
-        while total > _CACHE_BYTES and len(self._cache) > 1:
-            total -= len(self._cache.popitem(last=False)[1])
+        self._cache_bytes += len(data)
+        while self._cache_bytes > _CACHE_BYTES and len(self._cache) > 1:
+            self._cache_bytes -= len(self._cache.popitem(last=False)[1])
         return data
 
+    def _stored_names(self) -> set[str]:
+        """File names in ``states/`` when first asked, plus those this object wrote since
+        (see ``_load_state``)."""
+        if self._listing is None:
+            folder = self.root / "states"
+            self._listing = set(os.listdir(folder)) if folder.is_dir() else set()
+        return self._listing
+
+    def _wrote(self, path: Path) -> None:
+        if self._listing is not None:
+            self._listing.add(path.name)
+
     def _load_state(self, digest: str) -> bytes:
-        for path, decode in (
-            (self.state_path(digest), None),
-            (self.compressed_path(digest), decompress_image),
-        ):
-            try:
-                raw = path.read_bytes()
-            except FileNotFoundError:
-                continue
-            return raw if decode is None else decode(raw)
+        """The state read from its whole image, its compressed image or its delta, in this order.
+
+        A state listed in ``states/`` when first asked is read from that file; one in a pack
+        is rebuilt without asking the file system for the two names it has not got. Only a
+        state in neither is looked for on disk again (it may have been written since).
+        """
+        names = self._stored_names()
+        whole, packed = f"{digest}.sqlite", digest in self._pack_index()
+        zipped = f"{digest}{ZIP_SUFFIX}"
+        if not packed or whole in names or zipped in names:
+            for path, decode in (
+                (self.state_path(digest), None),
+                (self.compressed_path(digest), decompress_image),
+            ):
+                try:
+                    raw = path.read_bytes()
+                except FileNotFoundError:
+                    continue
+                return raw if decode is None else decode(raw)
         entry = self._pack_index().get(digest)
         if entry is None:
             raise FileNotFoundError(f"state {digest} is not in {self.root / 'states'}")
@@ -219,6 +247,7 @@ class DatasetDir:
         path = self.state_path(digest)
         if not path.exists():
             atomic_write(path, self.read_state(digest))
+            self._wrote(path)
         return path
 
     def compact(self, packages: Iterable[TaskPackage]) -> int:
@@ -256,6 +285,7 @@ class DatasetDir:
             return
         data = path.read_bytes()
         atomic_write(self.compressed_path(digest), compress_image(data))
+        self._wrote(self.compressed_path(digest))
         path.unlink(missing_ok=True)
 
     def read_policy(self, digest: str) -> str:
