@@ -44,12 +44,10 @@ from veritask.task._compact import (
     ZIP_SUFFIX,
     PackEntry,
     PackError,
-    apply_delta,
     compress_image,
     decompress_image,
-    make_delta,
+    make_runs_delta,
     pack_bytes,
-    read_body,
     read_pack_index,
 )
 from veritask.task._integrity import DIGEST_FILE, write_seal
@@ -162,10 +160,13 @@ class DatasetDir:
 
     def has_state(self, digest: str) -> bool:
         """True when the state is stored in any form (whole, compressed or as a delta)."""
+        names = self._stored_names()
         return (
-            self.state_path(digest).exists()
-            or self.compressed_path(digest).exists()
+            f"{digest}.sqlite" in names
+            or f"{digest}{ZIP_SUFFIX}" in names
             or digest in self._pack_index()
+            or self.state_path(digest).exists()
+            or self.compressed_path(digest).exists()
         )
 
     def put_policy(self, text: str) -> str:
@@ -239,7 +240,7 @@ class DatasetDir:
         if entry.base == digest:
             raise PackError(f"state {digest[:12]}… is a delta from itself")
         base = self.read_state(entry.base)
-        return apply_delta(base, entry.size, entry.pages, read_body(entry))
+        return entry.rebuild(base)
 
     def materialize(self, digest: str) -> Path:
         """Write the full image of a state as ``states/<sha256>.sqlite`` (for tools that open
@@ -265,8 +266,8 @@ class DatasetDir:
             if pkg.target in origins or not path.exists():
                 continue
             base, target = self.read_state(pkg.origin), path.read_bytes()
-            delta = make_delta(pkg.origin, base, target)
-            if apply_delta(base, delta.size, delta.pages, delta.body) == target:
+            delta = make_runs_delta(pkg.origin, base, target)
+            if delta.apply(base) == target:
                 deltas.append(delta)
         if deltas:
             body = pack_bytes(deltas)
@@ -403,6 +404,7 @@ def load_dataset(root: str | Path, *, check_files: bool = True) -> list[TaskPack
     problems: list[str] = []
     packages: list[TaskPackage] = []
     seen: dict[str, int] = {}
+    policies: set[str] = set()
     for lineno, pkg, err in _parse_lines(ds.manifest):
         if pkg is None:
             problems.append(f"{ds.manifest}:{lineno}: {err}")
@@ -418,7 +420,9 @@ def load_dataset(root: str | Path, *, check_files: bool = True) -> list[TaskPack
                     problems.append(
                         f"{ds.manifest}:{lineno}: {pkg.id}: {what} state {digest[:12]}… is missing from states/"
                     )
-            if not ds.policy_path(pkg.policy).exists():
+            if pkg.policy not in policies and ds.policy_path(pkg.policy).exists():
+                policies.add(pkg.policy)
+            if pkg.policy not in policies:
                 problems.append(
                     f"{ds.manifest}:{lineno}: {pkg.id}: policy {pkg.policy[:12]}… is missing from policies/"
                 )

@@ -92,13 +92,9 @@ def find_spoilers(
     words = set(re.findall(r"[A-Za-z0-9_]+", text))
     for name in sorted(_identifiers(spec) & words):
         found.append(f"schema identifier {name!r}")
-    allowed = set(known)
-    for key in sorted(set(internal_ids) - allowed):
-        if (
-            key
-            and key in text
-            and re.search(rf"(?<![A-Za-z0-9_]){re.escape(key)}(?![A-Za-z0-9_])", text)
-        ):
+    present = {key for key in internal_ids if key and key in text}  # most ids are not
+    for key in sorted(present - set(known)):
+        if re.search(rf"(?<![A-Za-z0-9_]){re.escape(key)}(?![A-Za-z0-9_])", text):
             found.append(f"internal id {key!r}")
     found += [f"row id {m.group(0)!r}" for m in _INT_ID.finditer(text)]
     return found
