@@ -8,6 +8,7 @@ Datasets written before (version-1 packs, seals without line hashes) still load 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import struct
 import zlib
@@ -32,6 +33,7 @@ from veritask.task._compact import (
     read_pack_index,
 )
 from veritask.task._integrity import StateVerifier, reference_schema
+from veritask.task._spoiler import _INT_ID
 
 
 @pytest.fixture(scope="module")
@@ -265,3 +267,24 @@ def test_the_state_cache_keeps_its_size(pristine: Path) -> None:
     for pkg in load_dataset(pristine):
         ds.read_state(pkg.target)
     assert ds._cache_bytes == sum(len(v) for v in ds._cache.values()) > 0
+
+
+_ROW_ID_BEFORE = re.compile(r"(?:#\s*\d+\b|\bids?\b\s*[:=#]?\s*\d+\b|\brow\s+\d+\b)", re.I)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["#", "# ", "id", "ID", "ids", "Id:", "row", "ROW ", "\u0130d", "\u0131d", "\u017f"]
+        )
+        | st.text(alphabet="0123456789 _-:=#abirIR\u0130\u0131", max_size=6),
+        max_size=12,
+    ).map("".join)
+)
+def test_row_ids_are_found_exactly_where_the_pattern_without_lookahead_finds_them(
+    text: str,
+) -> None:
+    assert [m.span() for m in _INT_ID.finditer(text)] == [
+        m.span() for m in _ROW_ID_BEFORE.finditer(text)
+    ]

@@ -22,7 +22,12 @@ from veritask.task._dataset import DatasetDir, load_dataset
 from veritask.task._grounded import certify_grounded
 from veritask.task._integrity import StateVerifier, compare_seal, reference_schema
 from veritask.task._package import TaskPackage
-from veritask.task._spoiler import decided_spoilers, find_spoilers, text_keys
+from veritask.task._spoiler import (
+    decided_spoilers,
+    find_spoilers,
+    spec_identifiers,
+    text_keys,
+)
 
 FailureKind = Literal[
     "replay", "diff", "spoiler", "ungrounded", "duplicate", "spec_hash", "integrity"
@@ -93,6 +98,7 @@ class _Domain:
     spec_hash: str
     env: Environment
     verifier: StateVerifier
+    identifiers: frozenset[str]
 
 
 class _Checker:
@@ -121,7 +127,8 @@ class _Checker:
                 hash_ = compiled.spec.spec_hash()
                 verifier = StateVerifier(reference_schema(compiled))
                 env = Environment(compiled)
-                self.domains[name] = _Domain(name, compiled, hash_, env, verifier)
+                names = spec_identifiers(compiled.spec)
+                self.domains[name] = _Domain(name, compiled, hash_, env, verifier, names)
         return self.domains[name]
 
     def state_problem(self, dom: _Domain, digest: str) -> str | None:
@@ -185,7 +192,7 @@ def _check_state(
 
 def _check_spoilers(dom: _Domain, pkg: TaskPackage, origin: _Origin, report: CheckReport) -> None:
     spec, known = dom.compiled.spec, pkg.user_profile.known_ids
-    found = find_spoilers(pkg.task_description, spec, origin.keys, known)
+    found = find_spoilers(pkg.task_description, spec, origin.keys, known, dom.identifiers)
     found += decided_spoilers(pkg.task_description, spec, pkg.witness, dom.compiled.tools)
     if found:
         report.add_failure(pkg.id, "spoiler", "; ".join(found))
