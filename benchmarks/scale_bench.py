@@ -22,7 +22,9 @@ for the gold side of every evaluation). The ratio to ``check``'s time per task i
 With ``--check-only retail,travel`` the script skips the executor runs: it generates ``--n``
 packages of each listed domain once, then times ``check`` on each (one warm-up pass, then
 ``--check-reps`` timed passes; CPU and wall time per task, best pass reported) and, with
-``--tau2``, the ratio of tau2-bench's time per task to each domain's.
+``--tau2``, the ratio of tau2-bench's time per task to each domain's: wall to wall
+(``tau2_over_check``) and CPU to CPU (``tau2_cpu_over_check_cpu``; on a shared machine the
+wall times of the two, taken minutes apart, are slowed by different loads).
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ limit = int(sys.argv[1])
 tasks = tasks[:limit] if limit > 0 else tasks
 get_environment().get_db_hash()  # warm: imports, first load
 errors = 0
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 for task in tasks:
     env = get_environment()
     for action in task.evaluation_criteria.actions:
@@ -59,8 +61,8 @@ for task in tasks:
         except Exception:
             errors += 1
     env.get_db_hash()
-elapsed = time.perf_counter() - t0
-print(json.dumps({"tasks": len(tasks), "seconds": elapsed, "action_errors": errors}))
+elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
+print(json.dumps({"tasks": len(tasks), "seconds": elapsed, "cpu_seconds": cpu, "action_errors": errors}))
 """
 
 
@@ -188,8 +190,10 @@ def check_only(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         res["checks"][domain] = check_timed(tmp / domain, args.check_reps)
     if args.tau2:
         res["tau2"] = tau2_run(args.tau2, args.tau2_python, args.tau2_tasks)
+        tau2_cpu = res["tau2"]["cpu_ms_per_task"]
         for c in res["checks"].values():
             c["tau2_over_check"] = round(res["tau2"]["ms_per_task"] / c["check_ms_per_task"], 1)
+            c["tau2_cpu_over_check_cpu"] = round(tau2_cpu / c["check_cpu_ms_per_task"], 1)
     return res
 
 
@@ -204,6 +208,7 @@ def tau2_run(checkout: Path, python: str | None, limit: int) -> dict[str, Any]:
     )
     res: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     res["ms_per_task"] = round(1000 * res["seconds"] / res["tasks"], 2)
+    res["cpu_ms_per_task"] = round(1000 * res["cpu_seconds"] / res["tasks"], 2)
     return res
 
 

@@ -28,6 +28,7 @@ from veritask.env._state import (
     diff,
     diff_full,
     distance,
+    read_tracked,
 )
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "example_coverage",
     "insert_rows",
     "proximity",
+    "read_tracked",
     "run_example",
     "run_spec_examples",
     "sql_culprits",

@@ -278,6 +278,8 @@ def _table_diff(
 
 def diff_tracked(a: Tracked, b: Tracked, layout: Layout) -> StateDiff:
     """DIFF of two states that share a root, from the rows either touched since it."""
+    if a.rows == b.rows:  # the same rows touched, alike before and after: nothing differs
+        return StateDiff({})
     out: dict[str, TableDiff] = {}
     for table in sorted(set(a.rows) | set(b.rows)):
         ta, tb = a.rows.get(table, {}), b.rows.get(table, {})

@@ -17,12 +17,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from veritask._util import sha256
-from veritask.env import CompiledDomain, Environment
+from veritask.env import CompiledDomain, Environment, Snapshot
 from veritask.task._dataset import DatasetDir, load_dataset
 from veritask.task._grounded import certify_grounded
 from veritask.task._integrity import StateVerifier, compare_seal, reference_schema
 from veritask.task._package import TaskPackage
-from veritask.task._spoiler import decided_spoilers, find_spoilers, text_keys
+from veritask.task._spoiler import (
+    decided_spoilers,
+    find_spoilers,
+    spec_identifiers,
+    text_keys,
+)
 
 FailureKind = Literal[
     "replay", "diff", "spoiler", "ungrounded", "duplicate", "spec_hash", "integrity"
@@ -93,6 +98,7 @@ class _Domain:
     spec_hash: str
     env: Environment
     verifier: StateVerifier
+    identifiers: frozenset[str]
 
 
 class _Checker:
@@ -121,7 +127,8 @@ class _Checker:
                 hash_ = compiled.spec.spec_hash()
                 verifier = StateVerifier(reference_schema(compiled))
                 env = Environment(compiled)
-                self.domains[name] = _Domain(name, compiled, hash_, env, verifier)
+                names = spec_identifiers(compiled.spec)
+                self.domains[name] = _Domain(name, compiled, hash_, env, verifier, names)
         return self.domains[name]
 
     def state_problem(self, dom: _Domain, digest: str) -> str | None:
@@ -167,7 +174,9 @@ def _check_state(
     grounded when also every write is determined by the text (each ungrounded write is listed
     with the argument that is not)."""
     target = checker.ds.read_state(pkg.target)
-    cert, ungrounded = certify_grounded(pkg, dom.env, origin.data, target)
+    layout = dom.compiled.layout
+    snap = Snapshot(target, layout, dom.verifier.tracked(target, layout))
+    cert, ungrounded = certify_grounded(pkg, dom.env, origin.data, snap)
     if cert.kind is not None:
         detail = cert.detail or ""
         if detail.startswith("s_target is not readable"):
@@ -183,7 +192,7 @@ def _check_state(
 
 def _check_spoilers(dom: _Domain, pkg: TaskPackage, origin: _Origin, report: CheckReport) -> None:
     spec, known = dom.compiled.spec, pkg.user_profile.known_ids
-    found = find_spoilers(pkg.task_description, spec, origin.keys, known)
+    found = find_spoilers(pkg.task_description, spec, origin.keys, known, dom.identifiers)
     found += decided_spoilers(pkg.task_description, spec, pkg.witness, dom.compiled.tools)
     if found:
         report.add_failure(pkg.id, "spoiler", "; ".join(found))
@@ -214,7 +223,8 @@ def _check_seal(checker: _Checker, packages: list[TaskPackage], report: CheckRep
     run_path = ds.root / "run.json"
     run = run_path.read_bytes() if run_path.exists() else None
     recorded = ds.digest_path.read_text("utf-8", "replace") if ds.digest_path.exists() else None
-    for tamper in compare_seal(recorded, run, packages):
+    lines = ds.manifest.read_bytes().splitlines()
+    for tamper in compare_seal(recorded, run, packages, lines):
         report.add_failure(tamper.subject, "integrity", tamper.describe())
     try:
         info = ds.read_run()

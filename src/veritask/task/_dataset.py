@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -43,12 +44,10 @@ from veritask.task._compact import (
     ZIP_SUFFIX,
     PackEntry,
     PackError,
-    apply_delta,
     compress_image,
     decompress_image,
-    make_delta,
+    make_runs_delta,
     pack_bytes,
-    read_body,
     read_pack_index,
 )
 from veritask.task._integrity import DIGEST_FILE, write_seal
@@ -79,6 +78,8 @@ class DatasetDir:
     _cache: OrderedDict[str, bytes] = field(
         default_factory=OrderedDict, init=False, repr=False, compare=False
     )
+    _cache_bytes: int = field(default=0, init=False, repr=False, compare=False)
+    _listing: set[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
@@ -90,6 +91,8 @@ class DatasetDir:
         self.root = Path(state["root"])
         self._packs = None
         self._cache = OrderedDict()
+        self._cache_bytes = 0
+        self._listing = None
 
     @property
     def manifest(self) -> Path:
@@ -139,6 +142,7 @@ class DatasetDir:
         path = self.state_path(digest)
         if not path.exists() and not self.compressed_path(digest).exists():
             atomic_write(path, data)
+            self._wrote(path)
         return digest
 
     def _pack_index(self) -> dict[str, PackEntry]:
@@ -156,10 +160,13 @@ class DatasetDir:
 
     def has_state(self, digest: str) -> bool:
         """True when the state is stored in any form (whole, compressed or as a delta)."""
+        names = self._stored_names()
         return (
-            self.state_path(digest).exists()
-            or self.compressed_path(digest).exists()
+            f"{digest}.sqlite" in names
+            or f"{digest}{ZIP_SUFFIX}" in names
             or digest in self._pack_index()
+            or self.state_path(digest).exists()
+            or self.compressed_path(digest).exists()
         )
 
     def put_policy(self, text: str) -> str:
@@ -190,28 +197,50 @@ class DatasetDir:
             return found
         data = self._load_state(digest)
         self._cache[digest] = data
-        total = sum(len(v) for v in self._cache.values())
-        while total > _CACHE_BYTES and len(self._cache) > 1:
-            total -= len(self._cache.popitem(last=False)[1])
+        self._cache_bytes += len(data)
+        while self._cache_bytes > _CACHE_BYTES and len(self._cache) > 1:
+            self._cache_bytes -= len(self._cache.popitem(last=False)[1])
         return data
 
+    def _stored_names(self) -> set[str]:
+        """File names in ``states/`` when first asked, plus those this object wrote since
+        (see ``_load_state``)."""
+        if self._listing is None:
+            folder = self.root / "states"
+            self._listing = set(os.listdir(folder)) if folder.is_dir() else set()
+        return self._listing
+
+    def _wrote(self, path: Path) -> None:
+        if self._listing is not None:
+            self._listing.add(path.name)
+
     def _load_state(self, digest: str) -> bytes:
-        for path, decode in (
-            (self.state_path(digest), None),
-            (self.compressed_path(digest), decompress_image),
-        ):
-            try:
-                raw = path.read_bytes()
-            except FileNotFoundError:
-                continue
-            return raw if decode is None else decode(raw)
+        """The state read from its whole image, its compressed image or its delta, in this order.
+
+        A state listed in ``states/`` when first asked is read from that file; one in a pack
+        is rebuilt without asking the file system for the two names it has not got. Only a
+        state in neither is looked for on disk again (it may have been written since).
+        """
+        names = self._stored_names()
+        whole, packed = f"{digest}.sqlite", digest in self._pack_index()
+        zipped = f"{digest}{ZIP_SUFFIX}"
+        if not packed or whole in names or zipped in names:
+            for path, decode in (
+                (self.state_path(digest), None),
+                (self.compressed_path(digest), decompress_image),
+            ):
+                try:
+                    raw = path.read_bytes()
+                except FileNotFoundError:
+                    continue
+                return raw if decode is None else decode(raw)
         entry = self._pack_index().get(digest)
         if entry is None:
             raise FileNotFoundError(f"state {digest} is not in {self.root / 'states'}")
         if entry.base == digest:
             raise PackError(f"state {digest[:12]}… is a delta from itself")
         base = self.read_state(entry.base)
-        return apply_delta(base, entry.size, entry.pages, read_body(entry))
+        return entry.rebuild(base)
 
     def materialize(self, digest: str) -> Path:
         """Write the full image of a state as ``states/<sha256>.sqlite`` (for tools that open
@@ -219,6 +248,7 @@ class DatasetDir:
         path = self.state_path(digest)
         if not path.exists():
             atomic_write(path, self.read_state(digest))
+            self._wrote(path)
         return path
 
     def compact(self, packages: Iterable[TaskPackage]) -> int:
@@ -236,8 +266,8 @@ class DatasetDir:
             if pkg.target in origins or not path.exists():
                 continue
             base, target = self.read_state(pkg.origin), path.read_bytes()
-            delta = make_delta(pkg.origin, base, target)
-            if apply_delta(base, delta.size, delta.pages, delta.body) == target:
+            delta = make_runs_delta(pkg.origin, base, target)
+            if delta.apply(base) == target:
                 deltas.append(delta)
         if deltas:
             body = pack_bytes(deltas)
@@ -256,6 +286,7 @@ class DatasetDir:
             return
         data = path.read_bytes()
         atomic_write(self.compressed_path(digest), compress_image(data))
+        self._wrote(self.compressed_path(digest))
         path.unlink(missing_ok=True)
 
     def read_policy(self, digest: str) -> str:
@@ -373,6 +404,7 @@ def load_dataset(root: str | Path, *, check_files: bool = True) -> list[TaskPack
     problems: list[str] = []
     packages: list[TaskPackage] = []
     seen: dict[str, int] = {}
+    policies: set[str] = set()
     for lineno, pkg, err in _parse_lines(ds.manifest):
         if pkg is None:
             problems.append(f"{ds.manifest}:{lineno}: {err}")
@@ -388,7 +420,9 @@ def load_dataset(root: str | Path, *, check_files: bool = True) -> list[TaskPack
                     problems.append(
                         f"{ds.manifest}:{lineno}: {pkg.id}: {what} state {digest[:12]}… is missing from states/"
                     )
-            if not ds.policy_path(pkg.policy).exists():
+            if pkg.policy not in policies and ds.policy_path(pkg.policy).exists():
+                policies.add(pkg.policy)
+            if pkg.policy not in policies:
                 problems.append(
                     f"{ds.manifest}:{lineno}: {pkg.id}: policy {pkg.policy[:12]}… is missing from policies/"
                 )

@@ -1,9 +1,13 @@
 """Tamper evidence for dataset directories: a digest sealed at generation, and file checks.
 
 A dataset is *sealed* when its manifest is assembled: ``digest.json`` records the sha256 of
-``run.json`` and, for every package in manifest order, a short hash of each of its fields. The
+``run.json`` and, for every package in manifest order, a short hash of each of its fields and
+the sha256 of its manifest line (``line``; seals written before it have only the fields). The
 file's own ``digest`` is the sha256 of the rest of it. ``veritask check`` recomputes all of it
-and names the package and field that changed. States and policies are content-addressed, so
+and names the package and field that changed: a package whose manifest line still hashes to
+its sealed ``line`` has every field as sealed (the line hash is recorded only for packages that
+read back from their line with the same field hashes), so its fields are compared only when
+the line differs or no line hash was sealed. States and policies are content-addressed, so
 their bytes are checked against their names, and every state's schema against the schema the
 current domain spec compiles to (a dropped trigger is a changed schema).
 
@@ -21,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from veritask._util import atomic_write_text, canonical_json, sha256, sha256_text
-from veritask.env import CompiledDomain, Environment
+from veritask.env import CompiledDomain, Environment, Layout, Tracked, read_tracked
 from veritask.task._package import TaskPackage
 
 DIGEST_FILE = "digest.json"
@@ -49,11 +53,27 @@ def field_hashes(pkg: TaskPackage) -> dict[str, str]:
     return {name: sha256_text(canonical_json(value))[:_FIELD_HASH] for name, value in data.items()}
 
 
+def manifest_line(pkg: TaskPackage) -> bytes:
+    """A package's line in the manifest, without its newline."""
+    return pkg.model_dump_json().encode("utf-8")
+
+
+def _entry(pkg: TaskPackage) -> dict[str, Any]:
+    """A package's seal entry: its id, its field hashes and, when the package reads back from
+    its manifest line with the same field hashes, the sha256 of that line."""
+    fields = field_hashes(pkg)
+    entry: dict[str, Any] = {"id": pkg.id, "fields": fields}
+    line = manifest_line(pkg)
+    if field_hashes(TaskPackage.model_validate_json(line)) == fields:
+        entry["line"] = sha256(line)
+    return entry
+
+
 def _body(run: bytes | None, packages: Iterable[TaskPackage]) -> dict[str, Any]:
     return {
         "version": DIGEST_VERSION,
         "run": sha256(run) if run is not None else None,
-        "packages": [{"id": p.id, "fields": field_hashes(p)} for p in packages],
+        "packages": [_entry(p) for p in packages],
     }
 
 
@@ -85,7 +105,10 @@ def _read_seal(text: str) -> dict[str, Any] | str:
 
 
 def compare_seal(
-    recorded: str | None, run: bytes | None, packages: Sequence[TaskPackage]
+    recorded: str | None,
+    run: bytes | None,
+    packages: Sequence[TaskPackage],
+    lines: Sequence[bytes] | None = None,
 ) -> list[Tamper]:
     """Every difference between a recorded digest and the dataset as it is now.
 
@@ -93,6 +116,9 @@ def compare_seal(
         recorded: The text of ``digest.json``, or None when the file is missing.
         run: The bytes of ``run.json``, or None when it is missing.
         packages: The packages of the manifest, in order.
+        lines: The manifest lines the packages were read from (same order, no newlines); a
+            package whose line hashes to its sealed ``line`` skips the field comparison. None,
+            or a list of another length, compares every field.
 
     Returns:
         One :class:`Tamper` per changed field, missing or added package, or changed run file.
@@ -105,17 +131,24 @@ def compare_seal(
     found: list[Tamper] = []
     if seal.get("run") != (sha256(run) if run is not None else None):
         found.append(Tamper("run.json", "run.json", "differs from the sealed run file"))
-    sealed = {e.get("id"): e.get("fields", {}) for e in seal["packages"] if isinstance(e, dict)}
-    for pkg in packages:
-        found += _compare_package(pkg, sealed.pop(pkg.id, None))
+    sealed = {e.get("id"): e for e in seal["packages"] if isinstance(e, dict)}
+    raw = lines if lines is not None and len(lines) == len(packages) else [None] * len(packages)
+    for pkg, line in zip(packages, raw, strict=True):
+        found += _compare_package(pkg, sealed.pop(pkg.id, None), line)
     found += [Tamper(str(i), "id", "sealed package is missing from the manifest") for i in sealed]
     return found
 
 
-def _compare_package(pkg: TaskPackage, fields: dict[str, str] | None) -> Iterator[Tamper]:
-    if fields is None:
+def _compare_package(
+    pkg: TaskPackage, entry: dict[str, Any] | None, line: bytes | None
+) -> Iterator[Tamper]:
+    if entry is None:
         yield Tamper(pkg.id, "id", "package is not in the sealed dataset (added or renamed)")
         return
+    if line is not None and "line" in entry and sha256(line) == entry["line"]:
+        return  # the line as sealed: every field is as sealed
+    fields = entry.get("fields", {})
+    fields = fields if isinstance(fields, dict) else {}
     now = field_hashes(pkg)
     for name in sorted(set(now) | set(fields)):
         if now.get(name) != fields.get(name):
@@ -189,13 +222,17 @@ def state_problem(data: bytes, name: str, schema: list[tuple[str, str, str]] | N
 class StateVerifier:
     """``state_problem`` for the many states of one domain, at a fraction of its cost.
 
-    Two things make the per-state check cheap without trusting anything more:
+    Three things make the per-state check cheap without trusting anything more:
 
     - The schema is read on one connection that every image is deserialized into. A fresh
       connection parses the whole schema (every table, index and trigger) before its first
       query; this one keeps its parse while images carry the same schema cookie, and
       ``sqlite_master`` is still read from each image's own pages, so what is compared is what
       the image holds.
+    - ``sqlite_master``'s rows, in the order the image stores them, are first compared as they
+      come with those of an image already found to have the spec's schema: equal lists are
+      equal sorted lists. Anything else (or an error) is sorted and compared as before, so the
+      verdicts and messages are the same.
     - Verdicts are kept by content digest: a state's bytes are hashed on every call and the
       cached verdict is used only for the digest they actually hash to, so it can never stand
       for other bytes under the same name.
@@ -205,6 +242,8 @@ class StateVerifier:
         self.schema = schema
         self._conn: sqlite3.Connection | None = None
         self._verdicts: dict[str, str | None] = {}
+        self._good_rows: list[Any] | None = None
+        self._loaded: bytes | None = None
 
     def problem(self, data: bytes, name: str) -> str | None:
         """Why the state ``data``, stored as ``name``, cannot be trusted (None when it can)."""
@@ -215,23 +254,53 @@ class StateVerifier:
             self._verdicts[name] = self._check_schema(data, name)
         return self._verdicts[name]
 
+    def tracked(self, data: bytes, layout: Layout) -> Tracked | None:
+        """The tracked changes of an image (as ``Snapshot.tracked`` reads them), read on this
+        connection; None when they cannot be read (the caller's snapshot then reads them)."""
+        try:
+            conn = self._holding(data)
+            return read_tracked(conn, layout)
+        except sqlite3.Error:
+            self.close()
+            return None
+
     def connection(self) -> sqlite3.Connection:
         """The shared connection (opened on first use), for other reads of this domain's
         images: whoever uses it deserializes their image first."""
+        self._loaded = None
+        return self._open()
+
+    def _open(self) -> sqlite3.Connection:
         if self._conn is None:
             self._conn = sqlite3.connect(":memory:")
         return self._conn
 
+    def _holding(self, data: bytes) -> sqlite3.Connection:
+        """The connection with ``data`` deserialized into it (unless it holds it already)."""
+        conn = self._open()
+        if self._loaded is not data:
+            self._loaded = None
+            conn.deserialize(data)
+            self._loaded = data
+        return conn
+
     def _check_schema(self, data: bytes, name: str) -> str | None:
         try:
-            found = _read_schema(self.connection(), data)
+            rows = self._holding(data).execute(_SCHEMA_SQL).fetchall()
         except sqlite3.Error as exc:
             self.close()  # start the next image on a fresh connection
             return f"state {name[:12]}… is not a SQLite image: {exc}"
-        return _schema_problem(name, found, self.schema)
+        if rows == self._good_rows:
+            return None
+        found = sorted((str(t), str(n), str(s)) for t, n, s in rows)
+        problem = _schema_problem(name, found, self.schema)
+        if problem is None and all(type(v) is str for row in rows for v in row):
+            self._good_rows = rows
+        return problem
 
     def close(self) -> None:
         """Close the connection (a later call opens a new one)."""
+        self._loaded = None
         if self._conn is not None:
             self._conn.close()
             self._conn = None

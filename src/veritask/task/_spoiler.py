@@ -12,7 +12,11 @@ from typing import Any
 from veritask.policy import DomainSpec, ToolSpec, build_tools, quote_ident
 from veritask.task._package import WitnessCall
 
-_INT_ID = re.compile(r"(?:#\s*\d+\b|\bids?\b\s*[:=#]?\s*\d+\b|\brow\s+\d+\b)", re.I)
+_INT_ID = re.compile(r"(?=[#ir])(?:#\s*\d+\b|\bids?\b\s*[:=#]?\s*\d+\b|\brow\s+\d+\b)", re.I)
+"""An integer row id written out. The lookahead only lets the search skip, cheaply, every
+position where no alternative can start (each begins with ``#``, ``i`` or ``r``; under
+``re.I`` the class folds exactly as those letters do), so it matches what the pattern without
+it matches, about twice as fast."""
 
 
 def text_keys(spec: DomainSpec, origin: bytes, conn: sqlite3.Connection | None = None) -> set[str]:
@@ -57,8 +61,9 @@ class _Schema:
         return cls(shape, spec)
 
 
-def _identifiers(spec: DomainSpec) -> frozenset[str]:
-    """Tool names and the schema identifiers that contain an underscore.
+def spec_identifiers(spec: DomainSpec) -> frozenset[str]:
+    """Tool names and the schema identifiers that contain an underscore (what the spoiler
+    check looks for as words of a text).
 
     Cached in a small, bounded LRU keyed by the spec's schema shape rather than by object
     identity. A key of ``id(spec)`` is only safe while the cache keeps every spec it has seen
@@ -83,22 +88,26 @@ def _schema_identifiers(schema: _Schema) -> frozenset[str]:
 
 
 def find_spoilers(
-    text: str, spec: DomainSpec, internal_ids: Iterable[str], known: Iterable[str]
+    text: str,
+    spec: DomainSpec,
+    internal_ids: Iterable[str],
+    known: Iterable[str],
+    identifiers: frozenset[str] | None = None,
 ) -> list[str]:
     """What in ``text`` the user could not know: tool names, schema identifiers (table and
     column names), internal ids (``internal_ids`` minus the ``known`` ones the user was told),
-    and integer row ids written as ``#12`` / ``id 12``. Empty when the text is spoiler-free."""
+    and integer row ids written as ``#12`` / ``id 12``. Empty when the text is spoiler-free.
+
+    ``identifiers`` are ``spec_identifiers(spec)`` when the caller keeps them (a checker asks
+    once per domain); otherwise they are looked up for ``spec``."""
     found: list[str] = []
     words = set(re.findall(r"[A-Za-z0-9_]+", text))
-    for name in sorted(_identifiers(spec) & words):
+    names = identifiers if identifiers is not None else spec_identifiers(spec)
+    for name in sorted(names & words):
         found.append(f"schema identifier {name!r}")
-    allowed = set(known)
-    for key in sorted(set(internal_ids) - allowed):
-        if (
-            key
-            and key in text
-            and re.search(rf"(?<![A-Za-z0-9_]){re.escape(key)}(?![A-Za-z0-9_])", text)
-        ):
+    present = {key for key in internal_ids if key and key in text}  # most ids are not
+    for key in sorted(present - set(known)):
+        if re.search(rf"(?<![A-Za-z0-9_]){re.escape(key)}(?![A-Za-z0-9_])", text):
             found.append(f"internal id {key!r}")
     found += [f"row id {m.group(0)!r}" for m in _INT_ID.finditer(text)]
     return found
