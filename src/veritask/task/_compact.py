@@ -31,7 +31,7 @@ import re
 import struct
 import tarfile
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,17 +99,24 @@ def _page(data: bytes, index: int, size: int) -> bytes:
     return data[start : start + length].ljust(length, b"\0")
 
 
+def _changed_pages(base: bytes, target: bytes) -> Iterator[tuple[int, bytes]]:
+    """Each page of ``target`` that differs from ``base``: its index and the two XOR-ed."""
+    size = len(target)
+    for index in range((size + CHUNK - 1) // CHUNK):
+        new = _page(target, index, size)
+        old = _page(base, index, size)
+        if new != old:
+            yield index, _xor(new, old)
+
+
 def make_delta(base_digest: str, base: bytes, target: bytes) -> Delta:
     """The delta that turns ``base`` into ``target``."""
     size = len(target)
     pages: list[int] = []
     chunks: list[bytes] = []
-    for index in range((size + CHUNK - 1) // CHUNK):
-        new = _page(target, index, size)
-        old = _page(base, index, size)
-        if new != old:
-            pages.append(index)
-            chunks.append(_xor(new, old))
+    for index, xored in _changed_pages(base, target):
+        pages.append(index)
+        chunks.append(xored)
     body = zlib.compress(b"".join(chunks), _LEVEL)
     return Delta(sha256(target), base_digest, size, tuple(pages), body)
 
@@ -170,14 +177,11 @@ def make_runs_delta(base_digest: str, base: bytes, target: bytes) -> Delta:
     size = len(target)
     spans: list[int] = []
     chunks: list[bytes] = []
-    for index in range((size + CHUNK - 1) // CHUNK):
-        new = _page(target, index, size)
-        old = _page(base, index, size)
-        if new != old:
-            start = index * CHUNK
-            for m in _RUN.finditer(_xor(new, old)):
-                spans += (start + m.start(), m.end() - m.start())
-                chunks.append(m.group())
+    for index, xored in _changed_pages(base, target):
+        start = index * CHUNK
+        for m in _RUN.finditer(xored):
+            spans += (start + m.start(), m.end() - m.start())
+            chunks.append(m.group())
     head = struct.pack(f"<{1 + len(spans)}I", len(spans) // 2, *spans)
     body = zlib.compress(head + b"".join(chunks), _LEVEL)
     return Delta(sha256(target), base_digest, size, (), body, version=2)
