@@ -16,7 +16,13 @@ from typing import Any
 import pytest
 
 from veritask.domains import load_domain
-from veritask.env import DEFAULT_CALL_TIME_LIMIT, CompiledDomain, Environment, ToolResult
+from veritask.env import (
+    DEFAULT_CALL_TIME_LIMIT,
+    CompiledDomain,
+    Environment,
+    ToolResult,
+    _environment,
+)
 
 GOOD = {"member_id": "m_ana", "book_id": "b_dune", "due_step": 10}
 LAPSED = {"member_id": "m_lapsed", "book_id": "b_dune", "due_step": 10}
@@ -208,3 +214,15 @@ def test_a_failing_release_is_rolled_back(mock_env: Environment) -> None:
     assert result.error is not None and result.error.code == "FOREIGN_KEY_VIOLATION"
     assert_clean_rejection(mock_env, before, result)
     assert mock_env.call("insert_loans", GOOD).ok
+
+
+def test_an_ordinary_call_never_reads_the_clock(
+    mock_env: Environment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The call's deadline is armed by the progress handler's first firing, which a call of a
+    few hundred virtual-machine steps never reaches; a runaway one still is (tests above)."""
+    reads: list[float] = []
+    monkeypatch.setattr(_environment, "_monotonic", lambda: reads.append(0.0) or 0.0)
+    assert mock_env.call("insert_loans", GOOD).ok
+    assert mock_env.call("query_loans", {}).ok
+    assert reads == []

@@ -8,6 +8,7 @@ mappings: every result and every state after it must be the same.
 
 from __future__ import annotations
 
+import itertools
 from functools import cache
 from types import MappingProxyType
 from typing import Any
@@ -17,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from veritask.domains import load_domain
-from veritask.env import CompiledDomain, Environment
+from veritask.env import CompiledDomain, Environment, _environment
 from veritask.env._args import MAX_STRING_CHARS, SQLITE_INT_MAX, fast_checks, validate_arguments
 from veritask.env._fastpath import compile_checks, compile_row
 
@@ -162,6 +163,35 @@ def test_argument_shapes_kept_per_environment_are_bounded() -> None:
         assert not env.call("query_loans", {f"k{i}": 1}).ok
     assert len(env._plans) <= 4096
     assert env.call("query_loans", {}).ok
+
+
+def test_query_statements_are_kept_per_set_of_names_not_per_ordering() -> None:
+    """A caller permuting the same filters gets the same answer and adds no cache entry."""
+    env = Environment(_compiled("travel"))
+    filters = {"status": "DRAFT", "user_id": "u_bob", "limit": 5, "offset": 0, "order_by": "id"}
+    first = env.call("query_travel_requests", filters)
+    assert first.ok, first.error
+    kept = len(env._query_cache)
+    for order in itertools.permutations(filters):
+        again = env.call("query_travel_requests", {k: filters[k] for k in order})
+        assert again == first
+    assert len(env._query_cache) == kept
+
+
+def test_query_statements_kept_per_environment_are_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_environment, "_MAX_PLANS", 3)
+    env = Environment(_compiled("travel"))
+    columns = list(env.rows("travel_requests")[0])
+    answers = [
+        env.call("query_travel_requests", {"order_by": c, "descending": d})
+        for c in columns
+        for d in (False, True)
+    ]
+    assert all(a.ok for a in answers), [a.error for a in answers if not a.ok][:1]
+    assert len(env._query_cache) == 3
+    assert env.call("query_travel_requests", {"order_by": columns[-1]}) == answers[-2]
 
 
 def test_row_dicts_keep_column_names_of_any_spelling() -> None:

@@ -153,7 +153,9 @@ class Environment:
         """Seconds one ``call`` may run before its statement is interrupted; None for no limit."""
         self._mode: Mode = "admin"
         self._block_deadline = math.inf  # set by ``time_limit`` for every statement in a block
-        self._deadline = math.inf  # the deadline the progress handler enforces right now
+        # the deadline the progress handler enforces right now; None inside a call until the
+        # handler first fires there and arms it (see ``_past_deadline``)
+        self._deadline: float | None = math.inf
         self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         self._conn.set_authorizer(self._authorize)
         self._conn.set_progress_handler(self._past_deadline, _PROGRESS_OPCODES)
@@ -193,8 +195,23 @@ class Environment:
             self._deadline = previous
 
     def _past_deadline(self) -> int:
-        """SQLite progress handler: a non-zero answer interrupts the running statement."""
-        return 1 if time.monotonic() > self._deadline else 0
+        """SQLite progress handler: a non-zero answer interrupts the running statement.
+
+        Inside a call the call's own deadline is armed lazily, on the handler's first firing in
+        that call, as ``call_time_limit`` from then (capped by a ``time_limit`` block). SQLite
+        fires the handler every ``_PROGRESS_OPCODES`` virtual-machine steps of a statement, so a
+        call that never runs that many steps (every ordinary call) never reads the clock, and a
+        runaway one is armed within one check interval of its start: the limit is counted at
+        most one interval late, the same granularity the handler has at the other end.
+        """
+        now = _monotonic()
+        deadline = self._deadline
+        if deadline is None:  # the first check in this call
+            limit, deadline = self.call_time_limit, self._block_deadline
+            if limit is not None and now + limit < deadline:
+                deadline = now + limit
+            self._deadline = deadline
+        return 1 if now > deadline else 0
 
     def close(self) -> None:
         """Close the database connection."""
@@ -246,10 +263,7 @@ class Environment:
         back as ``TIME_LIMIT_EXCEEDED``. Anything unforeseen comes back as ``INTERNAL_ERROR``,
         reported only after the savepoint has been rolled back.
         """
-        limit = self.call_time_limit
-        if limit is not None:
-            deadline, block = _monotonic() + limit, self._block_deadline
-            self._deadline = deadline if deadline < block else block
+        self._deadline = None  # armed by the progress handler if the call runs long enough
         try:
             if type(args) is dict and type(tool) is str:  # the fast path, see ``_plan``
                 plan = self._plans.get((tool, tuple(args)), _NO_PLAN)
@@ -323,16 +337,20 @@ class Environment:
 
     def _query_sql(self, tool: ToolSpec, args: dict[str, Any]) -> tuple[str, str, list[str]]:
         """The row and count statements of a query with these arguments, and the arguments
-        they bind in order (cached per tool, argument names and ordering)."""
+        they bind in order.
+
+        Cached per tool, set of argument names and ordering, and bounded: the filters are
+        written in the tool's parameter order whatever order the arguments came in, so callers
+        cannot grow the cache by permuting names, and at most ``_MAX_PLANS`` entries are kept.
+        """
         order_by, descending = args.get("order_by"), bool(args.get("descending"))
-        key = (tool.name, tuple(args), order_by, descending)
+        key = (tool.name, frozenset(args), order_by, descending)
         found = self._query_cache.get(key)
         if found is None:
             where: list[str] = []
             names: list[str] = []
-            for name in args:
-                p = tool.params[name]
-                if p.column is None:
+            for name, p in tool.params.items():
+                if p.column is None or name not in args:
                     continue
                 op = {"eq": "=", "min": ">=", "max": "<="}[p.role]
                 where.append(f"{quote_ident(p.column)} {op} ?")
@@ -348,11 +366,9 @@ class Environment:
                 f"SELECT {self._columns_sql(tool.table)} FROM {table}{clause} "
                 f"ORDER BY {order}rowid LIMIT ? OFFSET ?"
             )
-            found = self._query_cache[key] = (
-                rows_sql,
-                f"SELECT count(*) FROM {table}{clause}",
-                names,
-            )
+            found = (rows_sql, f"SELECT count(*) FROM {table}{clause}", names)
+            if len(self._query_cache) < _MAX_PLANS:
+                self._query_cache[key] = found
         return found
 
     def _query(self, tool: ToolSpec, args: dict[str, Any]) -> ToolResult:
