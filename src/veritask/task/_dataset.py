@@ -25,11 +25,13 @@ its origins are compressed (see ``veritask.task._compact`` and
 
 from __future__ import annotations
 
+import gc
 import gzip
 import json
 import os
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -374,6 +376,23 @@ class DatasetDir:
         return data
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No automatic garbage collection inside the block (it is put back as it was after).
+
+    Parsing a manifest builds many long-lived objects and no cycles, and each automatic
+    collection on the way traverses every object built so far: with it on, loading 1,000
+    retail packages took twice as long. Garbage made meanwhile is collected by the next
+    collection after the block."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
 def _parse_lines(path: Path) -> Iterator[tuple[int, TaskPackage | None, str | None]]:
     for lineno, raw in enumerate(path.read_bytes().splitlines(), 1):
         try:
@@ -405,7 +424,9 @@ def load_dataset(root: str | Path, *, check_files: bool = True) -> list[TaskPack
     packages: list[TaskPackage] = []
     seen: dict[str, int] = {}
     policies: set[str] = set()
-    for lineno, pkg, err in _parse_lines(ds.manifest):
+    with _gc_paused():
+        parsed = list(_parse_lines(ds.manifest))
+    for lineno, pkg, err in parsed:
         if pkg is None:
             problems.append(f"{ds.manifest}:{lineno}: {err}")
             continue
@@ -430,3 +451,23 @@ def load_dataset(root: str | Path, *, check_files: bool = True) -> list[TaskPack
     if problems:
         raise DatasetError(problems)
     return packages
+
+
+@contextmanager
+def loaded_apart(root: str | Path) -> Iterator[list[TaskPackage]]:
+    """:func:`load_dataset`, with what it built kept out of the collector's passes in the block.
+
+    A pass over a dataset keeps every package alive to its end, and each full collection on
+    the way would traverse all of them again: the heap as it is once loaded is frozen
+    (``gc.freeze``) for the block and unfrozen after it, so nothing is lost to the collector.
+    When something else froze the heap already, it is left as it is."""
+    with _gc_paused():
+        packages = load_dataset(root)
+        freeze = gc.get_freeze_count() == 0
+        if freeze:
+            gc.freeze()
+    try:
+        yield packages
+    finally:
+        if freeze:
+            gc.unfreeze()
