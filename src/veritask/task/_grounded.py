@@ -254,25 +254,27 @@ class _Grounder:
                 else ("every request for this tool is already answered by an earlier call")
             )
             return [Ungrounded(index, tool.name, None, why)]
-        # the first request (in order) that grounds every argument is the least by (problems,
-        # order), so the later ones need not be tried; grounding leaves the state as it was
-        tried = []
+        # The first request (in order) that grounds every argument is the least by (problems,
+        # order): each is tried only up to its first problem, the later ones not at all, and
+        # all problems are counted only when none grounds the write. Grounding leaves the
+        # state as it was, so trying twice answers the same.
         for i in unused:
-            missing = self._missing(index, tool, call, self.asks[i])
-            if not missing:
+            if next(self._problems(index, tool, call, self.asks[i]), None) is None:
                 self.used.add(i)
-                return missing
-            tried.append((missing, i))
+                return []
+        tried = [(list(self._problems(index, tool, call, self.asks[i])), i) for i in unused]
         return min(tried, key=lambda t: (len(t[0]), t[1]))[0]
 
-    def _missing(self, index: int, tool: ToolSpec, call: WitnessCall, ask: Ask) -> list[Ungrounded]:
+    def _problems(
+        self, index: int, tool: ToolSpec, call: WitnessCall, ask: Ask
+    ) -> Iterator[Ungrounded]:
+        """Why the write does not answer ``ask``, argument by argument (nothing when it does)."""
         table = self.env.spec.table(tool.table)
-        out = []
         for arg, value in call.args.items():
             column = table.column(arg) if arg in table.column_names else None
             reason = self._reason(tool, call, ask, arg, value, column)
             if reason is not None:
-                out.append(Ungrounded(index, tool.name, arg, reason))
+                yield Ungrounded(index, tool.name, arg, reason)
         for arg, value in ask.values.items():
             # a value the user states that the write leaves out: an agent that writes it (as
             # asked) does not reach the target, unless the record already has that value
@@ -280,10 +282,7 @@ class _Grounder:
                 tool.kind == "update" and self._unchanged(tool, call, arg, value)
             ):
                 continue
-            out.append(
-                Ungrounded(index, tool.name, arg, "stated by the user, but the write leaves it out")
-            )
-        return out
+            yield Ungrounded(index, tool.name, arg, "stated by the user, but the write leaves it out")
 
     def _reason(
         self,
