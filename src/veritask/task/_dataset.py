@@ -59,6 +59,8 @@ _CACHE_BYTES = 64 << 20
 """Decoded states kept in memory per directory, in bytes (origins serve a scene's tasks)."""
 SPEC_FILE = "spec.yaml"
 """The copy of the domain spec in a dataset generated from a spec file."""
+_PACK_HELD_BYTES = 64 << 20
+"""Packs up to this size are read whole once and their delta bodies cut from memory."""
 
 
 class DatasetError(ValueError):
@@ -82,6 +84,9 @@ class DatasetDir:
     )
     _cache_bytes: int = field(default=0, init=False, repr=False, compare=False)
     _listing: set[str] | None = field(default=None, init=False, repr=False, compare=False)
+    _pack_files: dict[Path, bytes] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
@@ -95,6 +100,7 @@ class DatasetDir:
         self._cache = OrderedDict()
         self._cache_bytes = 0
         self._listing = None
+        self._pack_files = {}
 
     @property
     def manifest(self) -> Path:
@@ -242,7 +248,18 @@ class DatasetDir:
         if entry.base == digest:
             raise PackError(f"state {digest[:12]}… is a delta from itself")
         base = self.read_state(entry.base)
-        return entry.rebuild(base)
+        return entry.rebuild(base, self._body(entry))
+
+    def _body(self, entry: PackEntry) -> bytes | None:
+        """A delta's compressed body, cut from its pack file read whole once (packs are named
+        by their content's sha256, so the bytes cannot go stale). None for a pack larger than
+        ``_PACK_HELD_BYTES``: its bodies are read one by one."""
+        data = self._pack_files.get(entry.path)
+        if data is None:
+            if entry.path.stat().st_size > _PACK_HELD_BYTES:
+                return None
+            data = self._pack_files[entry.path] = entry.path.read_bytes()
+        return data[entry.offset : entry.offset + entry.length]
 
     def materialize(self, digest: str) -> Path:
         """Write the full image of a state as ``states/<sha256>.sqlite`` (for tools that open
@@ -275,6 +292,7 @@ class DatasetDir:
             body = pack_bytes(deltas)
             atomic_write(self.root / "states" / f"{sha256(body)}{PACK_SUFFIX}", body)
             self._packs = None
+            self._pack_files = {}
         for origin in sorted(origins):
             self._compress(origin)
         for delta in deltas:
