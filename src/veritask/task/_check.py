@@ -23,6 +23,7 @@ from veritask.task._grounded import certify_grounded
 from veritask.task._integrity import StateVerifier, compare_seal, reference_schema
 from veritask.task._package import TaskPackage
 from veritask.task._spoiler import (
+    IdIndex,
     decided_spoilers,
     find_spoilers,
     spec_identifiers,
@@ -86,7 +87,7 @@ class CheckReport:
 @dataclass
 class _Origin:
     data: bytes
-    keys: set[str]
+    keys: IdIndex
 
 
 @dataclass
@@ -158,7 +159,8 @@ class _Checker:
         found = self.origins.get(key)
         if found is None:
             data = self.ds.read_state(digest)
-            found = _Origin(data, text_keys(dom.compiled.spec, data, dom.verifier.connection()))
+            keys = text_keys(dom.compiled.spec, data, dom.verifier.connection())
+            found = _Origin(data, IdIndex.of(keys))
             self.origins[key] = found
             if len(self.origins) > _ORIGIN_CACHE:
                 self.origins.popitem(last=False)

@@ -28,6 +28,7 @@ execution, on the state the refused call met.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import string
 from collections.abc import Iterator
@@ -220,10 +221,8 @@ class _Grounder:
 
     def _remember(self, table: str, match: dict[str, Any], payload: Any) -> None:
         """Keep ``payload`` as the answer of ``query_<table>`` with ``match`` on this state."""
-        try:
+        with contextlib.suppress(TypeError):  # an unhashable argument: not cached
             self._queries[_query_key(table, match)] = payload
-        except TypeError:  # an unhashable argument: not cached
-            pass
 
     def _query(self, table: str, match: dict[str, Any]) -> Any:
         """The payload of ``query_<table>`` with ``match`` on the current state (None when the
@@ -282,7 +281,9 @@ class _Grounder:
                 tool.kind == "update" and self._unchanged(tool, call, arg, value)
             ):
                 continue
-            yield Ungrounded(index, tool.name, arg, "stated by the user, but the write leaves it out")
+            yield Ungrounded(
+                index, tool.name, arg, "stated by the user, but the write leaves it out"
+            )
 
     def _reason(
         self,
