@@ -18,11 +18,12 @@ from typing import Any, Literal
 
 from veritask._util import sha256
 from veritask.env import CompiledDomain, Environment, Snapshot
-from veritask.task._dataset import DatasetDir, load_dataset
+from veritask.task._dataset import DatasetDir, loaded_apart
 from veritask.task._grounded import certify_grounded
 from veritask.task._integrity import StateVerifier, compare_seal, reference_schema
 from veritask.task._package import TaskPackage
 from veritask.task._spoiler import (
+    IdIndex,
     decided_spoilers,
     find_spoilers,
     spec_identifiers,
@@ -86,7 +87,7 @@ class CheckReport:
 @dataclass
 class _Origin:
     data: bytes
-    keys: set[str]
+    keys: IdIndex
 
 
 @dataclass
@@ -158,7 +159,8 @@ class _Checker:
         found = self.origins.get(key)
         if found is None:
             data = self.ds.read_state(digest)
-            found = _Origin(data, text_keys(dom.compiled.spec, data, dom.verifier.connection()))
+            keys = text_keys(dom.compiled.spec, data, dom.verifier.connection())
+            found = _Origin(data, IdIndex.of(keys))
             self.origins[key] = found
             if len(self.origins) > _ORIGIN_CACHE:
                 self.origins.popitem(last=False)
@@ -288,20 +290,22 @@ def check_dataset(root: str | Path) -> CheckReport:
         DatasetError: The manifest is invalid or refers to missing states or policies.
     """
     ds = DatasetDir(Path(root))
-    packages = load_dataset(ds.root)
-    report = CheckReport(tasks=len(packages))
-    seen: dict[tuple[str, str], str] = {}
-    checker = _Checker(ds)
-    try:
-        _check_seal(checker, packages, report)
-        for pkg in packages:
-            pair = (pkg.origin, pkg.target)
-            if pair in seen:
-                report.duplicates += 1
-                report.add_failure(pkg.id, "duplicate", f"same origin and target as {seen[pair]!r}")
-            else:
-                seen[pair] = pkg.id
-            _check_package(checker, pkg, report)
-    finally:
-        checker.close()
+    with loaded_apart(ds.root) as packages:
+        report = CheckReport(tasks=len(packages))
+        seen: dict[tuple[str, str], str] = {}
+        checker = _Checker(ds)
+        try:
+            _check_seal(checker, packages, report)
+            for pkg in packages:
+                pair = (pkg.origin, pkg.target)
+                if pair in seen:
+                    report.duplicates += 1
+                    report.add_failure(
+                        pkg.id, "duplicate", f"same origin and target as {seen[pair]!r}"
+                    )
+                else:
+                    seen[pair] = pkg.id
+                _check_package(checker, pkg, report)
+        finally:
+            checker.close()
     return report

@@ -245,14 +245,20 @@ class PackEntry:
     length: int
     version: int = 1
 
-    def rebuild(self, base: bytes) -> bytes:
+    def rebuild(self, base: bytes, body: bytes | None = None) -> bytes:
         """The target rebuilt from ``base`` (the image named ``self.base``).
+
+        Args:
+            base: The base image.
+            body: The delta's compressed body when the caller has read it already (else it is
+                read from the pack).
 
         Raises:
             PackError: The body cannot be read, decoded or does not fit its description.
             OSError: The pack cannot be read.
         """
-        body = read_body(self)
+        if body is None:
+            body = read_body(self)
         if self.version == 1:
             return apply_delta(base, self.size, self.pages, body)
         return apply_runs(base, self.size, body)

@@ -28,6 +28,7 @@ execution, on the state the refused call met.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import string
 from collections.abc import Iterator
@@ -179,7 +180,8 @@ class _Grounder:
         self.actor_table = actor_table(env.spec)
         self.give_ups = _give_ups(pkg)
         self._queries: dict[tuple[Any, ...], Any] = {}
-        """Query payloads on the current state (cleared whenever a witness call runs)."""
+        """Query payloads on the current state (cleared whenever a witness write is accepted;
+        a witness query adds its own)."""
         self._resolved: dict[tuple[int, str], tuple[RowRef, _Resolved]] = {}
         """``_resolve``'s answers on the current state (cleared whenever a witness call runs)."""
 
@@ -202,17 +204,30 @@ class _Grounder:
         return []
 
     def after(self, call: WitnessCall, result: ToolResult) -> None:
-        """Take note of what a witness call showed the agent once it has run."""
-        self._queries.clear()
+        """Take note of what a witness call showed the agent once it has run.
+
+        Only an accepted write changes the state (a refused call is rolled back byte for byte,
+        which the probes rely on too), so only then, or after a call of an unknown tool, are the
+        lookups on it forgotten. A witness lookup is itself the answer to the same lookup on the
+        state it leaves, since a query does not change the state."""
         self._resolved.clear()
         tool = self.env.tools.get(call.tool)
+        if tool is None or (tool.writes and result.ok):
+            self._queries.clear()
+        elif result.ok and call.tool == f"query_{tool.table}":
+            self._remember(tool.table, call.args, result.result)
         if result.ok and tool is not None:
             self.seen.add(tool.table, result.result)
+
+    def _remember(self, table: str, match: dict[str, Any], payload: Any) -> None:
+        """Keep ``payload`` as the answer of ``query_<table>`` with ``match`` on this state."""
+        with contextlib.suppress(TypeError):  # an unhashable argument: not cached
+            self._queries[_query_key(table, match)] = payload
 
     def _query(self, table: str, match: dict[str, Any]) -> Any:
         """The payload of ``query_<table>`` with ``match`` on the current state (None when the
         query fails); asked once per state for the same arguments."""
-        key = (table, *((k, type(v), v) for k, v in match.items()))
+        key = _query_key(table, match)
         try:
             return self._queries[key]
         except KeyError:
@@ -238,20 +253,27 @@ class _Grounder:
                 else ("every request for this tool is already answered by an earlier call")
             )
             return [Ungrounded(index, tool.name, None, why)]
-        tried = [(self._missing(index, tool, call, self.asks[i]), i) for i in unused]
-        missing, best = min(tried, key=lambda t: (len(t[0]), t[1]))
-        if not missing:
-            self.used.add(best)
-        return missing
+        # The first request (in order) that grounds every argument is the least by (problems,
+        # order): each is tried only up to its first problem, the later ones not at all, and
+        # all problems are counted only when none grounds the write. Grounding leaves the
+        # state as it was, so trying twice answers the same.
+        for i in unused:
+            if next(self._problems(index, tool, call, self.asks[i]), None) is None:
+                self.used.add(i)
+                return []
+        tried = [(list(self._problems(index, tool, call, self.asks[i])), i) for i in unused]
+        return min(tried, key=lambda t: (len(t[0]), t[1]))[0]
 
-    def _missing(self, index: int, tool: ToolSpec, call: WitnessCall, ask: Ask) -> list[Ungrounded]:
+    def _problems(
+        self, index: int, tool: ToolSpec, call: WitnessCall, ask: Ask
+    ) -> Iterator[Ungrounded]:
+        """Why the write does not answer ``ask``, argument by argument (nothing when it does)."""
         table = self.env.spec.table(tool.table)
-        out = []
         for arg, value in call.args.items():
             column = table.column(arg) if arg in table.column_names else None
             reason = self._reason(tool, call, ask, arg, value, column)
             if reason is not None:
-                out.append(Ungrounded(index, tool.name, arg, reason))
+                yield Ungrounded(index, tool.name, arg, reason)
         for arg, value in ask.values.items():
             # a value the user states that the write leaves out: an agent that writes it (as
             # asked) does not reach the target, unless the record already has that value
@@ -259,10 +281,9 @@ class _Grounder:
                 tool.kind == "update" and self._unchanged(tool, call, arg, value)
             ):
                 continue
-            out.append(
-                Ungrounded(index, tool.name, arg, "stated by the user, but the write leaves it out")
+            yield Ungrounded(
+                index, tool.name, arg, "stated by the user, but the write leaves it out"
             )
-        return out
 
     def _reason(
         self,
@@ -326,7 +347,7 @@ class _Grounder:
             return problem
         if column in match:
             return None if _same(match[column], value) else f"{what} is another record"
-        row, problem = self._unique(RowRef(table=table, match=match), what)
+        row, problem = self._one(table, match, what)
         if row is None or not _same(row.get(column), value):
             return problem or f"{what} is another record"
         if not any(_matches(r, match) for r in self.seen.find(table, column, value)):
@@ -366,7 +387,7 @@ class _Grounder:
             if not any(_matches(r, parent_match) for r in seen):
                 return match, f"{what}: its {parent_table} record was never shown to the agent"
             match[col] = row[parent_col]
-        _, problem = self._unique(RowRef(table=ref.table, match=match), what)
+        _, problem = self._one(ref.table, match, what)
         return match, problem
 
     def _unique(self, ref: RowRef, what: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -374,7 +395,14 @@ class _Grounder:
         match, problem = self._resolve(ref, what) if _nested(ref) else (dict(ref.match), None)
         if problem is not None:
             return None, problem
-        payload = self._query(ref.table, match)
+        return self._one(ref.table, match, what)
+
+    def _one(
+        self, table: str, match: dict[str, Any], what: str
+    ) -> tuple[dict[str, Any] | None, str | None]:
+        """The one row of ``table`` that ``match`` (plain values) picks out, or why it picks
+        out none or several."""
+        payload = self._query(table, match)
         rows = payload.get("rows") if isinstance(payload, dict) else None
         total = payload.get("total") if isinstance(payload, dict) else None
         if total != 1 or not rows:
@@ -555,6 +583,12 @@ def _give_ups(pkg: TaskPackage) -> dict[tuple[str, str], set[str]]:
                 stated = set(ask.values) | set(ask.refs)
                 out.setdefault((ask.tool, fb.rule), set()).update(stated)
     return out
+
+
+def _query_key(table: str, match: dict[str, Any]) -> tuple[Any, ...]:
+    """The cache key of ``query_<table>`` with ``match`` (argument names, order, types and
+    values: ``1``, ``1.0`` and ``True`` are different keys)."""
+    return (table, *((k, type(v), v) for k, v in match.items()))
 
 
 def _nested(ref: RowRef) -> bool:

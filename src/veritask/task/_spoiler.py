@@ -87,10 +87,33 @@ def _schema_identifiers(schema: _Schema) -> frozenset[str]:
     return frozenset(names)
 
 
+_WORD_ONLY = re.compile(r"[A-Za-z0-9_]+")
+
+
+@dataclass(frozen=True)
+class IdIndex:
+    """Internal ids split for :func:`find_spoilers`, made once for the many texts of a scene.
+
+    An id made only of ASCII letters, digits and ``_`` occurs in a text with no such character
+    on either side exactly when it is one of the text's maximal runs of them, so those ids are
+    found by a set intersection with the text's words; the others are searched for as before.
+    """
+
+    words: frozenset[str]
+    others: tuple[str, ...]
+
+    @classmethod
+    def of(cls, internal_ids: Iterable[str]) -> IdIndex:
+        """The index of ``internal_ids`` (empty ids are left out)."""
+        ids = {key for key in internal_ids if key}
+        words = frozenset(key for key in ids if _WORD_ONLY.fullmatch(key))
+        return cls(words, tuple(sorted(ids - words)))
+
+
 def find_spoilers(
     text: str,
     spec: DomainSpec,
-    internal_ids: Iterable[str],
+    internal_ids: Iterable[str] | IdIndex,
     known: Iterable[str],
     identifiers: frozenset[str] | None = None,
 ) -> list[str]:
@@ -99,15 +122,20 @@ def find_spoilers(
     and integer row ids written as ``#12`` / ``id 12``. Empty when the text is spoiler-free.
 
     ``identifiers`` are ``spec_identifiers(spec)`` when the caller keeps them (a checker asks
-    once per domain); otherwise they are looked up for ``spec``."""
+    once per domain); otherwise they are looked up for ``spec``. ``internal_ids`` may be an
+    :class:`IdIndex` made once for many texts."""
     found: list[str] = []
-    words = set(re.findall(r"[A-Za-z0-9_]+", text))
+    words = set(_WORD_ONLY.findall(text))
     names = identifiers if identifiers is not None else spec_identifiers(spec)
     for name in sorted(names & words):
         found.append(f"schema identifier {name!r}")
-    present = {key for key in internal_ids if key and key in text}  # most ids are not
+    index = internal_ids if isinstance(internal_ids, IdIndex) else IdIndex.of(internal_ids)
+    present = words & index.words
+    present.update(key for key in index.others if key in text)  # most ids are not
     for key in sorted(present - set(known)):
-        if re.search(rf"(?<![A-Za-z0-9_]){re.escape(key)}(?![A-Za-z0-9_])", text):
+        if key in index.words or re.search(
+            rf"(?<![A-Za-z0-9_]){re.escape(key)}(?![A-Za-z0-9_])", text
+        ):
             found.append(f"internal id {key!r}")
     found += [f"row id {m.group(0)!r}" for m in _INT_ID.finditer(text)]
     return found
