@@ -109,22 +109,28 @@ def test_a_give_up_no_approver_would_lift_is_not_grounded(env: Environment) -> N
     assert "approver_id = None" in problems[0].reason
 
 
-def test_a_write_that_leaves_out_a_stated_value_is_named(env: Environment) -> None:
-    """Ali asks to move his draft to steps 7-9; the write moves only its start. An agent doing
-    what he asks writes end step 9 too, so the witness's target is not his."""
+def _draft_moved_to(env: Environment, end_step: int) -> TaskPackage:
+    """Ali asks to move his draft 'Dentist and rest' to steps 7-``end_step``; the witness
+    writes only the new start step."""
     draft = RowRef(table="leave_requests", match={"note": "Dentist and rest"})
     ask = Ask(
         transaction="edit_draft",
         tool="update_leave_requests",
         target=draft,
-        values={"start_step": 7, "end_step": 9},
+        values={"start_step": 7, "end_step": end_step},
     )
-    text = "Move my draft 'Dentist and rest' to start step 7, end step 9."
-    calls = [
+    text = f"Move my draft 'Dentist and rest' to start step 7, end step {end_step}."
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("query_leave_requests", {"note": "Dentist and rest"}),
         ("update_leave_requests", {"id": 2, "start_step": 7, "days": 2}),
     ]
-    pkg = _package(env, "e_ali", text, ask, calls)
+    return _package(env, "e_ali", text, ask, calls)
+
+
+def test_a_write_that_leaves_out_a_stated_value_is_named(env: Environment) -> None:
+    """Ali asks to move his draft to steps 7-9; the write moves only its start. An agent doing
+    what he asks writes end step 9 too, so the witness's target is not his."""
+    pkg = _draft_moved_to(env, 9)
     assert pkg.witness[1].ok
     problems = grounding(pkg, env, env.snapshot().data)
     assert [(u.call, u.arg) for u in problems] == [(1, "end_step")]
@@ -132,19 +138,7 @@ def test_a_write_that_leaves_out_a_stated_value_is_named(env: Environment) -> No
 
 
 def test_a_stated_value_the_record_already_has_may_be_left_out(env: Environment) -> None:
-    draft = RowRef(table="leave_requests", match={"note": "Dentist and rest"})
-    ask = Ask(
-        transaction="edit_draft",
-        tool="update_leave_requests",
-        target=draft,
-        values={"start_step": 7, "end_step": 8},
-    )
-    text = "Move my draft 'Dentist and rest' to start step 7, end step 8."
-    calls = [
-        ("query_leave_requests", {"note": "Dentist and rest"}),
-        ("update_leave_requests", {"id": 2, "start_step": 7, "days": 2}),
-    ]
-    pkg = _package(env, "e_ali", text, ask, calls)
+    pkg = _draft_moved_to(env, 8)
     assert _problems(env, pkg) == []
 
 

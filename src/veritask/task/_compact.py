@@ -134,6 +134,17 @@ def apply_delta(base: bytes, size: int, pages: Sequence[int], body: bytes) -> by
     if len(base) == size and all(a < b for a, b in itertools.pairwise(pages)):
         return _apply_in_order(base, size, pages, xored)
     out = bytearray(base[:size].ljust(size, b"\0"))
+    for start, length, part in _page_parts(size, pages, xored):
+        out[start : start + length] = _xor(bytes(out[start : start + length]), part)
+    return bytes(out)
+
+
+def _page_parts(size: int, pages: Sequence[int], xored: bytes) -> Iterator[tuple[int, int, bytes]]:
+    """Each listed page's offset, length and XOR-ed bytes cut from ``xored``.
+
+    Raises:
+        PackError: ``xored`` is shorter or longer than the pages need.
+    """
     pos = 0
     for index in pages:
         start = index * CHUNK
@@ -141,11 +152,10 @@ def apply_delta(base: bytes, size: int, pages: Sequence[int], body: bytes) -> by
         part = xored[pos : pos + length]
         if len(part) != length:
             raise PackError("delta body is shorter than its pages")
-        out[start : start + length] = _xor(bytes(out[start : start + length]), part)
+        yield start, length, part
         pos += length
     if pos != len(xored):
         raise PackError("delta body is longer than its pages")
-    return bytes(out)
 
 
 def _apply_in_order(base: bytes, size: int, pages: Sequence[int], xored: bytes) -> bytes:
@@ -153,17 +163,10 @@ def _apply_in_order(base: bytes, size: int, pages: Sequence[int], xored: bytes) 
     the unchanged runs are joined from views of ``base``, so the image is copied once."""
     view = memoryview(base)
     parts: list[bytes | memoryview] = []
-    pos = done = 0
-    for index in pages:
-        start = index * CHUNK
-        length = min(CHUNK, size - start)
-        part = xored[pos : pos + length]
-        if len(part) != length:
-            raise PackError("delta body is shorter than its pages")
+    done = 0
+    for start, length, part in _page_parts(size, pages, xored):
         parts += (view[done:start], _xor(base[start : start + length], part))
-        pos, done = pos + length, start + length
-    if pos != len(xored):
-        raise PackError("delta body is longer than its pages")
+        done = start + length
     parts.append(view[done:])
     return b"".join(parts)
 
