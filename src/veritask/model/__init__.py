@@ -15,6 +15,7 @@ from veritask.model._replay import RecordingProvider, ReplayProvider, load_recor
 from veritask.model._scripted import ScriptedProvider, ScriptItem
 from veritask.model._structured import (
     CostLedger,
+    ModelRole,
     ModuleCost,
     StructuredOutputError,
     ask,
@@ -48,6 +49,7 @@ __all__ = [
     "GenerateConfig",
     "ModelOutput",
     "ModelProvider",
+    "ModelRole",
     "ModuleCost",
     "Prices",
     "ProviderError",

@@ -167,6 +167,24 @@ class CostLedger:
         return cls({name: ModuleCost.from_json(v) for name, v in data.items() if name != "total"})
 
 
+class ModelRole:
+    """What every model-driven component holds: the model, the ledger its calls are charged
+    to (a fresh one when none is given), how many rounds an unusable answer is sent back, and
+    the sampling settings."""
+
+    def __init__(
+        self,
+        provider: ModelProvider,
+        ledger: CostLedger | None = None,
+        max_repairs: int = 2,
+        config: GenerateConfig | None = None,
+    ) -> None:
+        self.provider = provider
+        self.ledger = ledger if ledger is not None else CostLedger()
+        self.max_repairs = max_repairs
+        self.config = config
+
+
 def extract_block(text: str, languages: tuple[str, ...] = ()) -> str | None:
     """The body of the first fenced code block (of one of ``languages`` when given), or None."""
     for match in _FENCE.finditer(text):

@@ -28,6 +28,7 @@ from veritask.model import (
     CostLedger,
     GenerateConfig,
     ModelProvider,
+    ModelRole,
     ProviderError,
     StructuredOutputError,
     ask,
@@ -171,7 +172,7 @@ def _failure_text(stage: str, rounds: int, errors: list[StageError]) -> str:
     )
 
 
-class Architect:
+class Architect(ModelRole):
     """Turns a natural-language seed into a verified DomainSpec with an LLM (LOGIGEN's Architect).
 
     Args:
@@ -195,12 +196,9 @@ class Architect:
     ) -> None:
         if rounds < 1:
             raise ValueError("rounds must be at least 1")
-        self.provider = provider
+        super().__init__(provider, ledger, max_repairs, config)
         self.rounds = rounds
-        self.max_repairs = max_repairs
         self.limits = limits or PlanLimits()
-        self.config = config
-        self.ledger = ledger if ledger is not None else CostLedger()
 
     async def design(self, seed: Seed, *, play: StagePlay | None = None) -> ArchitectResult:
         """Run the four stages on ``seed``.

@@ -17,6 +17,7 @@ from veritask.model import (
     CostLedger,
     GenerateConfig,
     ModelProvider,
+    ModelRole,
     StructuredOutputError,
     ask,
     parse_model,
@@ -74,7 +75,7 @@ def render_episode(draft: Projection, dialogue: list[tuple[str, str]]) -> str:
     return "\n".join(lines)
 
 
-class LLMProjector:
+class LLMProjector(ModelRole):
     """Writes task descriptions with a model, under the spoiler check.
 
     Args:
@@ -94,11 +95,8 @@ class LLMProjector:
         max_repairs: int = 2,
         config: GenerateConfig | None = None,
     ) -> None:
+        super().__init__(provider, ledger, max_repairs, config)
         self.model = model
-        self.provider = provider
-        self.ledger = ledger if ledger is not None else CostLedger()
-        self.max_repairs = max_repairs
-        self.config = config
         self.symbolic = SymbolicProjector(model)
 
     def parser(

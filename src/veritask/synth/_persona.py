@@ -29,6 +29,7 @@ from veritask.model import (
     CostLedger,
     GenerateConfig,
     ModelProvider,
+    ModelRole,
     StructuredOutputError,
     ask,
     parse_model,
@@ -217,7 +218,7 @@ def rejection_reason(last: str) -> str:
     return "persona rejected"
 
 
-class LLMPersonaWriter:
+class LLMPersonaWriter(ModelRole):
     """Writes persona tasks with a model; the answer is parsed, checked with
     :func:`persona_problems` and for every value the requests state (the text must still
     ground the task), sent back with the problems named a bounded number of times, and
@@ -231,11 +232,8 @@ class LLMPersonaWriter:
         max_repairs: int = 2,
         config: GenerateConfig | None = None,
     ) -> None:
+        super().__init__(provider, ledger, max_repairs, config)
         self.spec = spec
-        self.provider = provider
-        self.ledger = ledger if ledger is not None else CostLedger()
-        self.max_repairs = max_repairs
-        self.config = config
 
     def parser(
         self,
