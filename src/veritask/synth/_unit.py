@@ -286,14 +286,17 @@ class UnitWorker:
         snap = origin if episode.refusal is not None else env.snapshot()
         if episode.refusal is None and env.distance(origin) == 0:
             return "target equals origin"
-        episode.target = snap.data
-        if sha256(snap.data) in seen:
-            return "duplicate target"
         cert = certify(episode.witness, self.checker, origin.data, snap)
         if cert.kind == "replay":
             return "witness does not replay"
         if cert.kind is not None:
             return "replay does not reach target"
+        # The target is stored as the witness's replay leaves it, not as the exploration did
+        # (the same rows; probes and restores can leave other bytes in free space), so a check
+        # that replays the witness ends on the target's very bytes (design note 0033).
+        episode.target = snap.data if episode.refusal is not None else self.checker.image()
+        if sha256(episode.target) in seen:
+            return "duplicate target"
         return None
 
     def _ungrounded(self, pkg: TaskPackage, origin: bytes) -> str | None:

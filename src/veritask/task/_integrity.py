@@ -19,17 +19,22 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from veritask._util import atomic_write_text, canonical_json, sha256, sha256_text
-from veritask.env import CompiledDomain, Environment, Layout, Tracked, read_tracked
+from veritask.env import CompiledDomain, Environment
 from veritask.task._package import TaskPackage
+from veritask.task._schema_pages import SchemaKey, has_schema, schema_key
 
 DIGEST_FILE = "digest.json"
 DIGEST_VERSION = 1
+_KEYS_KEPT = 64
+"""Schema keys a ``StateVerifier`` keeps (about 40 KB each): the origins of the packages being
+checked, which come scene by scene."""
 _FIELD_HASH = 16
 """Hex digits kept per field hash: enough to name the changed field, small on disk."""
 
@@ -242,27 +247,42 @@ class StateVerifier:
         self.schema = schema
         self._conn: sqlite3.Connection | None = None
         self._verdicts: dict[str, str | None] = {}
+        self._schema_keys: OrderedDict[str, SchemaKey | None] = OrderedDict()
         self._good_rows: list[Any] | None = None
         self._loaded: bytes | None = None
 
-    def problem(self, data: bytes, name: str) -> str | None:
-        """Why the state ``data``, stored as ``name``, cannot be trusted (None when it can)."""
+    def problem(self, data: bytes, name: str, like: str | None = None) -> str | None:
+        """Why the state ``data``, stored as ``name``, cannot be trusted (None when it can).
+
+        ``like`` names a state this one was reached from (its origin): when that state was
+        found to have the spec's schema by reading it, and ``data`` has every byte that schema
+        is read from equal to it, the schema is not read again (``has_schema``). A state
+        checked without ``like`` and found good keeps its ``SchemaKey`` for that."""
         problem = _hash_problem(data, name)
         if problem is not None:
             return problem
         if name not in self._verdicts:  # name == sha256(data) here
-            self._verdicts[name] = self._check_schema(data, name)
+            key = self._key_of(like)
+            if key is not None and has_schema(data, key):
+                self._verdicts[name] = None
+            else:
+                self._verdicts[name] = verdict = self._check_schema(data, name)
+                if verdict is None and like is None:
+                    self._keep_key(name, schema_key(data))
         return self._verdicts[name]
 
-    def tracked(self, data: bytes, layout: Layout) -> Tracked | None:
-        """The tracked changes of an image (as ``Snapshot.tracked`` reads them), read on this
-        connection; None when they cannot be read (the caller's snapshot then reads them)."""
-        try:
-            conn = self._holding(data)
-            return read_tracked(conn, layout)
-        except sqlite3.Error:
-            self.close()
-            return None
+    def _key_of(self, name: str | None) -> SchemaKey | None:
+        """The kept ``SchemaKey`` of a good state, if any (marked as recently used)."""
+        key = self._schema_keys.get(name) if name is not None else None
+        if key is not None and name is not None:
+            self._schema_keys.move_to_end(name)
+        return key
+
+    def _keep_key(self, name: str, key: SchemaKey | None) -> None:
+        """Keep a good state's ``SchemaKey`` (the ``_KEYS_KEPT`` most recent ones)."""
+        self._schema_keys[name] = key
+        if len(self._schema_keys) > _KEYS_KEPT:
+            self._schema_keys.popitem(last=False)
 
     def connection(self) -> sqlite3.Connection:
         """The shared connection (opened on first use), for other reads of this domain's
