@@ -20,10 +20,11 @@ from hypothesis import strategies as st
 from tests._tamper import drop_trigger
 
 from veritask.domains import load_domain
-from veritask.env import PAGE_SIZE, CompiledDomain
+from veritask.env import PAGE_SIZE, CompiledDomain, insert_rows
+from veritask.env._build import _compiled
 from veritask.synth import generate
 from veritask.task import DatasetDir, check_dataset, load_dataset
-from veritask.task._integrity import StateVerifier, reference_schema
+from veritask.task._integrity import RootPages, StateVerifier, reference_schema
 from veritask.task._schema_pages import has_schema, page_size, schema_key
 
 DOMAINS = ("retail", "travel", "clinic", "gym", "registrar", "mock")
@@ -188,3 +189,33 @@ def test_a_target_with_the_same_rows_in_other_bytes_is_still_certified(
     report = check_dataset(data)
     assert report.ok, report.failures
     assert report.certified == len(packages)
+
+
+def test_tables_moved_under_the_spec_s_cookie_are_another_schema() -> None:
+    """An image whose tables sit at other pages but which claims the spec's schema cookie would
+    be read by the engine's cached statements at the wrong pages: it is refused."""
+    spec = load_domain("travel")
+    compiled = CompiledDomain.from_spec(spec)
+    roots = RootPages.of(compiled)
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
+    sql = _compiled(spec)
+    conn.executescript(sql.sql.tables)
+    conn.execute("BEGIN")
+    insert_rows(conn, spec, spec.seed)
+    conn.execute("COMMIT")
+    # change tracking created after the rows, as images were once laid out
+    conn.executescript(sql.sql.triggers + "\n" + "\n".join(sql.tracking))
+    plain = conn.serialize()
+    conn.execute(f"PRAGMA schema_version = {roots.cookie}")
+    forged = conn.serialize()
+    conn.close()
+    verifier = StateVerifier(reference_schema(compiled), roots)
+    try:
+        problem = verifier.problem(forged, hashlib.sha256(forged).hexdigest())
+        assert problem is not None and "under the same schema cookie" in problem
+        assert "vt_base_" in problem
+        # under its own cookie SQLite reads it afresh: the same names and SQL are the schema
+        assert verifier.problem(plain, hashlib.sha256(plain).hexdigest()) is None
+    finally:
+        verifier.close()

@@ -20,7 +20,7 @@ from veritask._util import sha256
 from veritask.env import CompiledDomain, Environment, Snapshot
 from veritask.task._dataset import DatasetDir, loaded_apart
 from veritask.task._grounded import certify_grounded
-from veritask.task._integrity import StateVerifier, compare_seal, reference_schema
+from veritask.task._integrity import RootPages, StateVerifier, compare_seal, reference_schema
 from veritask.task._package import TaskPackage
 from veritask.task._spoiler import (
     IdIndex,
@@ -126,7 +126,7 @@ class _Checker:
                 self.domains[name] = f"domain {name!r} cannot be loaded: {exc}"
             else:
                 hash_ = compiled.spec.spec_hash()
-                verifier = StateVerifier(reference_schema(compiled))
+                verifier = StateVerifier(reference_schema(compiled), RootPages.of(compiled))
                 env = Environment(compiled)
                 names = spec_identifiers(compiled.spec)
                 self.domains[name] = _Domain(name, compiled, hash_, env, verifier, names)

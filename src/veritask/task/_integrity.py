@@ -161,6 +161,7 @@ def _compare_package(
 
 
 _SCHEMA_SQL = "SELECT type, name, coalesce(sql, '') FROM sqlite_master"
+_SCHEMA_ROOTS_SQL = "SELECT type, name, coalesce(sql, ''), rootpage FROM sqlite_master"
 
 
 def _read_schema(conn: sqlite3.Connection, image: bytes) -> list[tuple[str, str, str]]:
@@ -189,6 +190,46 @@ def reference_schema(compiled: CompiledDomain) -> list[tuple[str, str, str]]:
         return schema_of(env.snapshot().data)
     finally:
         env.close()
+
+
+_ROOTS_SQL = "SELECT name, rootpage FROM sqlite_master WHERE rootpage > 0"
+
+
+def _cookie(image: bytes) -> int:
+    return int.from_bytes(image[40:44], "big")
+
+
+@dataclass(frozen=True)
+class RootPages:
+    """Where a domain's images keep each table and index, under which schema cookie.
+
+    SQLite re-prepares a cached statement only when the schema cookie changes, and a prepared
+    statement reads each table at the root page it was prepared with: an image with the spec's
+    cookie must keep every table where the spec's images do, or the engine would read other
+    pages (design note 0033). An image with another cookie is read afresh by SQLite."""
+
+    cookie: int
+    roots: dict[str, int]
+
+    @classmethod
+    def of(cls, compiled: CompiledDomain) -> RootPages:
+        """The root pages of the images ``compiled``'s spec builds."""
+        env = Environment(compiled)
+        conn = sqlite3.connect(":memory:")
+        try:
+            image = env.image()
+            conn.deserialize(image)
+            return cls(_cookie(image), {str(n): int(p) for n, p in conn.execute(_ROOTS_SQL)})
+        finally:
+            conn.close()
+            env.close()
+
+    def moved(self, image: bytes, rows: Iterable[Sequence[Any]]) -> list[str]:
+        """The tables and indexes ``rows`` (``name, rootpage`` pairs of ``image``) keep at
+        other pages under this cookie (empty under another cookie)."""
+        if _cookie(image) != self.cookie:
+            return []
+        return sorted(str(n) for n, p in rows if p and self.roots.get(str(n)) != p)
 
 
 def _hash_problem(data: bytes, name: str) -> str | None:
@@ -243,8 +284,9 @@ class StateVerifier:
       for other bytes under the same name.
     """
 
-    def __init__(self, schema: list[tuple[str, str, str]]) -> None:
+    def __init__(self, schema: list[tuple[str, str, str]], roots: RootPages | None = None) -> None:
         self.schema = schema
+        self.roots = roots
         self._conn: sqlite3.Connection | None = None
         self._verdicts: dict[str, str | None] = {}
         self._schema_keys: OrderedDict[str, SchemaKey | None] = OrderedDict()
@@ -306,15 +348,21 @@ class StateVerifier:
 
     def _check_schema(self, data: bytes, name: str) -> str | None:
         try:
-            rows = self._holding(data).execute(_SCHEMA_SQL).fetchall()
+            rows = self._holding(data).execute(_SCHEMA_ROOTS_SQL).fetchall()
         except sqlite3.Error as exc:
             self.close()  # start the next image on a fresh connection
             return f"state {name[:12]}… is not a SQLite image: {exc}"
         if rows == self._good_rows:
             return None
-        found = sorted((str(t), str(n), str(s)) for t, n, s in rows)
+        found = sorted((str(t), str(n), str(s)) for t, n, s, _ in rows)
         problem = _schema_problem(name, found, self.schema)
-        if problem is None and all(type(v) is str for row in rows for v in row):
+        moved = self.roots.moved(data, ((n, p) for _, n, _, p in rows)) if self.roots else []
+        if problem is None and moved:
+            problem = (
+                f"state {name[:12]}… has another schema than the spec's "
+                f"({', '.join(moved)} at other pages under the same schema cookie)"
+            )
+        if problem is None and all(type(v) in (str, int) for row in rows for v in row):
             self._good_rows = rows
         return problem
 
