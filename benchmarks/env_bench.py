@@ -29,7 +29,15 @@ from collections.abc import Callable
 from typing import Any
 
 from veritask.domains import load_domain
-from veritask.env import CompiledDomain, Environment, build_image, diff, diff_full, insert_rows
+from veritask.env import (
+    PAGE_SIZE,
+    CompiledDomain,
+    Environment,
+    build_image,
+    diff,
+    diff_full,
+    insert_rows,
+)
 from veritask.policy import DomainSpec, compile_sql, quote_ident
 
 
@@ -97,6 +105,7 @@ def policy_only_image(spec: DomainSpec, rows: dict[str, list[dict[str, Any]]]) -
     """The same tables, rows and policy triggers, without veritask's change tracking."""
     compiled = compile_sql(spec)
     conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.executescript(compiled.tables)
     conn.execute("BEGIN")

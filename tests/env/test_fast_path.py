@@ -197,3 +197,36 @@ def test_query_statements_kept_per_environment_are_bounded(
 def test_row_dicts_keep_column_names_of_any_spelling() -> None:
     columns = ("id", "it's", 'say "hi"', "a\\b", "\u00e9t\u00e9", "class")
     assert compile_row(columns)(tuple(range(6))) == dict(zip(columns, range(6), strict=True))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    domain=st.sampled_from(DOMAINS),
+    pick=st.integers(min_value=0),
+    limit=st.integers(min_value=1, max_value=60),
+    offset=st.integers(min_value=0, max_value=40),
+    filtered=st.booleans(),
+)
+def test_a_query_s_total_is_the_count_of_every_matching_row(
+    domain: str, pick: int, limit: int, offset: int, filtered: bool
+) -> None:
+    """The total comes from the rows fetched when they end the result, else from count(*)."""
+    compiled = _compiled(domain)
+    table = compiled.spec.tables[pick % len(compiled.spec.tables)]
+    env = Environment(compiled)
+    try:
+        args: dict[str, Any] = {"limit": limit, "offset": offset}
+        every = env.rows(table.name)
+        column = table.columns[pick % len(table.columns)].name
+        tool = compiled.tools[f"query_{table.name}"]
+        if filtered and every and column in tool.params:
+            args[column] = every[pick % len(every)][column]
+        if args.get(column, 0) is None:
+            del args[column]
+        result = env.call(f"query_{table.name}", args)
+        assert result.ok, result.error
+        matching = [r for r in every if column not in args or r[column] == args[column]]
+        assert result.result["total"] == len(matching)
+        assert len(result.result["rows"]) == max(0, min(limit, len(matching) - offset))
+    finally:
+        env.close()

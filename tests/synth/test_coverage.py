@@ -39,7 +39,9 @@ def _packages(domain: str, rule_id: str, out: Path) -> list[tuple[TaskPackage, b
         for t in range(TRIES):
             rng = random.Random(derive_seed(unit, "t", t))
             episode = worker._episode(scene, env, view, rng, rule, refusal_ok=t == 0)
-            if episode is None or worker._admit(episode, env, origin, set()) is not None:
+            if episode is None:
+                continue
+            if worker._admit(episode, env, origin, set(), worker.checker) is not None:
                 continue
             digests = (sha256(scene.origin), ds.put_policy(worker.policy))
             where = (domain, 0, unit * 10 + t)

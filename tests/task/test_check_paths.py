@@ -19,7 +19,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from veritask._util import canonical_json, sha256_text
-from veritask.env import Snapshot
 from veritask.synth import generate
 from veritask.task import DatasetDir, check_dataset, load_dataset
 from veritask.task._compact import (
@@ -32,7 +31,6 @@ from veritask.task._compact import (
     pack_bytes,
     read_pack_index,
 )
-from veritask.task._integrity import StateVerifier, reference_schema
 from veritask.task._spoiler import _INT_ID
 
 
@@ -233,24 +231,6 @@ def test_a_target_named_by_another_stored_state_is_a_diff(data: Path) -> None:
     failures = check_dataset(data).failures
     assert (pkg.id, "diff") in {(f["id"], f["kind"]) for f in failures}
     assert {f["kind"] for f in failures} <= {"diff", "duplicate"}, failures
-
-
-def test_target_tracked_rows_read_by_the_verifier_are_the_snapshot_s(pristine: Path) -> None:
-    from veritask.env import CompiledDomain
-
-    ds = DatasetDir(pristine)
-    compiled = CompiledDomain.from_spec(ds.domain_spec("retail"))
-    verifier = StateVerifier(reference_schema(compiled))
-    try:
-        for pkg in load_dataset(pristine):
-            image = ds.read_state(pkg.target)
-            assert verifier.problem(image, pkg.target) is None
-            fresh = Snapshot(image, compiled.layout).tracked
-            assert verifier.tracked(image, compiled.layout) == fresh
-            verifier.connection()  # another user of the connection: read again, same rows
-            assert verifier.tracked(image, compiled.layout) == fresh
-    finally:
-        verifier.close()
 
 
 def test_states_written_after_the_listing_are_still_found(data: Path) -> None:

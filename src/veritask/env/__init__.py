@@ -1,6 +1,6 @@
 """Environment sessions over compiled SQLite databases: tools, snapshots and state diffs."""
 
-from veritask.env._build import RowError, build_image, insert_rows, sql_culprits
+from veritask.env._build import PAGE_SIZE, RowError, build_image, insert_rows, sql_culprits
 from veritask.env._environment import (
     DEFAULT_CALL_TIME_LIMIT,
     CompiledDomain,
@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_CALL_TIME_LIMIT",
     "DEFAULT_EPS",
     "EXAMPLE_SECONDS",
+    "PAGE_SIZE",
     "CompiledDomain",
     "DatabaseError",
     "Environment",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sqlite3
 import threading
 import weakref
@@ -62,7 +64,8 @@ class _Compiled:
 
     sql: CompiledSQL
     layout: Layout
-    tracking: str
+    tracking: tuple[str, str]
+    """The change-tracking tables, and their triggers (``tracking_sql``)."""
 
 
 _CACHE_SIZE = 32
@@ -111,7 +114,7 @@ def _verify(spec: DomainSpec, compiled: _Compiled) -> None:
     guard = BuildGuard(spec)
     conn = sqlite3.connect(":memory:", isolation_level=None)
     try:
-        run_guarded(conn, guard, "ddl", compiled.sql.full + "\n" + compiled.tracking)
+        run_guarded(conn, guard, "ddl", "\n".join((compiled.sql.full, *compiled.tracking)))
         conn.set_authorizer(guard)
         with guard.during("probe"):
             for table in spec.tables:
@@ -129,7 +132,7 @@ def sql_culprits(spec: DomainSpec) -> list[tuple[tuple[str | int, ...], str]]:
     """
     bare = spec.model_copy(update={"rules": [], "effects": []})
     try:
-        _verify(bare, _Compiled(compile_sql(bare), Layout.from_spec(bare), ""))
+        _verify(bare, _Compiled(compile_sql(bare), Layout.from_spec(bare), ("", "")))
     except ValueError as exc:
         return [(("tables",), str(exc))]
     out: list[tuple[tuple[str | int, ...], str]] = []
@@ -140,7 +143,7 @@ def sql_culprits(spec: DomainSpec) -> list[tuple[tuple[str | int, ...], str]]:
     for kind, i, only in parts:
         one = bare.model_copy(update=only)
         try:
-            _verify(one, _Compiled(compile_sql(one), Layout.from_spec(one), ""))
+            _verify(one, _Compiled(compile_sql(one), Layout.from_spec(one), ("", "")))
         except ValueError as exc:
             out.append(((kind, i), str(exc)))
     return out
@@ -160,6 +163,36 @@ def _probe(conn: sqlite3.Connection, guard: BuildGuard, table: str, columns: lis
             raise ValueError(f"{table} on {event}: {refusal(guard, exc)}") from None
 
 
+PAGE_SIZE = 1024
+"""SQLite page size of every image ``build_image`` makes (design note 0033).
+
+A task state holds a few rows per table, and SQLite gives every table and index at least one
+page: at the default 4096 bytes a retail state is 61 pages, 5-10% used, so copying, hashing and
+restoring it moves about 250 KB where 1 KB pages move about 100 KB. Larger tables pay a slightly
+deeper B-tree. Images loaded from elsewhere keep their own page size."""
+
+
+def layout_cookie(conn: sqlite3.Connection) -> int:
+    """A schema cookie that names the database's schema and where each table and index is.
+
+    SQLite re-prepares a cached statement only when the schema cookie changed, and a prepared
+    statement holds the root page of each table it reads. Two images with the same cookie but
+    tables at other pages would be read through stale statements, and give another table's
+    rows without an error (design note 0033). Images that ``build_image`` makes carry this
+    value, a 31-bit digest of ``sqlite_master`` (every name, root page and SQL text), so images
+    laid out differently get different cookies (an image made before this rule keeps its own).
+    """
+    rows = conn.execute(
+        "SELECT type, name, tbl_name, rootpage, coalesce(sql, '') FROM sqlite_master ORDER BY name"
+    ).fetchall()
+    digest = hashlib.sha256(json.dumps(rows).encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF or 1
+
+
+def _set_layout_cookie(conn: sqlite3.Connection) -> None:
+    conn.execute(f"PRAGMA schema_version = {layout_cookie(conn)}")
+
+
 def build_image(spec: DomainSpec, rows: Rows | None = None) -> bytes:
     """A serialized database: tables, then ``rows`` (the spec's seed by default), then triggers.
 
@@ -175,8 +208,9 @@ def build_image(spec: DomainSpec, rows: Rows | None = None) -> bytes:
     guard = BuildGuard(spec)
     conn = sqlite3.connect(":memory:", isolation_level=None)
     try:
+        conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
         conn.execute("PRAGMA foreign_keys = ON")
-        run_guarded(conn, guard, "ddl", compiled.sql.tables)
+        run_guarded(conn, guard, "ddl", compiled.sql.tables + "\n" + compiled.tracking[0])
         conn.set_authorizer(guard)
         with guard.during("load"):
             conn.execute("BEGIN")
@@ -185,7 +219,9 @@ def build_image(spec: DomainSpec, rows: Rows | None = None) -> bytes:
             violations = conn.execute("PRAGMA foreign_key_check").fetchall()
         if violations:
             raise ValueError(f"rows violate foreign keys: {violations[:5]}")
-        run_guarded(conn, guard, "ddl", compiled.sql.triggers + "\n" + compiled.tracking)
+        run_guarded(conn, guard, "ddl", compiled.sql.triggers + "\n" + compiled.tracking[1])
+        conn.set_authorizer(None)
+        _set_layout_cookie(conn)
         conn.set_authorizer(guard)
         with guard.during("admin"):
             rebase(conn, compiled.layout)

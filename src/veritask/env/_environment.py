@@ -377,7 +377,10 @@ class Environment:
         limit, offset = args.get("limit", DEFAULT_LIMIT), args.get("offset", 0)
         cur = self._cur
         rows = cur.execute(rows_sql, [*params, limit, offset]).fetchall()
-        (total,) = cur.execute(count_sql, params).fetchone()
+        if rows and len(rows) < limit:  # the last page: what precedes it and it are all
+            total = offset + len(rows)
+        else:
+            (total,) = cur.execute(count_sql, params).fetchone()
         result = {
             "rows": list(map(self.domain.row_dicts[tool.table], rows)),
             "total": total,

@@ -118,28 +118,31 @@ TRACK_PREFIX = "vt_"
 """Engine tables (change tracking, lineage) are named with this prefix; specs may not use it."""
 
 
-def tracking_sql(layout: Layout) -> str:
-    """Tables and triggers that record which rows change after a rebase, and their old values.
+def tracking_sql(layout: Layout) -> tuple[str, str]:
+    """Tables, then triggers, that record which rows change after a rebase, and their old values.
 
     They live in the database image itself, so a state loaded from disk still knows its lineage
-    (the ``root`` it was rebased at) and which rows differ from that root.
+    (the ``root`` it was rebased at) and which rows differ from that root. The tables are
+    created with the spec's own tables, before any row, so their root pages are the same in
+    every image of a domain (design note 0033); the triggers after the rows are loaded.
     """
-    stmts = [
-        "CREATE TABLE vt_meta (key TEXT PRIMARY KEY, value TEXT)",
-    ]
+    tables = ["CREATE TABLE vt_meta (key TEXT PRIMARY KEY, value TEXT)"]
+    triggers: list[str] = []
     for name, t in layout.tables.items():
         q, track = quote_ident(name), quote_ident(f"vt_base_{name}")
         cols = ", ".join(quote_ident(c) for c in t.columns)
         old = ", ".join(f"OLD.{quote_ident(c)}" for c in t.columns)
-        stmts += [
-            f"CREATE TABLE {track} (rid INTEGER PRIMARY KEY, existed INTEGER NOT NULL, {cols})",
+        tables.append(
+            f"CREATE TABLE {track} (rid INTEGER PRIMARY KEY, existed INTEGER NOT NULL, {cols})"
+        )
+        triggers += [
             f"CREATE TRIGGER {quote_ident(f'vt_track_{name}_u')} BEFORE UPDATE ON {q} BEGIN "
             f"INSERT OR IGNORE INTO {track} VALUES (OLD.rowid, 1, {old}); END",
             # OR REPLACE: an effect may update a just-inserted row before this trigger runs.
             f"CREATE TRIGGER {quote_ident(f'vt_track_{name}_i')} AFTER INSERT ON {q} BEGIN "
             f"INSERT OR REPLACE INTO {track} (rid, existed) VALUES (NEW.rowid, 0); END",
         ]
-    return ";\n".join(stmts) + ";"
+    return ";\n".join(tables) + ";", ";\n".join(triggers) + ";"
 
 
 def _dirty_sql(layout: Layout) -> str:

@@ -155,6 +155,8 @@ class _Unit:
     origin: Snapshot
     origin_digest: str
     policy_digest: str
+    replayer: Environment
+    """Certifies this unit's witnesses; its replays give the stored targets' bytes."""
     ledger: CostLedger = field(default_factory=CostLedger)
     seen: set[str] = field(default_factory=set)
 
@@ -198,6 +200,7 @@ class LLMUnitWorker(UnitWorker):
             u.ds.put_state(u.scene.origin)
         u.ds.write_part(unit, packages)
         u.env.close()
+        u.replayer.close()
         result.packages = len(packages)
         result.costs = u.ledger
         return result
@@ -220,6 +223,7 @@ class LLMUnitWorker(UnitWorker):
             origin=Snapshot(scene.origin, self.domain.layout),
             origin_digest=sha256(scene.origin),
             policy_digest=ds.put_policy(self.policy),
+            replayer=Environment(self.domain),
         )
 
     async def _candidate(
@@ -238,7 +242,7 @@ class LLMUnitWorker(UnitWorker):
         if isinstance(found, str):
             return found
         episode, dialogue = found
-        reason = self._admit(episode, u.env, u.origin, u.seen)
+        reason = self._admit(episode, u.env, u.origin, u.seen, u.replayer)
         if self.mode.explorer == "llm":
             u.ledger.outcome("consultant", reason is None)
         if reason is not None:

@@ -198,6 +198,7 @@ class UnitWorker:
             unit, scene_seed, fill=unit % PRISTINE_EVERY != PRISTINE_EVERY - 1
         )
         env = Environment(self.domain, scene.origin)
+        replayer = Environment(self.domain)  # see ``_admit``
         view = StateView(self.model, env)
         internal = text_keys(self.spec, scene.origin)
         origin_snap = Snapshot(scene.origin, self.domain.layout)
@@ -216,7 +217,7 @@ class UnitWorker:
             retry += 1
             refusal_ok = refusals == 0 and unit % REFUSAL_EVERY == 0
             episode = self._episode(scene, env, view, rng, aim, refusal_ok)
-            reason = self._admit(episode, env, origin_snap, seen)
+            reason = self._admit(episode, env, origin_snap, seen, replayer)
             if reason is not None:
                 result.discarded[reason] = result.discarded.get(reason, 0) + 1
                 continue
@@ -234,6 +235,7 @@ class UnitWorker:
             ds.put_state(scene.origin)
         ds.write_part(unit, packages)
         env.close()
+        replayer.close()
         result.packages = len(packages)
         return result
 
@@ -276,9 +278,20 @@ class UnitWorker:
         return pkg
 
     def _admit(
-        self, episode: Episode | None, env: Environment, origin: Snapshot, seen: set[str]
+        self,
+        episode: Episode | None,
+        env: Environment,
+        origin: Snapshot,
+        seen: set[str],
+        replayer: Environment,
     ) -> str | None:
-        """Why an episode cannot become a package (None when it can)."""
+        """Why an episode cannot become a package (None when it can).
+
+        The witness is certified by replaying it in ``replayer``, and the target is stored as
+        that replay leaves it. ``replayer`` belongs to the unit alone: SQLite may encode a
+        written 0 or 1 in either of two ways depending on the connection's earlier statements,
+        so the stored bytes must depend on this unit's work only (a resumed run, or units run
+        concurrently, give the same bytes)."""
         if episode is None:
             return "no reachable goal"
         if self.fused is not None and len(self.fused.acted(episode.witness, self.model)) < 2:
@@ -286,14 +299,17 @@ class UnitWorker:
         snap = origin if episode.refusal is not None else env.snapshot()
         if episode.refusal is None and env.distance(origin) == 0:
             return "target equals origin"
-        episode.target = snap.data
-        if sha256(snap.data) in seen:
-            return "duplicate target"
-        cert = certify(episode.witness, self.checker, origin.data, snap)
+        cert = certify(episode.witness, replayer, origin.data, snap)
         if cert.kind == "replay":
             return "witness does not replay"
         if cert.kind is not None:
             return "replay does not reach target"
+        # The target is stored as the witness's replay leaves it, not as the exploration did
+        # (the same rows; probes and restores can leave other bytes in free space), so a check
+        # that replays the witness mostly ends on the target's very bytes (design note 0033).
+        episode.target = snap.data if episode.refusal is not None else replayer.image()
+        if sha256(episode.target) in seen:
+            return "duplicate target"
         return None
 
     def _ungrounded(self, pkg: TaskPackage, origin: bytes) -> str | None:

@@ -20,7 +20,7 @@ from veritask._util import sha256
 from veritask.env import CompiledDomain, Environment, Snapshot
 from veritask.task._dataset import DatasetDir, loaded_apart
 from veritask.task._grounded import certify_grounded
-from veritask.task._integrity import StateVerifier, compare_seal, reference_schema
+from veritask.task._integrity import RootPages, StateVerifier, compare_seal, reference_schema
 from veritask.task._package import TaskPackage
 from veritask.task._spoiler import (
     IdIndex,
@@ -126,14 +126,15 @@ class _Checker:
                 self.domains[name] = f"domain {name!r} cannot be loaded: {exc}"
             else:
                 hash_ = compiled.spec.spec_hash()
-                verifier = StateVerifier(reference_schema(compiled))
+                verifier = StateVerifier(reference_schema(compiled), RootPages.of(compiled))
                 env = Environment(compiled)
                 names = spec_identifiers(compiled.spec)
                 self.domains[name] = _Domain(name, compiled, hash_, env, verifier, names)
         return self.domains[name]
 
-    def state_problem(self, dom: _Domain, digest: str) -> str | None:
-        """Why a stored state cannot be trusted (its bytes, name and schema), once per state."""
+    def state_problem(self, dom: _Domain, digest: str, like: str | None = None) -> str | None:
+        """Why a stored state cannot be trusted (its bytes, name and schema), once per state;
+        ``like`` names the state it was reached from (see ``StateVerifier.problem``)."""
         key = (dom.key, digest)
         if key not in self.files:
             try:
@@ -141,7 +142,7 @@ class _Checker:
             except OSError as exc:
                 self.files[key] = f"state {digest[:12]}… cannot be read: {exc}"
             else:
-                self.files[key] = dom.verifier.problem(data, digest)
+                self.files[key] = dom.verifier.problem(data, digest, like)
         return self.files[key]
 
     def policy_problem(self, digest: str) -> str | None:
@@ -176,8 +177,7 @@ def _check_state(
     grounded when also every write is determined by the text (each ungrounded write is listed
     with the argument that is not)."""
     target = checker.ds.read_state(pkg.target)
-    layout = dom.compiled.layout
-    snap = Snapshot(target, layout, dom.verifier.tracked(target, layout))
+    snap = Snapshot(target, dom.compiled.layout)  # its rows are read only if a diff is needed
     cert, ungrounded = certify_grounded(pkg, dom.env, origin.data, snap)
     if cert.kind is not None:
         detail = cert.detail or ""
@@ -211,8 +211,8 @@ def _check_files(checker: _Checker, dom: _Domain, pkg: TaskPackage, report: Chec
     if not pkg.reward_basis:
         report.add_failure(pkg.id, "integrity", "reward_basis: empty (nothing would be verified)")
     trusted = True
-    for name, digest in (("origin", pkg.origin), ("target", pkg.target)):
-        problem = checker.state_problem(dom, digest)
+    for name, digest, like in (("origin", pkg.origin, None), ("target", pkg.target, pkg.origin)):
+        problem = checker.state_problem(dom, digest, like)
         if problem is not None:
             report.add_failure(pkg.id, "integrity", f"{name}: {problem}")
             trusted = False

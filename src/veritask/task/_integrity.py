@@ -19,17 +19,22 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from veritask._util import atomic_write_text, canonical_json, sha256, sha256_text
-from veritask.env import CompiledDomain, Environment, Layout, Tracked, read_tracked
+from veritask.env import CompiledDomain, Environment
 from veritask.task._package import TaskPackage
+from veritask.task._schema_pages import SchemaKey, has_schema, schema_key
 
 DIGEST_FILE = "digest.json"
 DIGEST_VERSION = 1
+_KEYS_KEPT = 64
+"""Schema keys a ``StateVerifier`` keeps (about 40 KB each): the origins of the packages being
+checked, which come scene by scene."""
 _FIELD_HASH = 16
 """Hex digits kept per field hash: enough to name the changed field, small on disk."""
 
@@ -156,6 +161,7 @@ def _compare_package(
 
 
 _SCHEMA_SQL = "SELECT type, name, coalesce(sql, '') FROM sqlite_master"
+_SCHEMA_ROOTS_SQL = "SELECT type, name, coalesce(sql, ''), rootpage FROM sqlite_master"
 
 
 def _read_schema(conn: sqlite3.Connection, image: bytes) -> list[tuple[str, str, str]]:
@@ -184,6 +190,46 @@ def reference_schema(compiled: CompiledDomain) -> list[tuple[str, str, str]]:
         return schema_of(env.snapshot().data)
     finally:
         env.close()
+
+
+_ROOTS_SQL = "SELECT name, rootpage FROM sqlite_master WHERE rootpage > 0"
+
+
+def _cookie(image: bytes) -> int:
+    return int.from_bytes(image[40:44], "big")
+
+
+@dataclass(frozen=True)
+class RootPages:
+    """Where a domain's images keep each table and index, under which schema cookie.
+
+    SQLite re-prepares a cached statement only when the schema cookie changes, and a prepared
+    statement reads each table at the root page it was prepared with: an image with the spec's
+    cookie must keep every table where the spec's images do, or the engine would read other
+    pages (design note 0033). An image with another cookie is read afresh by SQLite."""
+
+    cookie: int
+    roots: dict[str, int]
+
+    @classmethod
+    def of(cls, compiled: CompiledDomain) -> RootPages:
+        """The root pages of the images ``compiled``'s spec builds."""
+        env = Environment(compiled)
+        conn = sqlite3.connect(":memory:")
+        try:
+            image = env.image()
+            conn.deserialize(image)
+            return cls(_cookie(image), {str(n): int(p) for n, p in conn.execute(_ROOTS_SQL)})
+        finally:
+            conn.close()
+            env.close()
+
+    def moved(self, image: bytes, rows: Iterable[Sequence[Any]]) -> list[str]:
+        """The tables and indexes ``rows`` (``name, rootpage`` pairs of ``image``) keep at
+        other pages under this cookie (empty under another cookie)."""
+        if _cookie(image) != self.cookie:
+            return []
+        return sorted(str(n) for n, p in rows if p and self.roots.get(str(n)) != p)
 
 
 def _hash_problem(data: bytes, name: str) -> str | None:
@@ -238,31 +284,47 @@ class StateVerifier:
       for other bytes under the same name.
     """
 
-    def __init__(self, schema: list[tuple[str, str, str]]) -> None:
+    def __init__(self, schema: list[tuple[str, str, str]], roots: RootPages | None = None) -> None:
         self.schema = schema
+        self.roots = roots
         self._conn: sqlite3.Connection | None = None
         self._verdicts: dict[str, str | None] = {}
+        self._schema_keys: OrderedDict[str, SchemaKey | None] = OrderedDict()
         self._good_rows: list[Any] | None = None
         self._loaded: bytes | None = None
 
-    def problem(self, data: bytes, name: str) -> str | None:
-        """Why the state ``data``, stored as ``name``, cannot be trusted (None when it can)."""
+    def problem(self, data: bytes, name: str, like: str | None = None) -> str | None:
+        """Why the state ``data``, stored as ``name``, cannot be trusted (None when it can).
+
+        ``like`` names a state this one was reached from (its origin): when that state was
+        found to have the spec's schema by reading it, and ``data`` has every byte that schema
+        is read from equal to it, the schema is not read again (``has_schema``). A state
+        checked without ``like`` and found good keeps its ``SchemaKey`` for that."""
         problem = _hash_problem(data, name)
         if problem is not None:
             return problem
         if name not in self._verdicts:  # name == sha256(data) here
-            self._verdicts[name] = self._check_schema(data, name)
+            key = self._key_of(like)
+            if key is not None and has_schema(data, key):
+                self._verdicts[name] = None
+            else:
+                self._verdicts[name] = verdict = self._check_schema(data, name)
+                if verdict is None and like is None:
+                    self._keep_key(name, schema_key(data))
         return self._verdicts[name]
 
-    def tracked(self, data: bytes, layout: Layout) -> Tracked | None:
-        """The tracked changes of an image (as ``Snapshot.tracked`` reads them), read on this
-        connection; None when they cannot be read (the caller's snapshot then reads them)."""
-        try:
-            conn = self._holding(data)
-            return read_tracked(conn, layout)
-        except sqlite3.Error:
-            self.close()
-            return None
+    def _key_of(self, name: str | None) -> SchemaKey | None:
+        """The kept ``SchemaKey`` of a good state, if any (marked as recently used)."""
+        key = self._schema_keys.get(name) if name is not None else None
+        if key is not None and name is not None:
+            self._schema_keys.move_to_end(name)
+        return key
+
+    def _keep_key(self, name: str, key: SchemaKey | None) -> None:
+        """Keep a good state's ``SchemaKey`` (the ``_KEYS_KEPT`` most recent ones)."""
+        self._schema_keys[name] = key
+        if len(self._schema_keys) > _KEYS_KEPT:
+            self._schema_keys.popitem(last=False)
 
     def connection(self) -> sqlite3.Connection:
         """The shared connection (opened on first use), for other reads of this domain's
@@ -286,15 +348,21 @@ class StateVerifier:
 
     def _check_schema(self, data: bytes, name: str) -> str | None:
         try:
-            rows = self._holding(data).execute(_SCHEMA_SQL).fetchall()
+            rows = self._holding(data).execute(_SCHEMA_ROOTS_SQL).fetchall()
         except sqlite3.Error as exc:
             self.close()  # start the next image on a fresh connection
             return f"state {name[:12]}… is not a SQLite image: {exc}"
         if rows == self._good_rows:
             return None
-        found = sorted((str(t), str(n), str(s)) for t, n, s in rows)
+        found = sorted((str(t), str(n), str(s)) for t, n, s, _ in rows)
         problem = _schema_problem(name, found, self.schema)
-        if problem is None and all(type(v) is str for row in rows for v in row):
+        moved = self.roots.moved(data, ((n, p) for _, n, _, p in rows)) if self.roots else []
+        if problem is None and moved:
+            problem = (
+                f"state {name[:12]}… has another schema than the spec's "
+                f"({', '.join(moved)} at other pages under the same schema cookie)"
+            )
+        if problem is None and all(type(v) in (str, int) for row in rows for v in row):
             self._good_rows = rows
         return problem
 
