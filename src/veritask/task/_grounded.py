@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from veritask.env import DatabaseError, Environment, Snapshot, ToolResult, bind_new_old
-from veritask.policy import Column, Rule, ToolSpec, actor_table, quote_ident
+from veritask.policy import Column, Rule, Table, ToolSpec, actor_table, quote_ident
 from veritask.task._certify import Certificate, end_certificate, outcome_mismatch
 from veritask.task._package import Ask, RowRef, TaskDescription, TaskPackage, WitnessCall
 
@@ -179,6 +179,27 @@ class _Seen:
                 yield row
 
 
+_COLUMNS: dict[int, tuple[Table, dict[str, Column]]] = {}
+"""Columns by name per table object (held, so its id is not reused while the entry lives)."""
+
+_MAX_TABLES = 512
+
+
+def _columns_of(table: Table) -> dict[str, Column]:
+    """``table``'s columns by name, the first of a name as ``Table.column`` (built once per
+    table object: a spec is not changed once it is compiled into an environment)."""
+    entry = _COLUMNS.get(id(table))
+    if entry is not None and entry[0] is table:
+        return entry[1]
+    found: dict[str, Column] = {}
+    for column in table.columns:
+        found.setdefault(column.name, column)
+    if len(_COLUMNS) >= _MAX_TABLES:
+        _COLUMNS.clear()
+    _COLUMNS[id(table)] = (table, found)
+    return found
+
+
 _Resolved = tuple[dict[str, Any], dict[str, Any] | None, str | None]
 """A ref's match (parents replaced by their keys), its one row, and why it has none."""
 
@@ -224,10 +245,7 @@ class _Grounder:
         """The columns of ``table`` by name (KeyError, as ``DomainSpec.table``, when unknown)."""
         found = self._columns.get(table)
         if found is None:
-            found = {}
-            for column in self.env.spec.table(table).columns:
-                found.setdefault(column.name, column)
-            self._columns[table] = found
+            found = self._columns[table] = _columns_of(self.env.spec.table(table))
         return found
 
     def run(self, origin: bytes) -> list[Ungrounded]:
@@ -655,7 +673,7 @@ def _query_key(table: str, match: dict[str, Any]) -> tuple[Any, ...]:
 
 def _plainly_unanswered(tool: ToolSpec, call: WitnessCall, ask: Ask) -> bool:
     """True when an argument of the write has a problem that ``_reason`` reports without
-    looking at the state: the record to change is not the ask's target table, or the value
+    looking at the state: the record to change is not the ask's target table, or a plain value
     differs from the one the ask states. (False says nothing: the full check decides.)"""
     values = ask.values
     for arg, value in call.args.items():
@@ -663,8 +681,12 @@ def _plainly_unanswered(tool: ToolSpec, call: WitnessCall, ask: Ask) -> bool:
             target = ask.target
             if target is None or target.table != tool.table:
                 return True
-        elif arg in values and not _same(values[arg], value):
-            return True
+        elif arg in values:
+            stated = values[arg]
+            # plain values only: ``_same`` on anything else may raise, and must raise where
+            # the full check would
+            if type(stated) in _SCALARS and type(value) in _SCALARS and stated != value:
+                return True
     return False
 
 
