@@ -20,7 +20,7 @@ from tests._hand_built import hand_built
 
 from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment, ToolResult
-from veritask.policy import ToolSpec
+from veritask.policy import Column, ToolSpec
 from veritask.synth import generate
 from veritask.task import DatasetDir, TaskPackage, check_dataset, load_dataset
 from veritask.task._certify import outcome_mismatch
@@ -30,8 +30,12 @@ from veritask.task._spoiler import IdIndex, find_spoilers
 
 
 class _Plain(_Grounder):
-    """Grounding as it was: every unused request tried in full, lookups forgotten after every
-    witness call."""
+    """Grounding as it was: every unused request tried in full (no request skipped on sight),
+    lookups forgotten after every witness call, and every argument's probes run each time
+    they are asked for."""
+
+    def _determined(self, call: WitnessCall, arg: str, value: Any, column: Column) -> bool:
+        return self._probe(call, arg, value, column)
 
     def after(self, call: WitnessCall, result: ToolResult) -> None:
         super().after(call, result)

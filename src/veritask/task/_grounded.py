@@ -28,7 +28,7 @@ execution, on the state the refused call met.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import json
 import string
 from collections.abc import Iterator
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from veritask.env import DatabaseError, Environment, Snapshot, ToolResult, bind_new_old
-from veritask.policy import Column, Rule, ToolSpec, actor_table, quote_ident
+from veritask.policy import Column, Rule, Table, ToolSpec, actor_table, quote_ident
 from veritask.task._certify import Certificate, end_certificate, outcome_mismatch
 from veritask.task._package import Ask, RowRef, TaskDescription, TaskPackage, WitnessCall
 
@@ -122,15 +122,7 @@ def package_asks(pkg: TaskPackage) -> list[Ask]:
 def unstated_in(task: TaskDescription, text: str | None = None) -> list[Ungrounded]:
     """Values the task's asks state that its text (``text``, else the rendered task) does not
     say. A model that writes the text is held to this before its package is built."""
-    shown = task.render() if text is None else text
-    found: list[Ungrounded] = []
-    for ask in task_asks(task):
-        refs = [r for r in (ask.target, *ask.refs.values()) if r is not None]
-        stated = [*ask.values.items(), *(kv for r in refs for kv in _leaves(r))]
-        for col, value in stated:
-            if value is not None and not _in_text(value, shown):
-                found.append(Ungrounded(-1, ask.tool, col, f"{value!r} is not in the task text"))
-    return found
+    return _unstated(task_asks(task), task.render() if text is None else text)
 
 
 def unstated(pkg: TaskPackage) -> list[Ungrounded]:
@@ -138,13 +130,34 @@ def unstated(pkg: TaskPackage) -> list[Ungrounded]:
     return unstated_in(pkg.task, pkg.task_description)
 
 
-def _leaves(ref: RowRef) -> Iterator[tuple[str, Any]]:
-    """The scalar values a ref states, parents' included."""
+def _unstated(asks: list[Ask], shown: str) -> list[Ungrounded]:
+    """Values ``asks`` state that ``shown`` does not say (see :func:`unstated_in`)."""
+    found: list[Ungrounded] = []
+    said: dict[str, bool] = {}  # str(value) -> whether the text says it
+    for ask in asks:
+        stated = list(ask.values.items())
+        for ref in (ask.target, *ask.refs.values()):
+            if ref is not None:
+                _leaves(ref, stated)
+        for col, value in stated:
+            if value is None:
+                continue
+            key = str(value)
+            there = said.get(key)
+            if there is None:
+                there = said[key] = _in_text(key, shown)
+            if not there:
+                found.append(Ungrounded(-1, ask.tool, col, f"{value!r} is not in the task text"))
+    return found
+
+
+def _leaves(ref: RowRef, out: list[tuple[str, Any]]) -> None:
+    """Append the scalar values a ref states, parents' included, to ``out``."""
     for col, value in ref.match.items():
         if isinstance(value, RowRef):
-            yield from _leaves(value)
+            _leaves(value, out)
         else:
-            yield col, value
+            out.append((col, value))
 
 
 @dataclass
@@ -155,9 +168,10 @@ class _Seen:
 
     def add(self, table: str, result: Any) -> None:
         rows = result.get("rows") if isinstance(result, dict) and "rows" in result else [result]
-        for row in rows or ():
-            if isinstance(row, dict):
-                self.rows.setdefault(table, []).append(row)
+        if not rows:
+            return
+        kept = self.rows.setdefault(table, [])
+        kept += (row for row in rows if isinstance(row, dict))
 
     def find(self, table: str, column: str, value: Any) -> Iterator[dict[str, Any]]:
         for row in self.rows.get(table, ()):
@@ -165,7 +179,29 @@ class _Seen:
                 yield row
 
 
-_Resolved = tuple[dict[str, Any], str | None]
+_COLUMNS: dict[int, tuple[Table, dict[str, Column]]] = {}
+"""Columns by name per table object (held, so its id is not reused while the entry lives)."""
+
+_MAX_TABLES = 512
+
+
+def _columns_of(table: Table) -> dict[str, Column]:
+    """``table``'s columns by name, the first of a name as ``Table.column`` (built once per
+    table object: a spec is not changed once it is compiled into an environment)."""
+    entry = _COLUMNS.get(id(table))
+    if entry is not None and entry[0] is table:
+        return entry[1]
+    found: dict[str, Column] = {}
+    for column in table.columns:
+        found.setdefault(column.name, column)
+    if len(_COLUMNS) >= _MAX_TABLES:
+        _COLUMNS.clear()
+    _COLUMNS[id(table)] = (table, found)
+    return found
+
+
+_Resolved = tuple[dict[str, Any], dict[str, Any] | None, str | None]
+"""A ref's match (parents replaced by their keys), its one row, and why it has none."""
 
 
 class _Grounder:
@@ -177,17 +213,44 @@ class _Grounder:
         self.asks = package_asks(pkg)
         self.used: set[int] = set()
         self.seen = _Seen()
-        self.actor_table = actor_table(env.spec)
-        self.give_ups = _give_ups(pkg)
+        self._tools = env.tools
+        self._columns: dict[str, dict[str, Column]] = {}
+        """Per table, its columns by name (the first of a name, as ``Table.column``)."""
         self._queries: dict[tuple[Any, ...], Any] = {}
         """Query payloads on the current state (cleared whenever a witness write is accepted;
         a witness query adds its own)."""
         self._resolved: dict[tuple[int, str], tuple[RowRef, _Resolved]] = {}
         """``_resolve``'s answers on the current state (cleared whenever a witness call runs)."""
+        self._decided: tuple[WitnessCall | None, dict[str, bool]] = (None, {})
+        """``_determined``'s answers for the arguments of one witness call, on the state it
+        meets."""
+
+    @functools.cached_property
+    def actor_table(self) -> str:
+        return actor_table(self.env.spec)
+
+    @functools.cached_property
+    def give_ups(self) -> dict[tuple[str, str], set[str]]:
+        return _give_ups(self.pkg)
+
+    @functools.cached_property
+    def _by_tool(self) -> dict[str, list[int]]:
+        """Per write tool, the indexes of the asks for it, in order."""
+        out: dict[str, list[int]] = {}
+        for i, ask in enumerate(self.asks):
+            out.setdefault(ask.tool, []).append(i)
+        return out
+
+    def _cols(self, table: str) -> dict[str, Column]:
+        """The columns of ``table`` by name (KeyError, as ``DomainSpec.table``, when unknown)."""
+        found = self._columns.get(table)
+        if found is None:
+            found = self._columns[table] = _columns_of(self.env.spec.table(table))
+        return found
 
     def run(self, origin: bytes) -> list[Ungrounded]:
         self.env.restore(origin)
-        found = unstated(self.pkg)
+        found = _unstated(self.asks, self.pkg.task_description)
         for i, call in enumerate(self.pkg.witness):
             found += self.before(i, call)
             self.after(call, self.env.call(call.tool, call.args))
@@ -196,12 +259,10 @@ class _Grounder:
     def before(self, index: int, call: WitnessCall) -> list[Ungrounded]:
         """Ground witness call ``index`` on the state it meets, before it runs (the state is
         left as it was)."""
-        tool = self.env.tools.get(call.tool)
-        if tool is not None and tool.writes and call.ok:
-            return self._write(index, tool, call)
-        if tool is not None and tool.writes:
-            return self._final(index, tool, call)
-        return []
+        tool = self._tools.get(call.tool)
+        if tool is None or not tool.writes:
+            return []
+        return self._write(index, tool, call) if call.ok else self._final(index, tool, call)
 
     def after(self, call: WitnessCall, result: ToolResult) -> None:
         """Take note of what a witness call showed the agent once it has run.
@@ -210,10 +271,14 @@ class _Grounder:
         which the probes rely on too), so only then, or after a call of an unknown tool, are the
         lookups on it forgotten. A witness lookup is itself the answer to the same lookup on the
         state it leaves, since a query does not change the state."""
-        self._resolved.clear()
-        tool = self.env.tools.get(call.tool)
+        if self._resolved:
+            self._resolved.clear()
+        if self._decided[0] is not None:
+            self._decided = (None, {})
+        tool = self._tools.get(call.tool)
         if tool is None or (tool.writes and result.ok):
-            self._queries.clear()
+            if self._queries:
+                self._queries.clear()
         elif result.ok and call.tool == f"query_{tool.table}":
             self._remember(tool.table, call.args, result.result)
         if result.ok and tool is not None:
@@ -221,8 +286,12 @@ class _Grounder:
 
     def _remember(self, table: str, match: dict[str, Any], payload: Any) -> None:
         """Keep ``payload`` as the answer of ``query_<table>`` with ``match`` on this state."""
-        with contextlib.suppress(TypeError):  # an unhashable argument: not cached
-            self._queries[_query_key(table, match)] = payload
+        key = _query_key(table, match)
+        try:
+            hash(key)
+        except TypeError:  # an unhashable argument: not cached
+            return
+        self._queries[key] = payload
 
     def _query(self, table: str, match: dict[str, Any]) -> Any:
         """The payload of ``query_<table>`` with ``match`` on the current state (None when the
@@ -244,7 +313,7 @@ class _Grounder:
     def _write(self, index: int, tool: ToolSpec, call: WitnessCall) -> list[Ungrounded]:
         """Ground one accepted write on the state it meets (before it runs): it answers the
         first request for its tool not yet answered that grounds every argument."""
-        options = [i for i, a in enumerate(self.asks) if a.tool == tool.name]
+        options = self._by_tool.get(tool.name, ())
         unused = [i for i in options if i not in self.used]
         if not unused:
             why = (
@@ -258,6 +327,8 @@ class _Grounder:
         # all problems are counted only when none grounds the write. Grounding leaves the
         # state as it was, so trying twice answers the same.
         for i in unused:
+            if _plainly_unanswered(tool, call, self.asks[i]):
+                continue  # a problem ``_problems`` would find too, found without any lookup
             if next(self._problems(index, tool, call, self.asks[i]), None) is None:
                 self.used.add(i)
                 return []
@@ -268,9 +339,9 @@ class _Grounder:
         self, index: int, tool: ToolSpec, call: WitnessCall, ask: Ask
     ) -> Iterator[Ungrounded]:
         """Why the write does not answer ``ask``, argument by argument (nothing when it does)."""
-        table = self.env.spec.table(tool.table)
+        columns = self._cols(tool.table)
         for arg, value in call.args.items():
-            column = table.column(arg) if arg in table.column_names else None
+            column = columns.get(arg)
             reason = self._reason(tool, call, ask, arg, value, column)
             if reason is not None:
                 yield Ungrounded(index, tool.name, arg, reason)
@@ -342,21 +413,21 @@ class _Grounder:
         """Whether a named record is the one the call uses, unique, and known to the agent."""
         if ref is None or ref.table != table:
             return f"{what} is not named by the request"
-        match, problem = self._resolve(ref, what)
+        match, row, problem = self._resolve(ref, what)
         if problem is not None:
             return problem
         if column in match:
             return None if _same(match[column], value) else f"{what} is another record"
-        row, problem = self._one(table, match, what)
         if row is None or not _same(row.get(column), value):
-            return problem or f"{what} is another record"
+            return f"{what} is another record"
         if not any(_matches(r, match) for r in self.seen.find(table, column, value)):
             return f"{what} was never shown to the agent before this call"
         return None
 
-    def _resolve(self, ref: RowRef, what: str) -> tuple[dict[str, Any], str | None]:
-        """The ref's match with parent refs replaced by their keys, and whether it picks out
-        exactly one row (parents too, each shown to the agent before).
+    def _resolve(self, ref: RowRef, what: str) -> _Resolved:
+        """The ref's match with parent refs replaced by their keys, the one row it picks out,
+        and why it does not pick out exactly one row (parents too, each shown to the agent
+        before); the row is None exactly when there is a problem.
 
         The answer depends on the state and the rows seen, which change only when a witness
         call runs, so it is kept until then (by the ref object itself: the entry holds the ref,
@@ -368,34 +439,32 @@ class _Grounder:
         self._resolved[(id(ref), what)] = (ref, answer)
         return answer
 
-    def _resolve_now(self, ref: RowRef, what: str) -> tuple[dict[str, Any], str | None]:
-        table = self.env.spec.table(ref.table)
+    def _resolve_now(self, ref: RowRef, what: str) -> _Resolved:
+        columns = self._cols(ref.table)
         match: dict[str, Any] = {}
         for col, want in ref.match.items():
             if not isinstance(want, RowRef):
                 match[col] = want
                 continue
-            fk = table.column(col).references if col in table.column_names else None
+            column = columns.get(col)
+            fk = column.references if column is not None else None
             if fk is None:
-                return match, f"{what}: {ref.table}.{col} is not a foreign key"
+                return match, None, f"{what}: {ref.table}.{col} is not a foreign key"
             parent_table, parent_col = fk.split(".")
-            parent_match, problem = self._resolve(want, what)
-            row, problem = (None, problem) if problem else self._unique(want, what)
+            # the parent's own resolution is the one row it picks out (``_one`` on its match)
+            parent_match, row, problem = self._resolve(want, what)
             if row is None:
-                return match, problem
+                return match, None, problem
             seen = self.seen.find(parent_table, parent_col, row[parent_col])
             if not any(_matches(r, parent_match) for r in seen):
-                return match, f"{what}: its {parent_table} record was never shown to the agent"
+                return (
+                    match,
+                    None,
+                    f"{what}: its {parent_table} record was never shown to the agent",
+                )
             match[col] = row[parent_col]
-        _, problem = self._one(ref.table, match, what)
-        return match, problem
-
-    def _unique(self, ref: RowRef, what: str) -> tuple[dict[str, Any] | None, str | None]:
-        """The one row a ref picks out, or why it picks out none or several."""
-        match, problem = self._resolve(ref, what) if _nested(ref) else (dict(ref.match), None)
-        if problem is not None:
-            return None, problem
-        return self._one(ref.table, match, what)
+        row, problem = self._one(ref.table, match, what)
+        return match, row, problem
 
     def _one(
         self, table: str, match: dict[str, Any], what: str
@@ -410,7 +479,18 @@ class _Grounder:
         return dict(rows[0]), None
 
     def _determined(self, call: WitnessCall, arg: str, value: Any, column: Column) -> bool:
-        """Every other value the column could take is rejected by a rule, on this state."""
+        """Every other value the column could take is rejected by a rule, on this state.
+
+        Asked once per argument of a witness call: the state does not change while the call
+        is grounded (the probes put it back), and the value and column are the argument's."""
+        if self._decided[0] is not call:
+            self._decided = (call, {})
+        found = self._decided[1].get(arg)
+        if found is None:
+            found = self._decided[1][arg] = self._probe(call, arg, value, column)
+        return found
+
+    def _probe(self, call: WitnessCall, arg: str, value: Any, column: Column) -> bool:
         others = (
             self._other_keys(column, value)
             if column.references and column.enum is None
@@ -588,11 +668,26 @@ def _give_ups(pkg: TaskPackage) -> dict[tuple[str, str], set[str]]:
 def _query_key(table: str, match: dict[str, Any]) -> tuple[Any, ...]:
     """The cache key of ``query_<table>`` with ``match`` (argument names, order, types and
     values: ``1``, ``1.0`` and ``True`` are different keys)."""
-    return (table, *((k, type(v), v) for k, v in match.items()))
+    return (table, tuple(match.items()), tuple(map(type, match.values())))
 
 
-def _nested(ref: RowRef) -> bool:
-    return any(isinstance(v, RowRef) for v in ref.match.values())
+def _plainly_unanswered(tool: ToolSpec, call: WitnessCall, ask: Ask) -> bool:
+    """True when an argument of the write has a problem that ``_reason`` reports without
+    looking at the state: the record to change is not the ask's target table, or a plain value
+    differs from the one the ask states. (False says nothing: the full check decides.)"""
+    values = ask.values
+    for arg, value in call.args.items():
+        if arg == tool.key:
+            target = ask.target
+            if target is None or target.table != tool.table:
+                return True
+        elif arg in values:
+            stated = values[arg]
+            # plain values only: ``_same`` on anything else may raise, and must raise where
+            # the full check would
+            if type(stated) in _SCALARS and type(value) in _SCALARS and stated != value:
+                return True
+    return False
 
 
 def _matches(row: dict[str, Any], match: dict[str, Any]) -> bool:
@@ -640,7 +735,7 @@ def certify_grounded(
     """
     grounder = _Grounder(pkg, env)
     env.restore(origin)
-    found = unstated(pkg)
+    found = _unstated(grounder.asks, pkg.task_description)
     for i, call in enumerate(pkg.witness):
         found += grounder.before(i, call)
         result = env.call(call.tool, call.args)
