@@ -127,6 +127,7 @@ class _AsciiWords:
 
     def __init__(self, text: str) -> None:
         # Position i of ``text`` is position i + 1 of ``padded``; words are the runs between spaces.
+        self.text = text
         self.padded = b" " + text.encode("ascii").translate(_WORD_BYTES) + b" "
         self.joined: set[str] = set()
         at = text.find("_")
@@ -140,7 +141,8 @@ class _AsciiWords:
         """The words of ``lookup`` that are words of the text."""
         found = self.joined & lookup.joined
         if lookup.plain:
-            found.update(w for w, padded in lookup.plain if padded in self.padded)
+            text, padded = self.text, self.padded
+            found.update(w for w, word in lookup.plain if w in text and word in padded)
         return found
 
 
@@ -300,10 +302,12 @@ def decided_spoilers(
     found: list[str] = []
     decided = _decided_by_tool(_Same(spec, tools))
     low = text.lower() if text.isascii() else None
+    ready = decided.by_tool
     for call in witness:
         if not call.ok:
             continue
-        for col, enum in decided.of(call.tool):
+        columns = ready.get(call.tool)
+        for col, enum in decided.of(call.tool) if columns is None else columns:
             value = call.args.get(col)
             if value is not None and _says(text, low, col, value, enum):
                 found.append(f"agent-decided value {col}={value!r}")
