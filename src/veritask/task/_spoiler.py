@@ -126,23 +126,27 @@ class _AsciiWords:
     """
 
     def __init__(self, text: str) -> None:
-        # Position i of ``text`` is position i + 1 of ``padded``; words are the runs between spaces.
         self.text = text
-        self.padded = b" " + text.encode("ascii").translate(_WORD_BYTES) + b" "
+        self.spaced = text.encode("ascii").translate(_WORD_BYTES)
+        self._padded: bytes | None = None
         self.joined: set[str] = set()
         at = text.find("_")
         while at >= 0:
-            start = self.padded.rfind(b" ", 0, at + 1)
-            end = self.padded.find(b" ", at + 1) - 1
+            start = self.spaced.rfind(b" ", 0, at) + 1
+            end = self.spaced.find(b" ", at)
+            end = len(text) if end < 0 else end
             self.joined.add(text[start:end])
             at = text.find("_", end)
 
     def among(self, lookup: _Lookup) -> set[str]:
         """The words of ``lookup`` that are words of the text."""
         found = self.joined & lookup.joined
-        if lookup.plain:
-            text, padded = self.text, self.padded
-            found.update(w for w, word in lookup.plain if w in text and word in padded)
+        for word, padded in lookup.plain:
+            if word in self.text:  # rarely: then whether it is a whole word
+                if self._padded is None:
+                    self._padded = b" " + self.spaced + b" "
+                if padded in self._padded:
+                    found.add(word)
         return found
 
 
@@ -171,9 +175,9 @@ class IdIndex:
         return _Lookup.of(self.words)
 
 
-_ROW_HINTS = (re.compile(r"ids?\s*[:=#]?\s*\d"), re.compile(r"row\s+\d"))
-"""In a lowercased ASCII text without ``#``, what any match of :data:`_INT_ID` contains. Each
-begins with a literal, which the regex engine finds by a fast scan."""
+_ID_HINT, _ROW_HINT = re.compile(r"ids?\s*[:=#]?\s*\d"), re.compile(r"row\s+\d")
+"""In a lowercased ASCII text without ``#``, what any match of :data:`_INT_ID` contains (one
+or the other). Each begins with a literal, which the regex engine finds by a fast scan."""
 
 
 def _row_ids(text: str) -> list[str]:
@@ -182,7 +186,7 @@ def _row_ids(text: str) -> list[str]:
     (as in nearly every description)."""
     if text.isascii() and "#" not in text:
         low = text.lower()
-        if not any(hint.search(low) for hint in _ROW_HINTS):
+        if _ID_HINT.search(low) is None and _ROW_HINT.search(low) is None:
             return []
     return [m.group(0) for m in _INT_ID.finditer(text)]
 
