@@ -204,12 +204,14 @@ def find_spoilers(
 
     ``identifiers`` are ``spec_identifiers(spec)`` when the caller keeps them (a checker asks
     once per domain); otherwise they are looked up for ``spec``. ``internal_ids`` may be an
-    :class:`IdIndex` made once for many texts."""
+    :class:`IdIndex` made once for many texts. An ASCII text (nearly every description) is
+    searched by shortcuts that find exactly what the plain search of any other text finds."""
     names = identifiers if identifiers is not None else spec_identifiers(spec)
     index = internal_ids if isinstance(internal_ids, IdIndex) else IdIndex.of(internal_ids)
     if text.isascii():
         words = _AsciiWords(text)
-        named, present = words.among(_identifier_lookup(names)), words.among(index.lookup)
+        lookup = _identifier_lookup(names if isinstance(names, frozenset) else frozenset(names))
+        named, present = words.among(lookup), words.among(index.lookup)
     else:
         every = set(_WORD_ONLY.findall(text))
         named, present = every & names, every & index.words
