@@ -290,7 +290,7 @@ def check_dataset(root: str | Path) -> CheckReport:
         DatasetError: The manifest is invalid or refers to missing states or policies.
     """
     ds = DatasetDir(Path(root))
-    with loaded_apart(ds.root) as packages:
+    with loaded_apart(ds) as packages:
         report = CheckReport(tasks=len(packages))
         seen: dict[tuple[str, str], str] = {}
         checker = _Checker(ds)

@@ -429,13 +429,15 @@ def _parse_lines(path: Path) -> Iterator[tuple[int, TaskPackage | None, str | No
             yield lineno, None, f"{loc}: {first['msg']}"
 
 
-def load_dataset(root: str | Path, *, check_files: bool = True) -> list[TaskPackage]:
+def load_dataset(root: str | Path | DatasetDir, *, check_files: bool = True) -> list[TaskPackage]:
     """Load and validate a manifest; raise DatasetError explaining every problem found.
 
     Checks that every line is a valid package, that ids are unique, and (with ``check_files``)
-    that the states and policies each package refers to exist.
+    that the states and policies each package refers to exist. ``root`` may be a
+    :class:`DatasetDir` the caller goes on using: what it learns of ``states/`` on the way (the
+    listing, the packs' indexes) then serves the caller's reads too.
     """
-    ds = DatasetDir(Path(root))
+    ds = root if isinstance(root, DatasetDir) else DatasetDir(Path(root))
     if not ds.manifest.exists():
         raise DatasetError([f"{ds.manifest}: no manifest (is this a dataset directory?)"])
     problems: list[str] = []
@@ -472,7 +474,7 @@ def load_dataset(root: str | Path, *, check_files: bool = True) -> list[TaskPack
 
 
 @contextmanager
-def loaded_apart(root: str | Path) -> Iterator[list[TaskPackage]]:
+def loaded_apart(root: str | Path | DatasetDir) -> Iterator[list[TaskPackage]]:
     """:func:`load_dataset`, with what it built kept out of the collector's passes in the block.
 
     A pass over a dataset keeps every package alive to its end, and each full collection on

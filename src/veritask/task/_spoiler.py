@@ -91,12 +91,72 @@ _WORD_ONLY = re.compile(r"[A-Za-z0-9_]+")
 
 
 @dataclass(frozen=True)
+class _Lookup:
+    """Words (maximal runs of ASCII letters, digits and ``_``) to look for in ASCII texts, split
+    by how they are found: those with a ``_`` among the text's few words that have one, the
+    others by a search for the word with a space on either side in the text's bytes with every
+    other character made a space (see :class:`_AsciiWords`)."""
+
+    joined: frozenset[str]
+    plain: tuple[tuple[str, bytes], ...]
+
+    @classmethod
+    def of(cls, words: Iterable[str]) -> _Lookup:
+        """The lookup of ``words`` (those no text has as a word are left out)."""
+        wordlike = sorted(w for w in words if _WORD_ONLY.fullmatch(w))
+        joined = frozenset(w for w in wordlike if "_" in w)
+        plain = tuple((w, f" {w} ".encode("ascii")) for w in wordlike if "_" not in w)
+        return cls(joined, plain)
+
+
+@functools.lru_cache(maxsize=16)
+def _identifier_lookup(names: frozenset[str]) -> _Lookup:
+    """A spec's identifiers as looked up (a checker passes the same set for every text)."""
+    return _Lookup.of(names)
+
+
+_WORD_BYTES = bytes(c if _WORD_ONLY.fullmatch(chr(c)) else 0x20 for c in range(256))
+"""Byte translation keeping ASCII letters, digits and ``_`` and making every other byte a space."""
+
+
+class _AsciiWords:
+    """The words of an ASCII text (its maximal runs of letters, digits and ``_``), looked up
+    without listing them all: a text has a few hundred words, of which the few with a ``_``
+    are found from the ``_`` characters, and any other word is one search in the text's bytes.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.spaced = text.encode("ascii").translate(_WORD_BYTES)
+        self._padded: bytes | None = None
+        self.joined: set[str] = set()
+        at = text.find("_")
+        while at >= 0:
+            start = self.spaced.rfind(b" ", 0, at) + 1
+            end = self.spaced.find(b" ", at)
+            end = len(text) if end < 0 else end
+            self.joined.add(text[start:end])
+            at = text.find("_", end)
+
+    def among(self, lookup: _Lookup) -> set[str]:
+        """The words of ``lookup`` that are words of the text."""
+        found = self.joined & lookup.joined
+        for word, padded in lookup.plain:
+            if word in self.text:  # rarely: then whether it is a whole word
+                if self._padded is None:
+                    self._padded = b" " + self.spaced + b" "
+                if padded in self._padded:
+                    found.add(word)
+        return found
+
+
+@dataclass(frozen=True)
 class IdIndex:
     """Internal ids split for :func:`find_spoilers`, made once for the many texts of a scene.
 
     An id made only of ASCII letters, digits and ``_`` occurs in a text with no such character
     on either side exactly when it is one of the text's maximal runs of them, so those ids are
-    found by a set intersection with the text's words; the others are searched for as before.
+    found among the text's words; the others are searched for as before.
     """
 
     words: frozenset[str]
@@ -108,6 +168,27 @@ class IdIndex:
         ids = {key for key in internal_ids if key}
         words = frozenset(key for key in ids if _WORD_ONLY.fullmatch(key))
         return cls(words, tuple(sorted(ids - words)))
+
+    @functools.cached_property
+    def lookup(self) -> _Lookup:
+        """``words`` as looked up in ASCII texts (made on first use)."""
+        return _Lookup.of(self.words)
+
+
+_ID_HINT, _ROW_HINT = re.compile(r"ids?\s*[:=#]?\s*\d"), re.compile(r"row\s+\d")
+"""In a lowercased ASCII text without ``#``, what any match of :data:`_INT_ID` contains (one
+or the other). Each begins with a literal, which the regex engine finds by a fast scan."""
+
+
+def _row_ids(text: str) -> list[str]:
+    """The matches of :data:`_INT_ID` in ``text``, in order. In an ASCII text, ``re.I`` folds
+    exactly as ``str.lower`` does, so when neither hint is found there is no match to look for
+    (as in nearly every description)."""
+    if text.isascii() and "#" not in text:
+        low = text.lower()
+        if _ID_HINT.search(low) is None and _ROW_HINT.search(low) is None:
+            return []
+    return [m.group(0) for m in _INT_ID.finditer(text)]
 
 
 def find_spoilers(
@@ -123,21 +204,25 @@ def find_spoilers(
 
     ``identifiers`` are ``spec_identifiers(spec)`` when the caller keeps them (a checker asks
     once per domain); otherwise they are looked up for ``spec``. ``internal_ids`` may be an
-    :class:`IdIndex` made once for many texts."""
-    found: list[str] = []
-    words = set(_WORD_ONLY.findall(text))
+    :class:`IdIndex` made once for many texts. An ASCII text (nearly every description) is
+    searched by shortcuts that find exactly what the plain search of any other text finds."""
     names = identifiers if identifiers is not None else spec_identifiers(spec)
-    for name in sorted(names & words):
-        found.append(f"schema identifier {name!r}")
     index = internal_ids if isinstance(internal_ids, IdIndex) else IdIndex.of(internal_ids)
-    present = words & index.words
+    if text.isascii():
+        words = _AsciiWords(text)
+        lookup = _identifier_lookup(names if isinstance(names, frozenset) else frozenset(names))
+        named, present = words.among(lookup), words.among(index.lookup)
+    else:
+        every = set(_WORD_ONLY.findall(text))
+        named, present = every & names, every & index.words
+    found = [f"schema identifier {name!r}" for name in sorted(named)]
     present.update(key for key in index.others if key in text)  # most ids are not
     for key in sorted(present - set(known)):
         if key in index.words or re.search(
             rf"(?<![A-Za-z0-9_]){re.escape(key)}(?![A-Za-z0-9_])", text
         ):
             found.append(f"internal id {key!r}")
-    found += [f"row id {m.group(0)!r}" for m in _INT_ID.finditer(text)]
+    found += [f"row id {m!r}" for m in _row_ids(text)]
     return found
 
 
@@ -170,16 +255,43 @@ def decided_columns(
     return out
 
 
-def _says(text: str, column: str, value: Any, enum: list[Any] | None) -> bool:
+def _says(text: str, low: str | None, column: str, value: Any, enum: list[Any] | None) -> bool:
     """True when ``text`` states ``value`` for ``column``: right after the column's words, or,
-    for free text of four characters or more, anywhere."""
-    shown = re.escape(str(value))
-    words = r"\W+".join(re.escape(w) for w in column.split("_"))
-    near = rf"(?<![A-Za-z0-9_]){words}\W+(?:[A-Za-z]+\W+){{0,3}}?{shown}(?![A-Za-z0-9_])"
-    if re.search(near, text, re.I):
+    for free text of four characters or more, anywhere. ``low`` is ``text.lower()`` when the
+    text is ASCII, else None."""
+    shown = str(value)
+    if low is not None and column.isascii() and shown.isascii():
+        near = _near_in_lowercase(column.lower(), shown.lower()).search(low) is not None
+    else:
+        near = re.search(_near(column, re.escape(shown)), text, re.I) is not None
+    if near:
         return True
-    free = isinstance(value, str) and len(value) >= 4 and enum is None
-    return free and re.search(rf"(?<![A-Za-z0-9_]){shown}(?![A-Za-z0-9_])", text) is not None
+    free = isinstance(value, str) and len(value) >= 4 and enum is None and value in text
+    return (
+        free
+        and re.search(rf"(?<![A-Za-z0-9_]){re.escape(shown)}(?![A-Za-z0-9_])", text) is not None
+    )
+
+
+def _near(column: str, shown: str) -> str:
+    """The pattern of ``shown`` (escaped) right after the words of ``column``, under ``re.I``."""
+    words = r"\W+".join(re.escape(w) for w in column.split("_"))
+    return rf"(?<![A-Za-z0-9_]){words}\W+(?:[A-Za-z]+\W+){{0,3}}?{shown}(?![A-Za-z0-9_])"
+
+
+@functools.lru_cache(maxsize=1024)
+def _near_in_lowercase(column: str, shown: str) -> re.Pattern[str]:
+    """:func:`_near` for a lowercase ASCII column and value, matched case-sensitively in a
+    lowercased ASCII text: there ``re.I`` compares exactly as lowercasing does, so the matches
+    are the same. The first word leads and the check that no word character precedes it
+    follows it, so that the regex engine finds the pattern by a fast scan for that word."""
+    first = re.escape(column.split("_")[0])
+    pattern = _near(column, re.escape(shown))
+    if first:
+        pattern = pattern.replace(
+            rf"(?<![A-Za-z0-9_]){first}", rf"{first}(?<![A-Za-z0-9_]{first})", 1
+        )
+    return re.compile(pattern)
 
 
 def decided_spoilers(
@@ -194,15 +306,65 @@ def decided_spoilers(
     ``tools`` are the spec's tools when the caller has them built already (a checker builds
     them once per domain); otherwise they are built from ``spec``."""
     found: list[str] = []
-    tools = tools if tools is not None else build_tools(spec)
+    decided = _decided_by_tool(_Same(spec, tools))
+    low = text.lower() if text.isascii() else None
+    ready = decided.by_tool
     for call in witness:
-        if not call.ok or call.tool not in tools or not tools[call.tool].writes:
+        if not call.ok:
             continue
-        table = spec.table(tools[call.tool].table)
-        for col in sorted(decided_columns(spec, call.tool, tools)):
+        columns = ready.get(call.tool)
+        for col, enum in decided.of(call.tool) if columns is None else columns:
             value = call.args.get(col)
-            if value is None or col not in table.column_names:
-                continue
-            if _says(text, col, value, table.column(col).enum):
+            if value is not None and _says(text, low, col, value, enum):
                 found.append(f"agent-decided value {col}={value!r}")
     return sorted(set(found))
+
+
+class _Same:
+    """A cache key equal only to a key for the very same spec and tools. The key keeps them
+    alive, so while it is cached no other object can take their identities; both are
+    immutable (a frozen model; the tools a checker built once), and an identity hash costs
+    nothing, unlike hashing their content."""
+
+    __slots__ = ("_hash", "spec", "tools")
+
+    def __init__(self, spec: DomainSpec, tools: dict[str, ToolSpec] | None) -> None:
+        self.spec, self.tools = spec, tools
+        self._hash = hash((id(spec), id(tools)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.spec is self.spec and other.tools is self.tools
+
+
+class _DecidedColumns:
+    """Per tool of a spec, what :func:`decided_spoilers` looks at in a write through it: each
+    column the agent decides (sorted) that the tool's table has, with the column's enum.
+    Worked out for a tool the first time a witness writes through it."""
+
+    def __init__(self, spec: DomainSpec, tools: dict[str, ToolSpec] | None) -> None:
+        self.spec = spec
+        self.tools = tools if tools is not None else build_tools(spec)
+        self.by_tool: dict[str, tuple[tuple[str, list[Any] | None], ...]] = {}
+
+    def of(self, tool: str) -> tuple[tuple[str, list[Any] | None], ...]:
+        """The decided columns of a write through ``tool`` (none when it does not write)."""
+        found = self.by_tool.get(tool)
+        if found is None:
+            found = self.by_tool[tool] = self._work_out(tool)
+        return found
+
+    def _work_out(self, tool: str) -> tuple[tuple[str, list[Any] | None], ...]:
+        spec_tool = self.tools.get(tool)
+        if spec_tool is None or not spec_tool.writes:
+            return ()
+        table = self.spec.table(spec_tool.table)
+        columns = sorted(decided_columns(self.spec, tool, self.tools))
+        return tuple((c, table.column(c).enum) for c in columns if c in table.column_names)
+
+
+@functools.lru_cache(maxsize=16)
+def _decided_by_tool(key: _Same) -> _DecidedColumns:
+    return _DecidedColumns(key.spec, key.tools)
