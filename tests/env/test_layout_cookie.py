@@ -130,3 +130,41 @@ def test_the_cookie_digests_names_pages_and_sql() -> None:
     conn.execute("CREATE TABLE extra (x)")
     assert layout_cookie(conn) != _cookie(image)
     conn.close()
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_the_bytes_a_call_writes_do_not_depend_on_the_connection_s_past(domain: str) -> None:
+    """The same calls on the same image give the same bytes in a fresh environment, in one
+    that has run other calls, and right after the schema was read again (schema format 1: the
+    integers 0 and 1 are always written as one-byte integers)."""
+    spec = load_domain(domain)
+    compiled = CompiledDomain.from_spec(spec)
+    calls = [
+        (c.tool, dict(c.args))
+        for owner in [*spec.rules, *spec.effects]
+        for ex in owner.examples
+        for c in ex.calls
+    ]
+    start = build_image(spec)
+    assert int.from_bytes(start[44:48], "big") == 1
+
+    def run(env: Environment, warm: bool, reread: bool) -> bytes:
+        if warm:
+            env.restore(start)
+            for tool, args in calls:
+                env.call(tool, args)
+        env.restore(start)
+        if reread:
+            env.select("SELECT count(*) FROM sqlite_master WHERE name = ?", (f"x{warm}",))
+        for tool, args in calls:
+            env.call(tool, args)
+        return env.image()
+
+    images = set()
+    for warm, reread in ((False, False), (True, False), (True, True), (False, True)):
+        env = Environment(compiled)
+        try:
+            images.add(run(env, warm, reread))
+        finally:
+            env.close()
+    assert len(images) == 1

@@ -193,6 +193,24 @@ def _set_layout_cookie(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA schema_version = {layout_cookie(conn)}")
 
 
+RECORD_FORMAT = 1
+"""The schema format number (file header bytes 44-47) of the images ``build_image`` makes.
+
+At format 4, SQLite may store the integers 0 and 1 as zero-length constants, but only when
+the connection has read the schema since the image was loaded: a statement taken from the
+cache after ``deserialize`` sees an unread schema (format 0) and writes them as one-byte
+integers. The same calls on the same image then give other bytes depending on what the
+connection ran before. At format 1 both cases write one-byte integers, so an image's bytes
+depend only on the image and the calls (design note 0033). Format 4's other feature, descending
+indexes, is not used: the compiler only writes ascending foreign-key indexes."""
+
+
+def _set_record_format(conn: sqlite3.Connection) -> None:
+    image = bytearray(conn.serialize())
+    image[44:48] = RECORD_FORMAT.to_bytes(4, "big")
+    conn.deserialize(bytes(image))
+
+
 def build_image(spec: DomainSpec, rows: Rows | None = None) -> bytes:
     """A serialized database: tables, then ``rows`` (the spec's seed by default), then triggers.
 
@@ -222,6 +240,7 @@ def build_image(spec: DomainSpec, rows: Rows | None = None) -> bytes:
         run_guarded(conn, guard, "ddl", compiled.sql.triggers + "\n" + compiled.tracking[1])
         conn.set_authorizer(None)
         _set_layout_cookie(conn)
+        _set_record_format(conn)
         conn.set_authorizer(guard)
         with guard.during("admin"):
             rebase(conn, compiled.layout)
