@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,22 @@ def datasets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def _states(root: Path) -> list[tuple[bytes, bytes]]:
     ds = DatasetDir(root)
     return [(ds.read_state(p.origin), ds.read_state(p.target)) for p in load_dataset(root)]
+
+
+def _retarget(root: Path, edit: Callable[[bytes], bytes]) -> str:
+    """Store ``edit`` of a package's target under its own name, point the package at it and
+    reseal; the package's id."""
+    ds = DatasetDir(root)
+    packages = load_dataset(root)
+    victim = next(p for p in packages if p.target != p.origin)
+    image = ds.read_state(victim.target)
+    edited = edit(image)
+    assert edited != image
+    name = ds.put_state(edited)
+    forged = [p.model_copy(update={"target": name}) if p.id == victim.id else p for p in packages]
+    ds.manifest.write_text("".join(p.model_dump_json() + "\n" for p in forged))
+    ds.seal(forged)
+    return victim.id
 
 
 def _dbstat_pages(image: bytes) -> list[int] | None:
@@ -137,17 +154,9 @@ def test_a_forged_target_with_a_dropped_trigger_is_caught(
 ) -> None:
     """The target is read with SQL when its schema bytes differ from its origin's."""
     data = Path(shutil.copytree(datasets["travel"], tmp_path / "ds"))
-    ds = DatasetDir(data)
-    packages = load_dataset(data)
-    victim = next(p for p in packages if p.target != p.origin)
-    forged_target = ds.put_state(drop_trigger(ds.read_state(victim.target)))
-    forged = [
-        p.model_copy(update={"target": forged_target}) if p.id == victim.id else p for p in packages
-    ]
-    ds.manifest.write_text("".join(p.model_dump_json() + "\n" for p in forged))
-    ds.seal(forged)
+    victim = _retarget(data, drop_trigger)
     report = check_dataset(data)
-    details = [f["detail"] for f in report.failures if f["id"] == victim.id]
+    details = [f["detail"] for f in report.failures if f["id"] == victim]
     assert any(d.startswith("target:") and "another schema" in d for d in details), details
 
 
@@ -175,20 +184,10 @@ def test_a_target_with_the_same_rows_in_other_bytes_is_still_certified(
     datasets: dict[str, Path], tmp_path: Path
 ) -> None:
     data = Path(shutil.copytree(datasets["retail"], tmp_path / "ds"))
-    ds = DatasetDir(data)
-    packages = load_dataset(data)
-    victim = next(p for p in packages if p.target != p.origin)
-    moved = _with_page_size(ds.read_state(victim.target), PAGE_SIZE)  # VACUUM: rows re-laid
-    assert moved != ds.read_state(victim.target)
-    renamed = ds.put_state(moved)
-    forged = [
-        p.model_copy(update={"target": renamed}) if p.id == victim.id else p for p in packages
-    ]
-    ds.manifest.write_text("".join(p.model_dump_json() + "\n" for p in forged))
-    ds.seal(forged)
+    _retarget(data, lambda image: _with_page_size(image, PAGE_SIZE))  # VACUUM: rows re-laid
     report = check_dataset(data)
     assert report.ok, report.failures
-    assert report.certified == len(packages)
+    assert report.certified == len(load_dataset(data))
 
 
 def test_tables_moved_under_the_spec_s_cookie_are_another_schema() -> None:
