@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from veritask._util import sha256
 from veritask.env import CompiledDomain, Environment, Snapshot
+from veritask.task._asks import ask_problems
 from veritask.task._dataset import DatasetDir, loaded_apart
 from veritask.task._grounded import certify_grounded
 from veritask.task._integrity import RootPages, StateVerifier, compare_seal, reference_schema
@@ -257,6 +258,8 @@ def _check_package(checker: _Checker, pkg: TaskPackage, report: CheckReport) -> 
             f"generated against spec {pkg.spec_hash[:12]}…, "
             f"domain {pkg.domain!r} is now {dom.spec_hash[:12]}…",
         )
+    for problem in ask_problems(pkg.task, dom.compiled.spec, dom.compiled.tools):
+        report.add_failure(pkg.id, "integrity", f"task.{problem}")
     if not _check_files(checker, dom, pkg, report):
         return
     try:
