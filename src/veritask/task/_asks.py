@@ -15,60 +15,75 @@ from veritask.policy import DomainSpec, ToolSpec
 from veritask.task._package import Ask, RowRef, TaskDescription
 
 
-def _ref_problems(spec: DomainSpec, ref: RowRef, where: str) -> Iterator[str]:
-    names = {t.name: t for t in spec.tables}
-    table = names.get(ref.table)
-    if table is None:
-        yield f"{where}: table {ref.table!r} is not in the spec"
-        return
-    for col, value in ref.match.items():
-        if col not in table.column_names:
-            yield f"{where}: {ref.table} has no column {col!r}"
-        elif isinstance(value, RowRef):
-            fk = table.column(col).references
-            if fk is None or fk.split(".")[0] != value.table:
-                yield f"{where}.{col}: {ref.table}.{col} does not reference {value.table!r}"
-            yield from _ref_problems(spec, value, f"{where}.{col}")
+class AskChecker:
+    """The names a domain's requests may use, indexed once per domain."""
 
+    def __init__(self, spec: DomainSpec, tools: Mapping[str, ToolSpec]) -> None:
+        self.links: dict[str, dict[str, str | None]] = {
+            t.name: {
+                c.name: c.references.split(".")[0] if c.references else None for c in t.columns
+            }
+            for t in spec.tables
+        }
+        """Per table, each column and the table it references (None: not a foreign key)."""
+        self.writes = {name: t for name, t in tools.items() if t.writes}
+        self.rules = frozenset(r.id for r in spec.rules)
 
-def _ask_problems(
-    spec: DomainSpec, tools: Mapping[str, ToolSpec], ask: Ask, where: str
-) -> Iterator[str]:
-    tool = tools.get(ask.tool)
-    if tool is None or not tool.writes:
-        yield f"{where}.tool: {ask.tool!r} is not a write tool of the domain"
-        return
-    table = spec.table(tool.table)
-    for col in ask.values:
-        if col not in tool.params and col not in table.column_names:
-            yield f"{where}.values: {ask.tool} has no argument {col!r}"
-    if ask.target is not None:
-        if ask.target.table != tool.table:
-            yield f"{where}.target: names a {ask.target.table!r} record, {ask.tool} writes {tool.table!r}"
-        yield from _ref_problems(spec, ask.target, f"{where}.target")
-    for col, ref in ask.refs.items():
-        fk = table.column(col).references if col in table.column_names else None
-        if fk is None or fk.split(".")[0] != ref.table:
-            yield f"{where}.refs.{col}: {tool.table}.{col} does not reference {ref.table!r}"
-        yield from _ref_problems(spec, ref, f"{where}.refs.{col}")
+    def problems(self, task: TaskDescription) -> list[str]:
+        """Every request of ``task`` (each sub-goal's ask, each fallback's) that names a tool,
+        table, column or rule the domain does not have, as ``"<where>: <why>"``."""
+        found: list[str] = []
+        for i, sub in enumerate(task.sub_goals):
+            at = f"sub_goals[{i}]"
+            if sub.ask is not None:
+                found += self._ask(sub.ask, f"{at}.ask")
+            for j, fb in enumerate(sub.fallbacks):
+                if fb.rule not in self.rules:
+                    found.append(f"{at}.fallbacks[{j}].rule: {fb.rule!r} is not a rule of the spec")
+                for k, ask in enumerate(fb.first):
+                    found += self._ask(ask, f"{at}.fallbacks[{j}].first[{k}]")
+                if fb.then is not None:
+                    found += self._ask(fb.then, f"{at}.fallbacks[{j}].then")
+        return found
+
+    def _ask(self, ask: Ask, where: str) -> Iterator[str]:
+        tool = self.writes.get(ask.tool)
+        if tool is None:
+            yield f"{where}.tool: {ask.tool!r} is not a write tool of the domain"
+            return
+        links = self.links[tool.table]
+        for col in ask.values:
+            if col not in tool.params and col not in links:
+                yield f"{where}.values: {ask.tool} has no argument {col!r}"
+        if ask.target is not None:
+            if ask.target.table != tool.table:
+                yield (
+                    f"{where}.target: names a {ask.target.table!r} record, "
+                    f"{ask.tool} writes {tool.table!r}"
+                )
+            yield from self._ref(ask.target, f"{where}.target")
+        for col, ref in ask.refs.items():
+            if links.get(col) != ref.table:
+                yield f"{where}.refs.{col}: {tool.table}.{col} does not reference {ref.table!r}"
+            yield from self._ref(ref, f"{where}.refs.{col}")
+
+    def _ref(self, ref: RowRef, where: str) -> Iterator[str]:
+        links = self.links.get(ref.table)
+        if links is None:
+            yield f"{where}: table {ref.table!r} is not in the spec"
+            return
+        for col, value in ref.match.items():
+            if col not in links:
+                yield f"{where}: {ref.table} has no column {col!r}"
+            elif isinstance(value, RowRef):
+                if links[col] != value.table:
+                    yield f"{where}.{col}: {ref.table}.{col} does not reference {value.table!r}"
+                yield from self._ref(value, f"{where}.{col}")
 
 
 def ask_problems(
     task: TaskDescription, spec: DomainSpec, tools: Mapping[str, ToolSpec]
 ) -> list[str]:
-    """Every request of ``task`` (each sub-goal's ask, each fallback's) that names a tool,
-    table, column or rule the domain does not have, as ``"<where>: <why>"``."""
-    rules = {r.id for r in spec.rules}
-    found: list[str] = []
-    for i, sub in enumerate(task.sub_goals):
-        at = f"sub_goals[{i}]"
-        if sub.ask is not None:
-            found += _ask_problems(spec, tools, sub.ask, f"{at}.ask")
-        for j, fb in enumerate(sub.fallbacks):
-            if fb.rule not in rules:
-                found.append(f"{at}.fallbacks[{j}].rule: {fb.rule!r} is not a rule of the spec")
-            for k, ask in enumerate(fb.first):
-                found += _ask_problems(spec, tools, ask, f"{at}.fallbacks[{j}].first[{k}]")
-            if fb.then is not None:
-                found += _ask_problems(spec, tools, fb.then, f"{at}.fallbacks[{j}].then")
-    return found
+    """:meth:`AskChecker.problems` for one task (index the domain once with ``AskChecker`` to
+    check many)."""
+    return AskChecker(spec, tools).problems(task)

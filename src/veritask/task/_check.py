@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from veritask._util import sha256
 from veritask.env import CompiledDomain, Environment, Snapshot
-from veritask.task._asks import ask_problems
+from veritask.task._asks import AskChecker
 from veritask.task._dataset import DatasetDir, loaded_apart
 from veritask.task._grounded import certify_grounded
 from veritask.task._integrity import RootPages, StateVerifier, compare_seal, reference_schema
@@ -101,6 +101,7 @@ class _Domain:
     env: Environment
     verifier: StateVerifier
     identifiers: frozenset[str]
+    asks: AskChecker
 
 
 class _Checker:
@@ -130,7 +131,8 @@ class _Checker:
                 verifier = StateVerifier(reference_schema(compiled), RootPages.of(compiled))
                 env = Environment(compiled)
                 names = spec_identifiers(compiled.spec)
-                self.domains[name] = _Domain(name, compiled, hash_, env, verifier, names)
+                asks = AskChecker(compiled.spec, compiled.tools)
+                self.domains[name] = _Domain(name, compiled, hash_, env, verifier, names, asks)
         return self.domains[name]
 
     def state_problem(self, dom: _Domain, digest: str, like: str | None = None) -> str | None:
@@ -258,7 +260,7 @@ def _check_package(checker: _Checker, pkg: TaskPackage, report: CheckReport) -> 
             f"generated against spec {pkg.spec_hash[:12]}…, "
             f"domain {pkg.domain!r} is now {dom.spec_hash[:12]}…",
         )
-    for problem in ask_problems(pkg.task, dom.compiled.spec, dom.compiled.tools):
+    for problem in dom.asks.problems(pkg.task):
         report.add_failure(pkg.id, "integrity", f"task.{problem}")
     if not _check_files(checker, dom, pkg, report):
         return
