@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from veritask.env import CompiledDomain
-from veritask.synth import generate
 from veritask.task import DatasetDir, TaskPackage, check_dataset, load_dataset
 from veritask.task._asks import ask_problems
 
@@ -24,13 +23,8 @@ DOMAINS = ("retail", "travel", "clinic", "gym", "registrar", "mock")
 
 
 @pytest.fixture(scope="module")
-def datasets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("asks")
-    out = {}
-    for i, domain in enumerate(DOMAINS):
-        out[domain] = root / domain
-        generate(domain, 12, 70 + i, out[domain])
-    return out
+def datasets(builtin_datasets: dict[str, Path]) -> dict[str, Path]:
+    return builtin_datasets
 
 
 @pytest.mark.parametrize("domain", DOMAINS)

@@ -23,7 +23,6 @@ from tests._tamper import drop_trigger
 from veritask.domains import load_domain
 from veritask.env import PAGE_SIZE, CompiledDomain, insert_rows
 from veritask.env._build import _compiled
-from veritask.synth import generate
 from veritask.task import DatasetDir, check_dataset, load_dataset
 from veritask.task._integrity import RootPages, StateVerifier, reference_schema
 from veritask.task._schema_pages import has_schema, page_size, schema_key
@@ -32,14 +31,8 @@ DOMAINS = ("retail", "travel", "clinic", "gym", "registrar", "mock")
 
 
 @pytest.fixture(scope="module")
-def datasets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A small generated dataset per built-in domain."""
-    root = tmp_path_factory.mktemp("schema-pages")
-    out = {}
-    for i, domain in enumerate(DOMAINS):
-        out[domain] = root / domain
-        generate(domain, 6, 40 + i, out[domain])
-    return out
+def datasets(builtin_datasets: dict[str, Path]) -> dict[str, Path]:
+    return builtin_datasets
 
 
 def _states(root: Path) -> list[tuple[bytes, bytes]]:
