@@ -45,6 +45,18 @@ ODD_VALUES: list[Any] = [
 ]
 
 
+BOOKING: dict[str, Any] = {
+    "travel_request_id": 1,
+    "flight_code": "AA012",
+    "cost": 300,
+    "class": "ECONOMY",
+    "departure_step": 12,
+    "booking_step": 10,
+    "approval_status": "NOT_REQUIRED",
+}
+"""A well-typed travel flight booking (request 1)."""
+
+
 @cache
 def _compiled(name: str) -> CompiledDomain:
     return CompiledDomain.from_spec(load_domain(name))
@@ -118,15 +130,7 @@ def test_generated_checks_accept_only_what_validation_accepts_unchanged(
 
 def test_well_typed_calls_take_the_fast_path_and_odd_ones_do_not() -> None:
     env = Environment(_compiled("travel"))
-    args = {
-        "travel_request_id": 1,
-        "flight_code": "AA012",
-        "cost": 300,
-        "class": "ECONOMY",
-        "departure_step": 12,
-        "booking_step": 10,
-        "approval_status": "NOT_REQUIRED",
-    }
+    args = dict(BOOKING)
     plan = env._plan("insert_flight_bookings", args)
     assert plan is not None and plan.insert is not None and plan.accepts(args)
     assert not plan.accepts({**args, "cost": 300.0})  # a float: the general path converts it
@@ -140,15 +144,7 @@ def test_an_effect_rewriting_the_new_row_and_one_writing_another_table() -> None
     FLIGHT_POLICY_FLAG rewrites the inserted booking, FLIGHT_COUNT_ON_INSERT its request."""
     env = Environment(_compiled("travel"))
     (request,) = [r for r in env.rows("travel_requests") if r["id"] == 1]
-    emergency = {
-        "travel_request_id": 1,
-        "flight_code": "AA012",
-        "cost": 300,
-        "class": "ECONOMY",
-        "departure_step": 12,
-        "booking_step": 10,
-        "approval_status": "NOT_REQUIRED",
-    }
+    emergency = dict(BOOKING)
     result = env.call("insert_flight_bookings", emergency)
     assert result.ok and result.state_changed, result.error
     assert result.result["policy_violation_flag"] == 1

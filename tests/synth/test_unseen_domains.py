@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -38,6 +39,12 @@ def _run(*args: str) -> str:
     return result.output
 
 
+def _generate(domain: str, n: int, seed: int, out: Path) -> Any:
+    """``veritask generate ... --json``, parsed."""
+    args = ["--domain", domain, "--n", str(n), "--seed", str(seed), "--out", str(out)]
+    return json.loads(_run("generate", *args, "--json"))
+
+
 def _tree(root: Path) -> dict[str, str]:
     return {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
@@ -51,20 +58,7 @@ def test_unseen_domain_end_to_end(spec: str, seed: int, n: int, tmp_path: Path) 
     path = str(UNSEEN / spec)
     _run("validate", path, "--examples")
     out = tmp_path / "a"
-    made = json.loads(
-        _run(
-            "generate",
-            "--domain",
-            path,
-            "--n",
-            str(n),
-            "--seed",
-            str(seed),
-            "--out",
-            str(out),
-            "--json",
-        )
-    )
+    made = _generate(path, n, seed, out)
     assert made["tasks"] == n
     check = json.loads(_run("check", str(out), "--json"))
     assert check["failures"] == []
@@ -73,18 +67,7 @@ def test_unseen_domain_end_to_end(spec: str, seed: int, n: int, tmp_path: Path) 
     failed = [t["id"] for t in faithful["per_task"] if t["successes"] < t["trials"]]
     assert failed == []
     again = tmp_path / "b"
-    _run(
-        "generate",
-        "--domain",
-        path,
-        "--n",
-        str(n),
-        "--seed",
-        str(seed),
-        "--out",
-        str(again),
-        "--json",
-    )
+    _generate(path, n, seed, again)
     assert _tree(out) == _tree(again)
 
 
@@ -95,20 +78,7 @@ def test_two_unseen_domains_fuse_and_generate(tmp_path: Path) -> None:
     fused = tmp_path / "fused.yaml"
     _run("fuse", str(UNSEEN / "hr_leave.yaml"), str(UNSEEN / "warehouse.yaml"), "--out", str(fused))
     out = tmp_path / "data"
-    made = json.loads(
-        _run(
-            "generate",
-            "--domain",
-            str(fused),
-            "--n",
-            "10",
-            "--seed",
-            "1",
-            "--out",
-            str(out),
-            "--json",
-        )
-    )
+    made = _generate(str(fused), 10, 1, out)
     assert made["tasks"] == 10
     check = json.loads(_run("check", str(out), "--json"))
     assert check["failures"] == [] and check["grounded"] == 10

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,18 @@ from veritask.synth._workable import unworkable
 from veritask.task import RowRef
 
 UNSEEN = Path(__file__).parent.parent / "fixtures" / "unseen_domains"
+
+
+MD_LEAVE: dict[str, Any] = {
+    "employee_id": "e_md",
+    "leave_type": "ANNUAL",
+    "approver_id": "e_lead",
+    "note": "Sailing",
+    "start_step": 10,
+    "end_step": 12,
+    "days": 3,
+}
+"""The managing director's leave request, naming a team lead as approver (``hr_review`` apart)."""
 
 
 def _world(spec: str) -> tuple[DomainModel, Environment, StateView]:
@@ -42,16 +55,7 @@ def test_a_formula_that_gives_null_is_tried_as_null() -> None:
     ex = _explorer("hr_leave.yaml")
     tx = next(t for t in ex.model.spec.transactions if t.id == "file_leave")
     rule = ex.model.spec.rule("APPROVER_IS_MANAGER")
-    args = {
-        "employee_id": "e_md",
-        "leave_type": "ANNUAL",
-        "approver_id": "e_lead",
-        "note": "Sailing",
-        "start_step": 10,
-        "end_step": 12,
-        "days": 3,
-        "hr_review": 0,
-    }
+    args = {**MD_LEAVE, "hr_review": 0}
     assert not ex.env.call(tx.tool, args).ok
     repaired = ex._repair(tx, rule, args, "e_md", None)
     assert repaired is not None and repaired["approver_id"] is None
@@ -63,16 +67,7 @@ def test_a_null_repair_stands_when_another_rule_refuses_next() -> None:
     refusal (HR_REVIEW_ROUTE) is repaired next, as after any repair."""
     ex = _explorer("hr_leave.yaml")
     tx = next(t for t in ex.model.spec.transactions if t.id == "file_leave")
-    args = {
-        "employee_id": "e_md",
-        "leave_type": "ANNUAL",
-        "approver_id": "e_lead",
-        "note": "Sailing",
-        "start_step": 10,
-        "end_step": 12,
-        "days": 3,
-        "hr_review": 1,
-    }
+    args = {**MD_LEAVE, "hr_review": 1}
     repaired = ex._repair(tx, ex.model.spec.rule("APPROVER_IS_MANAGER"), args, "e_md", None)
     assert repaired is not None and repaired["approver_id"] is None
     assert repaired["hr_review"] == 1

@@ -26,6 +26,10 @@ ALI_FILES = {
     "days": 3,
     "hr_review": 0,
 }
+FILE_ASK = Ask(
+    transaction="file_leave", tool="insert_leave_requests", refs={"leave_type": ANNUAL}, values=FILE
+)
+FILE_TEXT = "File annual leave 'Annual leave', note Family wedding, start step 10, end step 12."
 
 
 @pytest.fixture(scope="module")
@@ -61,13 +65,7 @@ def _problems(env: Environment, pkg: TaskPackage) -> list[tuple[int, str | None]
 def test_an_approver_the_policy_fixes_is_grounded(env: Environment) -> None:
     """Ali never names his approver: every other employee, and none, is refused by
     APPROVER_IS_MANAGER, so his manager is the only value an agent can write."""
-    ask = Ask(
-        transaction="file_leave",
-        tool="insert_leave_requests",
-        refs={"leave_type": ANNUAL},
-        values=FILE,
-    )
-    text = "File annual leave 'Annual leave', note Family wedding, start step 10, end step 12."
+    ask, text = FILE_ASK, FILE_TEXT
     calls = [("query_leave_types", {"name": "Annual leave"}), ("insert_leave_requests", ALI_FILES)]
     pkg = _package(env, "e_ali", text, ask, calls)
     assert pkg.witness[1].ok
@@ -77,13 +75,7 @@ def test_an_approver_the_policy_fixes_is_grounded(env: Environment) -> None:
 def test_a_value_no_rule_fixes_is_still_named(env: Environment) -> None:
     """The probes decide by execution: the approver is fixed, but DRAFT (neither stated nor
     the default) is one of two states a new request may take, so it is named."""
-    ask = Ask(
-        transaction="file_leave",
-        tool="insert_leave_requests",
-        refs={"leave_type": ANNUAL},
-        values=FILE,
-    )
-    text = "File annual leave 'Annual leave', note Family wedding, start step 10, end step 12."
+    ask, text = FILE_ASK, FILE_TEXT
     draft = {**ALI_FILES, "state": "DRAFT"}  # DRAFT is neither stated nor the default
     calls = [("query_leave_types", {"name": "Annual leave"}), ("insert_leave_requests", draft)]
     pkg = _package(env, "e_ali", text, ask, calls)
