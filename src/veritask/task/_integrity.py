@@ -213,16 +213,14 @@ class RootPages:
 
     @classmethod
     def of(cls, compiled: CompiledDomain) -> RootPages:
-        """The root pages of the images ``compiled``'s spec builds."""
-        env = Environment(compiled)
+        """The root pages of the images ``compiled``'s spec builds (read from its seed image)."""
         conn = sqlite3.connect(":memory:")
         try:
-            image = env.image()
-            conn.deserialize(image)
-            return cls(_cookie(image), {str(n): int(p) for n, p in conn.execute(_ROOTS_SQL)})
+            conn.deserialize(compiled.seed)
+            roots = {str(n): int(p) for n, p in conn.execute(_ROOTS_SQL)}
         finally:
             conn.close()
-            env.close()
+        return cls(_cookie(compiled.seed), roots)
 
     def moved(self, image: bytes, rows: Iterable[Sequence[Any]]) -> list[str]:
         """The tables and indexes ``rows`` (``name, rootpage`` pairs of ``image``) keep at
