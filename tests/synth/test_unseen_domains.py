@@ -28,6 +28,7 @@ CASES = [
     ("hr_leave.yaml", 0, 12),
     ("warehouse.yaml", 0, 12),
     ("parking.yaml", 0, 12),
+    ("bike_share.yaml", 0, 12),
 ]
 """(spec, seed, n). The unit tests beside this file (test_unseen_roles, test_grounded_links,
 test_spec_errors_unseen) hold each fixed defect on its own; this sweep holds the whole path."""
