@@ -155,7 +155,9 @@ def test_generate_check_report_export(tmp_path: Path) -> None:
         "grounded",
         "duplicates",
         "failures",
+        "lint",
     }
+    assert set(check["lint"]) == {"counts", "findings"}
     assert check["certified"] == check["spoiler_free"] == check["grounded"] == 12
     code, text = run("report", str(out), "--json")
     report = json.loads(text)

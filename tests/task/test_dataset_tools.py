@@ -236,7 +236,10 @@ def test_fixture_shapes(built: Built) -> None:
 
 def test_check_certifies_a_clean_dataset(built: Built) -> None:
     report = check_dataset(built.root)
-    assert report.to_json() == {
+    payload = report.to_json()
+    # the lint reports (and does not fail) a hand-built trigger on the agent's own late fee
+    assert payload.pop("lint")["counts"] == {"calculation_trigger": 1}
+    assert payload == {
         "tasks": 4,
         "certified": 4,
         "spoiler_free": 4,
