@@ -105,6 +105,8 @@ class UnitWorker:
         self.fused = fused_services(self.spec)
         self.uses: Counter[Any] = Counter()
         """Tasks per user in the unit being made (the cast is drawn least-used first)."""
+        self.texts: set[str] = set()
+        """The task texts (normalised) of the unit being made: none is made twice."""
         """The services of a fused spec (None for any other): episodes then span services."""
 
     def _aim(self, task_index: int, retry: int) -> Rule | None:
@@ -221,7 +223,7 @@ class UnitWorker:
         # the refusal of a unit that has one sits at a seeded position, not always first
         refusal_at = random.Random(derive_seed(scene_seed, "refusal")).randrange(max(count, 1))
         self.uses = Counter()
-        texts: set[str] = set()
+        self.texts = set()
         while len(packages) < count and attempt < ATTEMPTS_PER_TASK * count:
             index = first_index + len(packages)
             rng = random.Random(derive_seed(scene_seed, "task", attempt))
@@ -240,11 +242,6 @@ class UnitWorker:
             pkg = self._accepted(where, scene, episode, view, internal, digests, ds, result)
             if pkg is None:
                 continue
-            text = normalised_text(pkg.task_description)
-            if text in texts:
-                result.discarded["repeated text"] = result.discarded.get("repeated text", 0) + 1
-                continue
-            texts.add(text)
             self.uses[pkg.user_profile.user_id] += 1
             refusals += int(pkg.refusal)
             retry = 0
@@ -290,9 +287,13 @@ class UnitWorker:
             result.leaks.append(str(leak))
             return None
         reason = self._ungrounded(pkg, scene.origin) or self._linted(pkg, scene.origin)
+        text = normalised_text(pkg.task_description)
+        if reason is None and text in self.texts:
+            reason = "repeated text"
         if reason is not None:
             result.discarded[reason] = result.discarded.get(reason, 0) + 1
             return None
+        self.texts.add(text)
         ds.put_state(episode.target)
         return pkg
 
