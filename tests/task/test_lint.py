@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
+from veritask.domains import spec_path
 from veritask.env import CompiledDomain, Environment
+from veritask.policy import SpecError, load_spec
 from veritask.task import (
     Ask,
     Fallback,
@@ -23,6 +25,7 @@ from veritask.task import (
     UserProfile,
     WitnessCall,
     check_dataset,
+    intent_columns,
     lint_dataset,
     lint_package,
     load_dataset,
@@ -228,3 +231,19 @@ def test_generated_packages_have_no_per_package_findings(
     }
     assert report.certified == report.tasks and per_package == {}
     assert len(load_dataset(out)) == report.tasks
+
+
+def test_a_declared_intent_replaces_the_default(compiled: dict[str, CompiledDomain]) -> None:
+    users = compiled["travel"].spec.table("users")
+    assert intent_columns(users) == ["company_id", "user_level"]
+    assert intent_columns(users.model_copy(update={"intent": ["company_id"]})) == ["company_id"]
+
+
+def test_an_unknown_intent_column_is_a_located_spec_error(tmp_path: Path) -> None:
+    text = spec_path("mock").read_text()
+    broken = text.replace("  - name: books\n", "  - name: books\n    intent: [colour]\n", 1)
+    assert broken != text
+    path = tmp_path / "spec.yaml"
+    path.write_text(broken)
+    with pytest.raises(SpecError, match=r"intent\[0\].*unknown column 'colour'"):
+        load_spec(path)

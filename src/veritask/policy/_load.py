@@ -277,6 +277,9 @@ def _check_columns(table: Table, loc: Loc) -> Iterator[tuple[Loc, str]]:
         for name in group:
             if name not in names:
                 yield (*loc, "unique", j), f"unknown column {name!r}"
+    for j, name in enumerate(table.intent or []):
+        if name not in names:
+            yield (*loc, "intent", j), f"unknown column {name!r}"
     if table.lifecycle and table.lifecycle.column not in names:
         yield (*loc, "lifecycle", "column"), f"unknown column {table.lifecycle.column!r}"
 

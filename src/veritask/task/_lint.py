@@ -119,9 +119,8 @@ def intent_columns(table: Table) -> list[str]:
     record must agree on them. The table's ``intent`` when the spec sets it; else every foreign
     key and every enum column (the categories a record belongs to: its owner, its route, its
     product family), the key, flags and lifecycle statuses excepted."""
-    declared = getattr(table, "intent", None)
-    if declared:
-        return list(declared)
+    if table.intent is not None:
+        return list(table.intent)
     label = next((c for c in _LABELS if c in table.column_names), None)
     out: list[str] = []
     for col in table.columns:
