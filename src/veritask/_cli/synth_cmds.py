@@ -129,6 +129,12 @@ def generate_cmd(
         click.echo(
             f"{summary.tasks} packages in {summary.out} ({summary.resumed_units} of {summary.units} units were already done)"
         )
+    if summary.tasks == 0 and n > 0:
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(summary.discarded.items()))
+        raise click.ClickException(
+            f"no package could be made (candidates discarded: {reasons or 'none were found'}); "
+            "see docs/domain-reference.md, 'Heuristics', for what the synthesizer needs"
+        )
 
 
 def _check_mode(explorer: str, projector: str | None, model: str | None) -> None:
