@@ -170,6 +170,8 @@ def test_generate_check_report_export(tmp_path: Path) -> None:
         "tool_coverage",
         "mean_witness_calls",
         "refusal_share",
+        "repeated_texts",
+        "cast",
         "uncovered",
     }
     code, text = run("export", str(out), "--format", "tau2", "--out", str(tmp_path / "t.json"))

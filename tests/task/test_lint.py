@@ -29,6 +29,7 @@ from veritask.task import (
     lint_dataset,
     lint_package,
     load_dataset,
+    repeated_texts,
     status_of_procedure,
 )
 
@@ -206,6 +207,9 @@ def test_repeated_texts_and_a_skewed_cast_are_dataset_findings() -> None:
     same = [_package([_sub(ask)], id=f"travel-t-{i:06d}") for i in range(60)]
     found = lint_dataset(same)
     assert sum(f.kind == "repeated_text" for f in found) == 59
+    elsewhere = [p.model_copy(update={"origin": f"{i:064x}"}) for i, p in enumerate(same)]
+    assert not [f for f in lint_dataset(elsewhere) if f.kind == "repeated_text"]
+    assert repeated_texts(elsewhere) == 59 and repeated_texts(same) == 0
     users = ["u_a"] * 50 + ["u_b", "u_c", "u_d", "u_e", "u_f"] * 2
     cast = [
         _package(

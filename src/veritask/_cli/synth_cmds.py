@@ -225,6 +225,11 @@ def report_cmd(directory: str, prices: str | None, as_json: bool) -> None:
         f"refusal share {payload['refusal_share']}"
     )
     click.echo("tags " + ", ".join(f"{k} {v}" for k, v in payload["tags"].items()))
+    cast = payload["cast"]
+    click.echo(
+        f"cast {cast['users']} users, the largest {cast['max_over_uniform']}x a uniform share  "
+        f"texts repeated on another origin {payload['repeated_texts']}"
+    )
     _echo_uncovered(payload["uncovered"])
     if "costs" in payload:
         _echo_costs(payload["costs"])

@@ -15,6 +15,7 @@ from veritask.task._lint import (
     lint_dataset,
     lint_package,
     normalised_text,
+    repeated_texts,
     status_of_procedure,
     tested_words,
 )
@@ -86,6 +87,7 @@ __all__ = [
     "outcome_mismatch",
     "pack_dataset",
     "package_asks",
+    "repeated_texts",
     "replay",
     "replay_witness",
     "report_dataset",

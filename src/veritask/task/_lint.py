@@ -396,34 +396,43 @@ def normalised_text(text: str) -> str:
     return " ".join(_WORD.findall(text.lower()))
 
 
-def lint_dataset(packages: Iterable[TaskPackage]) -> list[LintFinding]:
-    """Dataset-wide findings: a task text that repeats, and a cast skewed toward one user.
+def repeated_texts(packages: Iterable[TaskPackage]) -> int:
+    """How many packages repeat the (normalised) task text of an earlier one on another
+    origin: allowed (the same request on another starting state is another task), and
+    ``report`` says how many."""
+    seen: dict[str, set[str]] = {}
+    count = 0
+    for pkg in packages:
+        origins = seen.setdefault(normalised_text(pkg.task_description), set())
+        count += bool(origins) and pkg.origin not in origins
+        origins.add(pkg.origin)
+    return count
 
-    A repeated text is a finding for every package after the first that has it, unless its
-    (origin, target) pair differs, in which case it is still reported (the report says that the
-    states differ). The cast is skewed when one user is in more than :data:`CAST_SKEW` times a
-    uniform share of the tasks (with at least :data:`MIN_CAST_TASKS` tasks)."""
+
+def lint_dataset(packages: Iterable[TaskPackage]) -> list[LintFinding]:
+    """Dataset-wide findings: a task text made twice on the same origin, and a cast skewed
+    toward one user.
+
+    The same (normalised) text on the same s_origin is the same task asked twice, whatever the
+    witness did (:func:`repeated_texts` counts the repeats on other origins, which are allowed).
+    The cast is skewed when one user is in more than :data:`CAST_SKEW` times a uniform share of
+    the tasks among the users the dataset has tasks for (with at least :data:`MIN_CAST_TASKS`
+    tasks)."""
     found: list[LintFinding] = []
-    first: dict[str, TaskPackage] = {}
+    first: dict[tuple[str, str], str] = {}
     users: Counter[str] = Counter()
     total = 0
     for pkg in packages:
         total += 1
         users[pkg.user_profile.user_id] += 1
-        key = normalised_text(pkg.task_description)
-        seen = first.get(key)
-        if seen is None:
-            first[key] = pkg
-            continue
-        same = (seen.origin, seen.target) == (pkg.origin, pkg.target)
-        found.append(
-            LintFinding(
-                pkg.id,
-                "repeated_text",
-                f"the task text of {seen.id!r} again"
-                + ("" if same else " (on another origin/target pair)"),
+        key = (normalised_text(pkg.task_description), pkg.origin)
+        seen = first.setdefault(key, pkg.id)
+        if seen != pkg.id:
+            found.append(
+                LintFinding(
+                    pkg.id, "repeated_text", f"the task text of {seen!r} on the same origin"
+                )
             )
-        )
     found += _skew(users, total)
     return found
 
