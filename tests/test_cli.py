@@ -155,7 +155,9 @@ def test_generate_check_report_export(tmp_path: Path) -> None:
         "grounded",
         "duplicates",
         "failures",
+        "lint",
     }
+    assert set(check["lint"]) == {"counts", "findings"}
     assert check["certified"] == check["spoiler_free"] == check["grounded"] == 12
     code, text = run("report", str(out), "--json")
     report = json.loads(text)
@@ -168,6 +170,8 @@ def test_generate_check_report_export(tmp_path: Path) -> None:
         "tool_coverage",
         "mean_witness_calls",
         "refusal_share",
+        "repeated_texts",
+        "cast",
         "uncovered",
     }
     code, text = run("export", str(out), "--format", "tau2", "--out", str(tmp_path / "t.json"))

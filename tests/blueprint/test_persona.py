@@ -117,7 +117,7 @@ def test_llm_writer_parses_repairs_and_rejects(dataset: Path) -> None:
     good = Persona(
         instruction=pkg.task.total_goal,
         motivation="My manager asked me to sort out my trip paperwork before Friday.",
-        startup_query="Hello! I'd like some help getting a business trip set up.",
+        startup_query="Hello! I'd like some help getting a work trip set up.",
         hidden_profile=[
             pkg.task.who_you_are,
             *(s.request for s in pkg.task.sub_goals),

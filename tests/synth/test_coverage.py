@@ -46,6 +46,7 @@ def _packages(domain: str, rule_id: str, out: Path) -> list[tuple[TaskPackage, b
             digests = (sha256(scene.origin), ds.put_policy(worker.policy))
             where = (domain, 0, unit * 10 + t)
             result = UnitResult(unit, 0)
+            worker.texts.clear()  # tries of one aim, not a unit: the same text may recur
             pkg = worker._accepted(where, scene, episode, view, internal, digests, ds, result)
             assert result.discarded == {}, result.leaks
             if pkg is not None and rule_id in pkg.rules_exercised:

@@ -89,6 +89,8 @@ def test_report_keys(datasets: dict[str, Path]) -> None:
         "tool_coverage",
         "mean_witness_calls",
         "refusal_share",
+        "repeated_texts",
+        "cast",
         "uncovered",
     }
     assert set(report["difficulty"]) == {"L1", "L2", "L3"}

@@ -249,7 +249,7 @@ def test_a_writer_that_keeps_telling_too_much_is_rejected_with_its_reason(
             return json.dumps(good)
 
     out = tmp_path / "ds"
-    summary = persona_generate(out, scripted(answer), n=6, explorer="symbolic", projector="llm")
+    summary = persona_generate(out, scripted(answer), n=10, explorer="symbolic", projector="llm")
     record = summary.costs.modules["persona"]
     rejected = record.attempts - record.successes
     assert rejected > 0 and summary.discarded[reason] == rejected

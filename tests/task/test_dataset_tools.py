@@ -236,7 +236,10 @@ def test_fixture_shapes(built: Built) -> None:
 
 def test_check_certifies_a_clean_dataset(built: Built) -> None:
     report = check_dataset(built.root)
-    assert report.to_json() == {
+    payload = report.to_json()
+    # the lint reports (and does not fail) a hand-built trigger on the agent's own late fee
+    assert payload.pop("lint")["counts"] == {"calculation_trigger": 1}
+    assert payload == {
         "tasks": 4,
         "certified": 4,
         "spoiler_free": 4,
@@ -390,6 +393,8 @@ def test_report_numbers(built: Built) -> None:
         "tool_coverage": 1.0,  # insert_loans and update_loans of 2 write tools
         "mean_witness_calls": 2.5,  # (3 + 1 + 1 + 2) / 4
         "refusal_share": 0.25,
+        "repeated_texts": 0,
+        "cast": {"users": 1, "max_over_uniform": 1.0},  # all four are for m_ana
         "uncovered": {
             "mock": {
                 "rules": {

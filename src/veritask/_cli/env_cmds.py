@@ -220,6 +220,7 @@ def validate_cmd(spec: str, examples: bool, as_json: bool) -> None:
         raise click.ClickException(str(SpecError([issue]))) from None
     except (ValueError, DatabaseError) as exc:
         raise click.ClickException(_build_failure(spec, loaded, lines, exc)) from None
+    _refuse_ungenerable(loaded, lines)
     counts = (
         f"{len(loaded.tables)} tables, {len(loaded.rules)} rules, {len(loaded.effects)} effects"
     )
@@ -236,6 +237,18 @@ def validate_cmd(spec: str, examples: bool, as_json: bool) -> None:
         click.echo(f"failed: {loaded.name} ({len(failures)} of the example checks)", err=True)
     if failures:
         sys.exit(1)
+
+
+def _refuse_ungenerable(loaded: DomainSpec, lines: SpecLines) -> None:
+    """A spec that validates but could not generate a single task is refused, by field."""
+    from veritask.synth import generation_problems
+
+    problems = generation_problems(loaded)
+    if problems:
+        issues = [
+            SpecIssue(lines.source, lines.line(loc), _field(loc), why) for loc, why in problems
+        ]
+        raise click.ClickException(str(SpecError(issues)))
 
 
 def _build_failure(spec: str, loaded: DomainSpec, lines: SpecLines, exc: Exception) -> str:

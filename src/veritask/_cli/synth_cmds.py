@@ -129,6 +129,12 @@ def generate_cmd(
         click.echo(
             f"{summary.tasks} packages in {summary.out} ({summary.resumed_units} of {summary.units} units were already done)"
         )
+    if summary.tasks == 0 and n > 0:
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(summary.discarded.items()))
+        raise click.ClickException(
+            f"no package could be made (candidates discarded: {reasons or 'none were found'}); "
+            "see docs/domain-reference.md, 'Heuristics', for what the synthesizer needs"
+        )
 
 
 def _check_mode(explorer: str, projector: str | None, model: str | None) -> None:
@@ -181,6 +187,10 @@ def check_cmd(directory: str, as_json: bool) -> None:
         )
         for failure in payload["failures"][:20]:
             click.echo(f"  {failure['id']}: {failure['kind']}: {failure['detail']}")
+        counts = payload["lint"]["counts"]
+        if counts:
+            shown = ", ".join(f"{k} {v}" for k, v in counts.items())
+            click.echo(f"lint (a careful reader's findings, not failures): {shown}")
     if payload["failures"]:
         raise SystemExit(1)
 
@@ -215,6 +225,11 @@ def report_cmd(directory: str, prices: str | None, as_json: bool) -> None:
         f"refusal share {payload['refusal_share']}"
     )
     click.echo("tags " + ", ".join(f"{k} {v}" for k, v in payload["tags"].items()))
+    cast = payload["cast"]
+    click.echo(
+        f"cast {cast['users']} users, the largest {cast['max_over_uniform']}x a uniform share  "
+        f"texts repeated on another origin {payload['repeated_texts']}"
+    )
     _echo_uncovered(payload["uncovered"])
     if "costs" in payload:
         _echo_costs(payload["costs"])

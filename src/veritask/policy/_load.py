@@ -273,12 +273,20 @@ def _check_columns(table: Table, loc: Loc) -> Iterator[tuple[Loc, str]]:
         yield from _check_value_source(col, cloc)
     if sum(c.primary_key for c in table.columns) > 1:
         yield (*loc, "columns"), "at most one primary-key column is supported"
+    yield from _check_named_columns(table, names, loc)
+    if table.lifecycle and table.lifecycle.column not in names:
+        yield (*loc, "lifecycle", "column"), f"unknown column {table.lifecycle.column!r}"
+
+
+def _check_named_columns(table: Table, names: list[str], loc: Loc) -> Iterator[tuple[Loc, str]]:
+    """Columns that ``unique`` and ``intent`` name must exist."""
     for j, group in enumerate(table.unique):
         for name in group:
             if name not in names:
                 yield (*loc, "unique", j), f"unknown column {name!r}"
-    if table.lifecycle and table.lifecycle.column not in names:
-        yield (*loc, "lifecycle", "column"), f"unknown column {table.lifecycle.column!r}"
+    for j, name in enumerate(table.intent or []):
+        if name not in names:
+            yield (*loc, "intent", j), f"unknown column {name!r}"
 
 
 def _check_enum_default(col: Column, cloc: Loc) -> Iterator[tuple[Loc, str]]:

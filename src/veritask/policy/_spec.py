@@ -99,6 +99,11 @@ class Table(_Model):
     lifecycle: Lifecycle | None = None
     insert_only: bool = False
     """Rows are written once: an insert tool but no update tool (a ledger, a log, a payment)."""
+    intent: list[Identifier] | None = None
+    """The attributes that define what a record of this table is for a request (a flight's
+    route, a product's family): an alternative record offered after a refusal must agree with
+    the one asked for on them, except what the refusing rule tests. Default: every foreign key
+    and every enum column that is not a flag or a status."""
 
     @property
     def writable(self) -> bool:

@@ -29,6 +29,7 @@ from veritask.synth._architect_seed import Seed, SeedError, SeedHints, load_seed
 from veritask.synth._designer import DesignError, Scene, SymbolicSetDesigner
 from veritask.synth._explorer import Episode, SymbolicExplorer
 from veritask.synth._fused import fused_services
+from veritask.synth._generable import generation_problems
 from veritask.synth._generate import (
     GenerateSummary,
     generate,
@@ -80,6 +81,7 @@ __all__ = [
     "fused_services",
     "generate",
     "generate_async",
+    "generation_problems",
     "load_seed",
     "parse_seed",
     "persona_of",

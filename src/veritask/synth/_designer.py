@@ -74,6 +74,15 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _named_in(value: Any, label: str) -> bool:
+    """True when a row's name says a value of it ('Gift card 1115' and ``gift_card``)."""
+    if not isinstance(value, str) or not label:
+        return False
+    words = [w for w in re.split(r"[^a-z0-9]+", value.lower()) if len(w) >= 3]
+    low = label.lower()
+    return bool(words) and all(w in low for w in words)
+
+
 def _new_key(existing: list[str], rng: random.Random, taken: set[str]) -> str:
     base = rng.choice(existing) if existing else "row"
     prefix = base.rsplit("_", 1)[0] if "_" in base else base
@@ -153,14 +162,54 @@ class SymbolicSetDesigner:
         """A look-alike of ``source``: a new name and perturbed attributes."""
         clone = dict(source)
         label = self.model.label[table.name]
+        like = str(source.get(label, "")) if label else ""
         for col in table.columns:
             if col.primary_key or col.references:
                 continue
             if col.name == label:
                 clone[col.name] = self._label(table, col, str(source[col.name]), rng, faker)
             else:
-                clone[col.name] = self._perturb(table, col, source.get(col.name), rng, faker)
+                value = self._perturb(table, col, source.get(col.name), rng, faker)
+                # a kind the name says ('Gift card ...') stays: redrawn, it would contradict it
+                if col.enum is None or not _named_in(source.get(col.name), like):
+                    clone[col.name] = value
+        if label:
+            self._agree(table, label, source, clone)
         return clone
+
+    def _agree(
+        self, table: Table, label: str, source: dict[str, Any], clone: dict[str, Any]
+    ) -> None:
+        """Keep a name that encodes an attribute ("9GB Data Boost", 9 GB) true of its clone:
+        the attribute takes the number the new name carries where the column allows it, else
+        the name takes the clone's attribute."""
+        old_nums = re.findall(r"\d+", str(source.get(label, "")))
+        new_name = str(clone.get(label, ""))
+        new_nums = re.findall(r"\d+", new_name)
+        if not old_nums or len(old_nums) != len(new_nums):
+            return
+        rules = self.model.value_rules
+        for col in table.columns:
+            value: Any = source.get(col.name)
+            if col.type not in ("INTEGER", "REAL") or not _is_number(value) or col.computed:
+                continue
+            if col.primary_key or col.references or float(value) != int(value):
+                continue
+            if str(int(value)) not in old_nums:
+                continue
+            pos = old_nums.index(str(int(value)))
+            wanted = int(new_nums[pos])
+            if rules.allowed(table.name, col.name, wanted):
+                clone[col.name] = wanted
+            else:
+                now: Any = clone.get(col.name)
+                kept = int(now) if _is_number(now) else int(value)
+                new_nums[pos] = str(kept)
+                parts = re.split(r"\d+", new_name)
+                clone[label] = "".join(
+                    p + (new_nums[i] if i < len(new_nums) else "") for i, p in enumerate(parts)
+                )
+                clone[col.name] = kept
 
     def _label(self, table: Table, col: Column, like: str, rng: random.Random, faker: Faker) -> str:
         """A new name for a clone of the row named ``like``: the spec's pool or provider, a

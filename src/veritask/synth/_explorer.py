@@ -21,7 +21,7 @@ from veritask.synth._episode import Episode, Hit, SubGoalTrace, witness_call
 from veritask.synth._refs import AskMaker, lookups
 from veritask.synth._sampler import Sampler, StateView
 from veritask.synth._workable import unworkable
-from veritask.task import Ask, RowRef, WitnessCall
+from veritask.task import Ask, RowRef, WitnessCall, intent_columns, is_time_column, tested_words
 
 MAX_ATTEMPTS = 4
 AIM_PROBES = 8
@@ -324,13 +324,25 @@ class SymbolicExplorer:
                 args[col] = value
 
     def _candidates(
-        self, tx: Transaction, col: str, actor: Any, target: dict[str, Any] | None, current: Any
+        self,
+        tx: Transaction,
+        col: str,
+        actor: Any,
+        target: dict[str, Any] | None,
+        current: Any,
+        rule: Rule | None = None,
     ) -> list[Any]:
+        """Other values for ``col``. With ``rule`` (an alternative the user is offered after it
+        refused), only values that keep the request's intent: not the value the record already
+        has, and another record only when it agrees with the one asked for on what defines the
+        request (``intent_columns``) apart from what the rule tests."""
         table = self.model.spec.table(self.model.tool(tx.tool).table)
         column = table.column(col)
         if column.references:
             on_path = any(c == col for c, _ in self.model.owner_path.get(table.name, []))
             values = self.sampler.fk_candidates(column, actor, on_path)
+            if rule is not None:
+                values = self._same_kind(column.references, current, values, rule)
         elif column.enum is not None:
             values = list(column.enum)
         elif column.type in ("INTEGER", "REAL"):
@@ -339,8 +351,36 @@ class SymbolicExplorer:
             values = [self.sampler.text_value(table, column)]
         taken = self._taken(tx).get(col, set())
         values = [v for v in values if v != current and v not in taken]
+        if rule is not None and target is not None and col in target:
+            values = [v for v in values if v != target[col]]
         self.rng.shuffle(values)
         return values
+
+    def _same_kind(self, ref: str, current: Any, values: list[Any], rule: Rule) -> list[Any]:
+        """The records among ``values`` that agree with ``current`` on what defines it."""
+        table_name = ref.split(".")[0]
+        asked = self.view.get(table_name, current) if current is not None else None
+        if asked is None:
+            return values
+        table = self.model.spec.table(table_name)
+        tested = tested_words(rule)
+        keep = [c for c in intent_columns(table) if c not in tested]
+        out = []
+        for value in values:
+            row = self.view.get(table_name, value)
+            if row is not None and all(row.get(c) == asked.get(c) for c in keep):
+                out.append(value)
+        return out
+
+    def _moves_clock(
+        self, tx: Transaction, col: str, args: dict[str, Any], decided: set[str]
+    ) -> bool:
+        """True when offering another value of ``col`` would restate a time the user gave (the
+        clock is not the user's to move past a time window or an irreversibility rule)."""
+        if col in decided or args.get(col) is None:
+            return False
+        table = self.model.spec.table(self.model.tool(tx.tool).table)
+        return col in table.column_names and is_time_column(table.column(col))
 
     def _repair(
         self,
@@ -349,8 +389,14 @@ class SymbolicExplorer:
         args: dict[str, Any],
         actor: Any,
         target: dict[str, Any] | None,
+        offered: bool = False,
     ) -> dict[str, Any] | None:
-        """An alternative request after ``rule`` rejected ``args``, found by probing."""
+        """An alternative request after ``rule`` rejected ``args``, found by probing.
+
+        ``offered``: the alternative is one the user is offered and accepts (a reactive
+        trigger), so it must keep the request's intent: no restated time, no other record to act
+        on, no record of another kind, no value the record already has. Otherwise (a request
+        being aimed at a rule) any value the agent could write will do."""
         snap = self.env.image()
         if rule.repair is not None and rule.repair.column in args:
             formula = self._formula_repair(tx, rule, args, snap)
@@ -358,22 +404,26 @@ class SymbolicExplorer:
                 return formula
         key = target_key(self.model.tool(tx.tool))
         fixed = self._fixed(tx)
+        decided = self.decided(tx, args) if self.grounding else set()
         cols = [
             c
             for c in implicated_columns(rule, guard=False)
-            if c in tx.parameters and c != key and c not in fixed
+            if c in tx.parameters
+            and c != key
+            and c not in fixed
+            and not (offered and self.grounding and self._moves_clock(tx, c, args, decided))
         ]
         self.rng.shuffle(cols)
         # what the agent decides comes first: an agent fixes those before it asks the user
-        decided = self.decided(tx, args) if self.grounding else set()
         cols.sort(key=lambda c: c not in decided)
-        if key is not None and not cols:
+        if key is not None and not cols and not (offered and self.grounding):
             cols = [key]  # the rule is about the record itself: pick another record
         fallback = None
         budget = REPAIR_PROBES
+        intent = rule if offered and self.grounding else None
         for col in cols:
             options = (
-                self._candidates(tx, col, actor, target, args.get(col))
+                self._candidates(tx, col, actor, target, args.get(col), intent)
                 if col != key
                 else self._other_targets(tx, actor, args[key])
             )
@@ -549,7 +599,8 @@ class SymbolicExplorer:
         changes = {k for k, v in args.items() if k != key and (k not in row or row[k] != v)}
         if not changes:
             return None
-        return {k: v for k, v in args.items() if k == key or k in changes or k in revised}
+        keep = changes | revised | set(self._fixed(tx))  # the status a procedure is named for
+        return {k: v for k, v in args.items() if k == key or k in keep}
 
     def _pursue(
         self,
@@ -621,7 +672,7 @@ class SymbolicExplorer:
         """The next request after ``rule`` rejected ``args`` (a repair, or a new parent record
         after a quota), recorded as a hit; with the target record it now points at."""
         tx = trace.tx
-        repaired = self._repair(tx, rule, args, actor, target)
+        repaired = self._repair(tx, rule, args, actor, target, offered=True)
         created = None
         if repaired is None and rule.category == "quota":
             made = self._new_parent(tx, rule, args, actor)

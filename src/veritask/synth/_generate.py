@@ -24,6 +24,8 @@ from typing import Any, Literal
 from veritask.domains import builtin_domains, load_domain, spec_path
 from veritask.model import CostLedger, ModelProvider, get_provider
 from veritask.pipeline import AsyncExecutor, RunManifest, Unit, executor_for, pending, unit_ids
+from veritask.policy import SpecError, SpecIssue, load_spec_with_lines
+from veritask.synth._generable import generation_problems
 from veritask.synth._llm_explorer import ExplorerLimits
 from veritask.synth._llm_generate import LLMMode, LLMSceneStage
 from veritask.synth._unit import (
@@ -82,6 +84,23 @@ def _llm_mode(
     return LLMMode(explorer, chosen, provider, limits or ExplorerLimits(), persona=persona)
 
 
+def _refuse_ungenerable(domain: str) -> None:
+    """Raise SpecError naming each field that keeps ``domain`` from generating any task."""
+    problems = generation_problems(load_domain(domain))
+    if problems:
+        path = spec_path(domain)
+        lines = load_spec_with_lines(path)[1]
+        raise SpecError(
+            [SpecIssue(str(path), lines.line(loc), _field(loc), why) for loc, why in problems]
+        )
+
+
+def _field(loc: tuple[str | int, ...]) -> str:
+    return "".join(
+        f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p) for i, p in enumerate(loc)
+    )
+
+
 def generate(
     domain: str,
     n: int,
@@ -116,8 +135,10 @@ def generate(
 
     Raises:
         ValueError: ``out`` holds a different run, or the mode and model do not fit.
+        SpecError: The spec cannot generate any task (``generation_problems``).
     """
     mode = _llm_mode(explorer, projector, model, limits, persona)
+    _refuse_ungenerable(domain)
     stage = _stage(domain, n, seed, out, mode, persona)
     ds, todo = _prepare(stage, mode, progress)
     if isinstance(stage, SceneStage):

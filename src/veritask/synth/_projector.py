@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from veritask.policy import Transaction
-from veritask.synth._analysis import DomainModel, column_words, humanize, row_key
+from veritask.synth._analysis import DomainModel, column_words, humanize, row_key, target_key
 from veritask.synth._episode import Episode, Hit, SubGoalTrace
 from veritask.synth._refs import AskMaker, part_text, ref_text
 from veritask.synth._sampler import StateView
@@ -161,8 +161,13 @@ class SymbolicProjector:
         triggers: list[str] = []
         beliefs: list[str] = []
         prev = first
+        key = target_key(self.model.tool(trace.tx.tool))
         for hit in trace.hits:
             then = self._revised(view, trace, hit, actor)
+            if key is not None and key not in hit.changed and then.target != prev.target:
+                # the same record, named again on the state the retry met: the user names it
+                # as before (a new name would read as another record)
+                then = then.model_copy(update={"target": prev.target})
             changed = _changed(prev, then)
             if not changed and hit.created is None:
                 prev = then

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,8 @@ from veritask.task import (
     decided_spoilers,
     find_spoilers,
     grounding,
+    lint_package,
+    normalised_text,
     sha256,
     text_keys,
 )
@@ -100,6 +103,10 @@ class UnitWorker:
         self.rules: list[Rule] = list(self.spec.rules)
         self.checker = Environment(self.domain)
         self.fused = fused_services(self.spec)
+        self.uses: Counter[Any] = Counter()
+        """Tasks per user in the unit being made (the cast is drawn least-used first)."""
+        self.texts: set[str] = set()
+        """The task texts (normalised) of the unit being made: none is made twice."""
         """The services of a fused spec (None for any other): episodes then span services."""
 
     def _aim(self, task_index: int, retry: int) -> Rule | None:
@@ -166,6 +173,10 @@ class UnitWorker:
         serve when the aim needs them and do not crowd out the rest of the cast."""
         actors = list(scene.cast)
         rng.shuffle(actors)
+        # the users with fewest tasks in this unit first (a stable sort keeps the shuffle
+        # among equals), so the cast stays near uniform over the dataset
+        if self.uses:
+            actors.sort(key=lambda a: self.uses[a])
         if aim is None:
             return actors
         env.restore(scene.origin)
@@ -209,13 +220,17 @@ class UnitWorker:
         seen: set[str] = set()
         refusals = 0
         attempt = retry = 0
+        # the refusal of a unit that has one sits at a seeded position, not always first
+        refusal_at = random.Random(derive_seed(scene_seed, "refusal")).randrange(max(count, 1))
+        self.uses = Counter()
+        self.texts = set()
         while len(packages) < count and attempt < ATTEMPTS_PER_TASK * count:
             index = first_index + len(packages)
             rng = random.Random(derive_seed(scene_seed, "task", attempt))
             aim = self._aim(index, retry)
             attempt += 1
             retry += 1
-            refusal_ok = refusals == 0 and unit % REFUSAL_EVERY == 0
+            refusal_ok = refusals == 0 and unit % REFUSAL_EVERY == 0 and len(packages) >= refusal_at
             episode = self._episode(scene, env, view, rng, aim, refusal_ok)
             reason = self._admit(episode, env, origin_snap, seen, replayer)
             if reason is not None:
@@ -227,6 +242,7 @@ class UnitWorker:
             pkg = self._accepted(where, scene, episode, view, internal, digests, ds, result)
             if pkg is None:
                 continue
+            self.uses[pkg.user_profile.user_id] += 1
             refusals += int(pkg.refusal)
             retry = 0
             seen.add(pkg.target)
@@ -270,10 +286,14 @@ class UnitWorker:
             result.discarded["spoiler leak"] = result.discarded.get("spoiler leak", 0) + 1
             result.leaks.append(str(leak))
             return None
-        reason = self._ungrounded(pkg, scene.origin)
+        reason = self._ungrounded(pkg, scene.origin) or self._linted(pkg, scene.origin)
+        text = normalised_text(pkg.task_description)
+        if reason is None and text in self.texts:
+            reason = "repeated text"
         if reason is not None:
             result.discarded[reason] = result.discarded.get(reason, 0) + 1
             return None
+        self.texts.add(text)
         ds.put_state(episode.target)
         return pkg
 
@@ -316,6 +336,12 @@ class UnitWorker:
         """The discard reason of a package whose text does not determine its witness's writes
         (the second certificate), else None."""
         return "ungrounded" if grounding(pkg, self.checker, origin) else None
+
+    def _linted(self, pkg: TaskPackage, origin: bytes) -> str | None:
+        """The discard reason of a package a careful reader would not accept (the semantic
+        lint, :func:`veritask.task.lint_package`), else None."""
+        found = lint_package(self.spec, self.domain.tools, pkg, self.checker, origin)
+        return f"lint: {found[0].kind}" if found else None
 
     def _package(
         self,

@@ -63,6 +63,15 @@ MEANING: tuple[tuple[tuple[str, ...], str], ...] = (
 )
 """Words in a column's name or description -> the Faker provider for it (first match wins)."""
 
+REAL_CITIES = (
+    "Amsterdam", "Atlanta", "Austin", "Barcelona", "Berlin", "Boston", "Chicago", "Dallas",
+    "Denver", "Dublin", "Frankfurt", "Hamburg", "Houston", "Lisbon", "London", "Los Angeles",
+    "Madrid", "Miami", "Milan", "Montreal", "Munich", "New York", "Paris", "Philadelphia",
+    "Phoenix", "Portland", "Prague", "Rome", "San Diego", "San Francisco", "Seattle",
+    "Singapore", "Stockholm", "Sydney", "Tokyo", "Toronto", "Vancouver", "Vienna", "Zurich",
+)  # fmt: skip
+"""Places a made-up sentence may name (Faker's towns, 'Lake Elizabethborough', read as fake)."""
+
 TIME_SUFFIXES = ("_step", "_at", "_date", "_time", "_day")
 _PERSON_LABELS = ("name", "full_name", "display_name")
 _PREPOSITIONS = re.compile(r"\s(in|for|at|on|to|with|from|after|before)\s", re.I)
@@ -221,11 +230,14 @@ class ValueRules:
         name = self.provider(table, col)
         if name is None:
             return None
+        if name == "phone_number":  # Faker's own formats add extensions ('x916') and prefixes
+            return faker.numerify("###-###-####")
         return str(getattr(faker, name)())
 
     def free_text(self, existing: list[str], rng: random.Random, faker: Faker) -> str:
         """A sentence in the column's own style: a head clause of one existing value with the
-        tail clause of another ("Board meeting" + "in Atlanta"), places sometimes new."""
+        tail clause of another ("Board meeting" + "in Atlanta"), places sometimes another real
+        city."""
         if not existing:
             return f"{faker.word().capitalize()} {faker.word()} {faker.word()}"
         parts = [p for p in (_split(v) for v in existing) if p is not None]
@@ -234,7 +246,9 @@ class ValueRules:
         head = rng.choice(parts)[0]
         prep, tail = rng.choice([(p, t) for _, p, t in parts])
         if prep.lower() == "in" and _TITLE.match(tail) and rng.random() < 0.5:
-            tail = faker.city()
+            # another real city (a made-up town reads as no real note), not one already named
+            fresh = [c for c in REAL_CITIES if not any(c in v for v in existing)]
+            tail = faker.random_element(fresh) if fresh else tail
         return f"{head} {prep} {tail}"
 
     def person_name(self, like: str, faker: Faker) -> str:
@@ -254,6 +268,10 @@ def _split(value: str) -> tuple[str, str, str] | None:
     return (head, m.group(1), tail) if head and tail else None
 
 
+SERIES_MARKS = ("II", "III", "IV", "Plus")
+_SERIES = re.compile(r"(?:\s(?:II|III|IV|Plus))+$")
+
+
 def variant(label: str, rng: random.Random) -> str:
     """Another member of a catalogue, named like ``label``: its numbers redrawn
     ("Laptop Pro 14" -> "Laptop Pro 16"), or a series mark ("Algorithms II")."""
@@ -261,7 +279,9 @@ def variant(label: str, rng: random.Random) -> str:
         return re.sub(
             r"\d+", lambda m: str(max(1, int(m.group(0)) + rng.choice([-4, -2, 2, 4, 6]))), label
         )
-    return f"{label} {rng.choice(['II', 'III', 'IV', 'Plus'])}"
+    base = _SERIES.sub("", label)  # one series mark at most: never "Checking II IV"
+    marks = [m for m in SERIES_MARKS if not label.endswith(f" {m}")]
+    return f"{base} {rng.choice(marks)}"
 
 
 def free_text(col: Column) -> bool:

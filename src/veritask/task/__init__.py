@@ -7,6 +7,18 @@ from veritask.task._check import CheckReport, check_dataset
 from veritask.task._costs import PriceTable, cost_report, dataset_ledger, load_prices
 from veritask.task._dataset import SPEC_FILE, DatasetDir, DatasetError, load_dataset
 from veritask.task._grounded import Ungrounded, grounding, package_asks, task_asks, unstated_in
+from veritask.task._lint import (
+    LINT_KINDS,
+    LintFinding,
+    intent_columns,
+    is_time_column,
+    lint_dataset,
+    lint_package,
+    normalised_text,
+    repeated_texts,
+    status_of_procedure,
+    tested_words,
+)
 from veritask.task._package import (
     TAGS,
     Ask,
@@ -27,6 +39,7 @@ from veritask.task._tau2 import export_tau2
 from veritask.task._trajectory import EpisodeEnd, StopReason, ToolStep, Trajectory
 
 __all__ = [
+    "LINT_KINDS",
     "SPEC_FILE",
     "TAGS",
     "Ask",
@@ -38,6 +51,7 @@ __all__ = [
     "EnvSession",
     "EpisodeEnd",
     "Fallback",
+    "LintFinding",
     "PriceTable",
     "RowRef",
     "Session",
@@ -63,16 +77,24 @@ __all__ = [
     "export_tau2",
     "find_spoilers",
     "grounding",
+    "intent_columns",
+    "is_time_column",
+    "lint_dataset",
+    "lint_package",
     "load_dataset",
     "load_prices",
+    "normalised_text",
     "outcome_mismatch",
     "pack_dataset",
     "package_asks",
+    "repeated_texts",
     "replay",
     "replay_witness",
     "report_dataset",
     "sha256",
+    "status_of_procedure",
     "task_asks",
+    "tested_words",
     "text_keys",
     "unpack_dataset",
     "unstated_in",

@@ -22,6 +22,7 @@ from veritask.task._asks import AskChecker
 from veritask.task._dataset import DatasetDir, loaded_apart
 from veritask.task._grounded import certify_grounded
 from veritask.task._integrity import RootPages, StateVerifier, compare_seal, reference_schema
+from veritask.task._lint import LintFinding, lint_dataset, lint_package
 from veritask.task._package import TaskPackage
 from veritask.task._spoiler import (
     IdIndex,
@@ -61,6 +62,17 @@ class CheckReport:
     grounded: int = 0
     duplicates: int = 0
     failures: list[dict[str, str]] = field(default_factory=list)
+    lint: list[LintFinding] = field(default_factory=list)
+    """The semantic lint's findings (``veritask.task.lint_package`` and ``lint_dataset``):
+    reported, not failures; at most ``MAX_FAILURES`` are listed, all are counted."""
+    lint_counts: dict[str, int] = field(default_factory=dict)
+
+    def add_lint(self, found: list[LintFinding]) -> None:
+        """Count (and list, up to ``MAX_FAILURES``) semantic-lint findings."""
+        for f in found:
+            self.lint_counts[f.kind] = self.lint_counts.get(f.kind, 0) + 1
+            if len(self.lint) < MAX_FAILURES:
+                self.lint.append(f)
 
     @property
     def ok(self) -> bool:
@@ -74,7 +86,7 @@ class CheckReport:
 
     def to_json(self) -> dict[str, Any]:
         """The report as ``{"tasks", "certified", "spoiler_free", "grounded", "duplicates",
-        "failures"}``."""
+        "failures", "lint": {"counts", "findings"}}``."""
         return {
             "tasks": self.tasks,
             "certified": self.certified,
@@ -82,6 +94,10 @@ class CheckReport:
             "grounded": self.grounded,
             "duplicates": self.duplicates,
             "failures": [dict(f) for f in self.failures],
+            "lint": {
+                "counts": dict(sorted(self.lint_counts.items())),
+                "findings": [f.to_json() for f in self.lint],
+            },
         }
 
 
@@ -189,6 +205,7 @@ def _check_state(
         report.add_failure(pkg.id, cert.kind, detail)
         return
     report.certified += 1
+    report.add_lint(lint_package(dom.compiled.spec, dom.compiled.tools, pkg, dom.env, origin.data))
     if ungrounded:
         report.add_failure(pkg.id, "ungrounded", "; ".join(u.describe() for u in ungrounded))
     else:
@@ -311,6 +328,7 @@ def check_dataset(root: str | Path) -> CheckReport:
                 else:
                     seen[pair] = pkg.id
                 _check_package(checker, pkg, report)
+            report.add_lint(lint_dataset(packages))
         finally:
             checker.close()
     return report

@@ -40,7 +40,7 @@ from pydantic import ValidationError
 
 from veritask._util import atomic_write, sha256
 from veritask.domains import load_domain
-from veritask.policy import DomainSpec, load_spec
+from veritask.policy import DomainSpec
 from veritask.task._compact import (
     PACK_SUFFIX,
     ZIP_SUFFIX,
@@ -380,7 +380,7 @@ class DatasetDir:
             ValueError: The spec cannot be loaded (``SpecError`` is a ``ValueError``).
         """
         if self.spec_path.exists():
-            spec = load_spec(self.spec_path)
+            spec = load_domain(self.spec_path)
             if spec.name == name:
                 return spec
         return load_domain(name)

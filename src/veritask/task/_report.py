@@ -10,6 +10,7 @@ from typing import Any
 from veritask.policy import DomainSpec, build_tools
 from veritask.task._costs import PriceTable, cost_report, dataset_ledger
 from veritask.task._dataset import DatasetDir, load_dataset
+from veritask.task._lint import repeated_texts
 from veritask.task._package import TAGS, TaskPackage
 from veritask.task._reach import uncovered
 
@@ -69,6 +70,14 @@ def _tag_counts(packages: Sequence[TaskPackage]) -> dict[str, int]:
     return out
 
 
+def _cast(packages: list[TaskPackage]) -> dict[str, Any]:
+    users = Counter(p.user_profile.user_id for p in packages)
+    if not users:
+        return {"users": 0, "max_over_uniform": 0.0}
+    uniform = len(packages) / len(users)
+    return {"users": len(users), "max_over_uniform": round(max(users.values()) / uniform, 2)}
+
+
 def report_dataset(
     root: str | Path, spec: DomainSpec | None = None, prices: PriceTable | None = None
 ) -> dict[str, Any]:
@@ -82,6 +91,10 @@ def report_dataset(
     * ``tool_coverage``: write tools (``insert_*`` / ``update_*``) some witness called
       successfully over the write tools of the domain.
     * ``refusal_share``: share of refusal tasks.
+    * ``repeated_texts``: packages whose (normalised) task text an earlier package has on
+      another origin (allowed: another starting state; the same origin is a lint finding).
+    * ``cast``: ``{"users", "max_over_uniform"}``, how many users the tasks are for and the
+      largest user's share over a uniform one.
     * ``uncovered``: ``{domain: {"rules": {id: why}, "tools": {name: why}}}``, what no
       package covered: ``"not reached"``, or ``"unreachable by construction: <reason>"``
       when the spec rules it out (``veritask.task._reach``).
@@ -101,7 +114,7 @@ def report_dataset(
     Returns:
         ``{"tasks", "difficulty": {"L1", "L2", "L3"}, "tags": {tag: count},
         "boundary_density", "rule_coverage", "tool_coverage", "mean_witness_calls",
-        "refusal_share", "uncovered"}``; ``tags`` lists every known tag (0 when unused) and any other tag
+        "refusal_share", "repeated_texts", "cast", "uncovered"}``; ``tags`` lists every known tag (0 when unused) and any other tag
         found. A dataset made with model calls (LLM mode) also has ``"costs"``: per module
         turns, prompt and completion tokens, cost and success rate, in total and per
         certified package (see :func:`~veritask.task._costs.cost_report`).
@@ -123,6 +136,8 @@ def report_dataset(
         "tool_coverage": tool_coverage,
         "mean_witness_calls": round(calls / n, 4) if n else 0.0,
         "refusal_share": _share(sum(1 for p in packages if p.refusal), n),
+        "repeated_texts": repeated_texts(packages),
+        "cast": _cast(packages),
         "uncovered": missing,
     }
     ledger = dataset_ledger(root)

@@ -1,0 +1,81 @@
+"""Whether a valid spec can generate tasks at all, and where it cannot.
+
+A spec may validate (every field well formed, the SQL compiles) and still give the synthesizer
+nothing to do: no tool writes, nobody to write tasks for, or a procedure whose agent-decided
+value no rule determines (so no agent could work it out from the policy, and grounding refuses
+every package that uses it). ``validate`` and ``generate`` name each such place with its field.
+"""
+
+from __future__ import annotations
+
+from veritask.policy import DomainSpec, Rule, Table
+
+Loc = tuple[str | int, ...]
+
+
+def generation_problems(spec: DomainSpec) -> list[tuple[Loc, str]]:
+    """Why ``spec`` cannot generate tasks, each with the location of the field at fault.
+
+    Returns:
+        ``[(loc, reason)]``; empty when the synthesizer has something to work on.
+    """
+    found: list[tuple[Loc, str]] = []
+    if not any(t.writable for t in spec.tables):
+        found.append(
+            (
+                ("tables",),
+                "no table is read-write, so no tool writes and no task can change a state: "
+                "give the tables tasks act on 'access: read-write'",
+            )
+        )
+    if spec.actor is None and not any(t.tier == "entity" for t in spec.tables):
+        found.append(
+            (
+                ("tables",),
+                "no table has tier 'entity', so there is nobody to write tasks for: mark the "
+                "table of people or accounts 'tier: entity' (or name it with 'actor')",
+            )
+        )
+    found += _undetermined(spec)
+    return found
+
+
+def _undetermined(spec: DomainSpec) -> list[tuple[Loc, str]]:
+    """Agent-decided parameters that no rule determines."""
+    found: list[tuple[Loc, str]] = []
+    for i, tx in enumerate(spec.transactions):
+        table = _table_of(spec, tx.tool)
+        if table is None:
+            continue
+        rules = [r for r in spec.rules if r.table == table.name]
+        for j, col in enumerate(tx.agent_decides):
+            if col not in table.column_names or _determined(table, col, rules):
+                continue
+            found.append(
+                (
+                    ("transactions", i, "agent_decides", j),
+                    f"no rule on {table.name} tests {col}, so the policy never decides it and "
+                    "no agent could work it out: add a rule that rejects the wrong values (a "
+                    "calculation rule with a repair, say), or let the user state it",
+                )
+            )
+    return found
+
+
+def _determined(table: Table, col: str, rules: list[Rule]) -> bool:
+    """True when the policy fixes ``col``: a rule tests its value or computes it, or the
+    column allows one value only."""
+    column = table.column(col)
+    if column.enum is not None and len(column.enum) == 1:
+        return True
+    return any(
+        r.tests_value(col) or (r.repair is not None and r.repair.column == col) for r in rules
+    )
+
+
+def _table_of(spec: DomainSpec, tool: str) -> Table | None:
+    """The table a write tool (``insert_<t>`` / ``update_<t>``) writes."""
+    for prefix in ("insert_", "update_"):
+        if tool.startswith(prefix) and spec.has_table(tool.removeprefix(prefix)):
+            return spec.table(tool.removeprefix(prefix))
+    return None

@@ -1,0 +1,453 @@
+"""The semantic lint: tasks a careful person would not accept, found in any dataset.
+
+Certification proves that a witness reaches its target, and grounding that the task's text
+determines it. Neither asks whether the request is one a real customer makes, or whether the
+target is what a careful, policy-following agent would produce. The lint looks for the classes
+of package that fail that reading (``docs/design/0045-intent-and-the-semantic-lint.md``):
+
+- ``restated_time``: after a refusal the user "accepts" another time or step for the same
+  request (the clock is not the user's to move past a time window or an irreversibility rule);
+- ``calculation_trigger``: a reactive trigger keyed on a calculation the agent, not the user,
+  got wrong (a fallback must be the user's decision, not a reaction to the agent's error);
+- ``replaced_record``: the record a request acts on is swapped for another one after a refusal;
+- ``changed_intent``: an alternative record that differs from the one asked for on an attribute
+  that defines the request (the route of a flight, the family of a product, the owner);
+- ``noop_alternative``: the alternative the user accepts is the value the record already has;
+- ``terminal_without_status``: a procedure named for a status change (cancel, approve, close)
+  whose accepted write does not set that status;
+- ``repeated_text`` and ``skewed_cast`` (dataset-wide): the same task text more than once, or
+  one user far above a uniform share of the tasks.
+
+Each finding names the package, the sub-goal and the values involved.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from veritask.env import Environment
+from veritask.policy import Column, DomainSpec, Rule, Table, ToolSpec
+from veritask.task._package import Ask, RowRef, TaskPackage
+
+LINT_KINDS = (
+    "restated_time",
+    "calculation_trigger",
+    "replaced_record",
+    "changed_intent",
+    "noop_alternative",
+    "terminal_without_status",
+    "repeated_text",
+    "skewed_cast",
+)
+
+CAST_SKEW = 2.0
+"""A user in more than this many times a uniform share of the tasks skews the cast."""
+
+MIN_CAST_TASKS = 50
+"""Below this many tasks the cast is too small to call skewed."""
+
+TIME_SUFFIXES = ("_step", "_at", "_date", "_time", "_day")
+_LABELS = ("name", "full_name", "title", "label", "display_name")
+_WORD = re.compile(r"[a-z]+")
+_NEW_OLD = re.compile(r"\b(?:NEW|OLD)\.([a-z][a-z0-9_]*)")
+_BARE = re.compile(r"\b([a-z][a-z0-9_]*)\b")
+
+
+@dataclass(frozen=True)
+class LintFinding:
+    """One thing a careful reader would not accept.
+
+    Attributes:
+        task: The package id ("" for a finding about the whole dataset).
+        kind: One of :data:`LINT_KINDS`.
+        detail: What was found, in one line.
+    """
+
+    task: str
+    kind: str
+    detail: str
+
+    def to_json(self) -> dict[str, str]:
+        """``{"id", "kind", "detail"}``."""
+        return {"id": self.task, "kind": self.kind, "detail": self.detail}
+
+
+def is_time_column(column: Column) -> bool:
+    """True for a numeric column that holds a point in time (``*_step``, ``*_at``, ...)."""
+    return column.type in ("INTEGER", "REAL") and (
+        column.name == "step" or column.name.endswith(TIME_SUFFIXES)
+    )
+
+
+def status_of_procedure(table: Table, title: str) -> tuple[str, Any] | None:
+    """The (column, value) an update procedure named ``title`` exists to set, if its name
+    says one.
+
+    "Cancel Flight Booking" on a table with ``status IN (..., 'CANCELLED')`` gives
+    ``("status", "CANCELLED")``: the name's first word (its verb) begins, once stemmed, exactly
+    one enum value of an updatable column. None when it names none, or when the name offers a
+    choice ("Ship or Cancel Exchange"): such a procedure sets whichever the user or the policy
+    gives."""
+    words = _WORD.findall(title.lower())
+    if not words or "or" in words:
+        return None
+    stem = _stem(words[0])
+    if len(stem) < 3:
+        return None
+    for column in table.columns:
+        if column.enum is None or not column.updatable or column.computed:
+            continue
+        hits = [v for v in column.enum if isinstance(v, str) and v.lower().startswith(stem)]
+        if len(hits) == 1:
+            return column.name, hits[0]
+    return None
+
+
+def _stem(verb: str) -> str:
+    """``cancel`` -> ``cancel``; ``approve`` -> ``approv``; ``deny`` -> ``den``."""
+    if verb.endswith("e") or verb.endswith("y"):
+        return verb[:-1]
+    return verb
+
+
+def intent_columns(table: Table) -> list[str]:
+    """The attributes that define what a record of ``table`` is for a request: an alternative
+    record must agree on them. The table's ``intent`` when the spec sets it; else every foreign
+    key and every enum column (the categories a record belongs to: its owner, its route, its
+    product family), the key, flags and lifecycle statuses excepted."""
+    if table.intent is not None:
+        return list(table.intent)
+    label = next((c for c in _LABELS if c in table.column_names), None)
+    out: list[str] = []
+    for col in table.columns:
+        if col.primary_key or col.name == label or col.technical or col.computed:
+            continue
+        if col.references or (col.enum is not None and not _state_like(col)):
+            out.append(col.name)
+    return out
+
+
+def _state_like(column: Column) -> bool:
+    """A flag or a lifecycle status: where a record stands, not what kind of record it is."""
+    if column.enum is not None and {v for v in column.enum if v is not None} <= {0, 1}:
+        return True
+    return column.name in ("status", "state") or column.name.endswith("_status")
+
+
+def tested_words(rule: Rule) -> set[str]:
+    """Every identifier the rule's guard and condition mention (columns it tests)."""
+    text = f"{rule.when or ''} {rule.condition}"
+    return set(_NEW_OLD.findall(text)) | set(_BARE.findall(text))
+
+
+class _PackageLint:
+    """The lint of one package; ``env`` (when given) reads records at s_origin and replays."""
+
+    def __init__(self, spec: DomainSpec, tools: Mapping[str, ToolSpec], pkg: TaskPackage) -> None:
+        self.spec = spec
+        self.tools = tools
+        self.pkg = pkg
+        self.found: list[LintFinding] = []
+
+    def add(self, kind: str, detail: str) -> None:
+        self.found.append(LintFinding(self.pkg.id, kind, detail))
+
+    def rule(self, rule_id: str) -> Rule | None:
+        try:
+            return self.spec.rule(rule_id)
+        except KeyError:
+            return None
+
+    def run(self, env: Environment | None, origin: bytes | None) -> list[LintFinding]:
+        rows = (
+            _OriginRows(self.spec, env, origin) if env is not None and origin is not None else None
+        )
+        for n, sub in enumerate(self.pkg.task.sub_goals, 1):
+            if sub.ask is None:
+                continue
+            current = sub.ask
+            stated = set(sub.ask.values)
+            for fb in sub.fallbacks:
+                rule = self.rule(fb.rule)
+                if rule is not None:
+                    self._calculation(n, rule, stated)
+                if fb.then is None:
+                    continue
+                self._alternative(n, rule, current, fb.then, rows)
+                current = fb.then
+                stated |= set(fb.then.values)
+        self._terminal()
+        if env is not None and origin is not None:
+            self._noops(env, origin)
+        return self.found
+
+    def _calculation(self, n: int, rule: Rule, stated: set[str]) -> None:
+        """A trigger keyed on a calculation the user did not make."""
+        if rule.repair is None or rule.repair.column in stated:
+            return
+        self.add(
+            "calculation_trigger",
+            f"sub-goal {n}: a reactive trigger reacts to {rule.id}, a calculation of "
+            f"{rule.repair.column} the user never stated (the agent's own error)",
+        )
+
+    def _alternative(
+        self, n: int, rule: Rule | None, before: Ask, after: Ask, rows: _OriginRows | None
+    ) -> None:
+        table = self._table_of(after.tool)
+        for col, value in after.values.items():
+            old = before.values.get(col)
+            if old is None or old == value or table is None:
+                continue
+            column = _column(table, col)
+            if column is not None and is_time_column(column):
+                self.add(
+                    "restated_time",
+                    f"sub-goal {n}: after {rule.id if rule else 'a refusal'} the user restates "
+                    f"{col} {old!r} as {value!r}",
+                )
+        if (
+            before.target is not None
+            and after.target is not None
+            and after.target != before.target
+            and (rows is None or rows.same(before.target, after.target) is False)
+        ):
+            self.add(
+                "replaced_record",
+                f"sub-goal {n}: the record to act on changes from {_named(before.target)} to "
+                f"{_named(after.target)} after {rule.id if rule else 'a refusal'}",
+            )
+        if rows is None or rule is None:
+            return
+        for col, ref in after.refs.items():
+            old_ref = before.refs.get(col)
+            if old_ref is None or old_ref == ref:
+                continue
+            self._intent(n, rule, old_ref, ref, rows)
+
+    def _intent(self, n: int, rule: Rule, old: RowRef, new: RowRef, rows: _OriginRows) -> None:
+        """An alternative record must agree with the one asked for on what defines the request."""
+        if old.table != new.table or not self.spec.has_table(old.table):
+            return
+        a, b = rows.one(old), rows.one(new)
+        if a is None or b is None:
+            return
+        table = self.spec.table(old.table)
+        tested = tested_words(rule)
+        differ = [
+            c
+            for c in intent_columns(table)
+            if c not in tested and c in a and c in b and a[c] != b[c]
+        ]
+        if differ:
+            shown = ", ".join(f"{c} {a[c]!r} -> {b[c]!r}" for c in differ[:3])
+            self.add(
+                "changed_intent",
+                f"sub-goal {n}: the alternative {_named(new)} differs from {_named(old)} on "
+                f"what defines the request ({shown})",
+            )
+
+    def _terminal(self) -> None:
+        """A procedure named for a status change writes that status."""
+        writes = [c for c in self.pkg.witness if c.ok and not c.tool.startswith("query_")]
+        for n, sub in enumerate(self.pkg.task.sub_goals, 1):
+            ask = sub.ask
+            if ask is None:
+                continue
+            tool = self.tools.get(ask.tool)
+            if tool is None or tool.kind != "update":
+                continue
+            want = status_of_procedure(self.spec.table(tool.table), sub.title)
+            if want is None:
+                continue
+            col, value = want
+            asks = [ask] + [fb.then for fb in sub.fallbacks if fb.then is not None]
+            if all(a.values.get(col) == value for a in asks if a.tool == ask.tool):
+                continue
+            if any(c.tool == ask.tool and c.args.get(col) == value for c in writes):
+                continue
+            self.add(
+                "terminal_without_status",
+                f"sub-goal {n} ({sub.title}): the request does not set {col} = {value!r}",
+            )
+
+    def _noops(self, env: Environment, origin: bytes) -> None:
+        """An accepted update whose alternative value is the one the record already has."""
+        thens = [
+            (n, fb.then, sub.ask)
+            for n, sub in enumerate(self.pkg.task.sub_goals, 1)
+            for fb in sub.fallbacks
+            if fb.then is not None and sub.ask is not None and fb.then.target is not None
+        ]
+        if not thens:
+            return
+        env.restore(origin)
+        for call in self.pkg.witness:
+            tool = env.tools.get(call.tool)
+            if call.ok and tool is not None and tool.kind == "update" and tool.key is not None:
+                row = _row(env, tool.table, tool.key, call.args.get(tool.key))
+                for n, then, ask in thens:
+                    if then.tool != call.tool or row is None:
+                        continue
+                    for col, value in then.values.items():
+                        if (
+                            ask.values.get(col) != value
+                            and call.args.get(col) == value
+                            and row.get(col) == value
+                        ):
+                            self.add(
+                                "noop_alternative",
+                                f"sub-goal {n}: the user accepts {col} {value!r}, the value "
+                                "the record already has",
+                            )
+            env.call(call.tool, call.args)
+
+    def _table_of(self, tool: str) -> Table | None:
+        found = self.tools.get(tool)
+        return self.spec.table(found.table) if found is not None else None
+
+
+class _OriginRows:
+    """Records as they are at s_origin, looked up by the match a request names them with."""
+
+    def __init__(self, spec: DomainSpec, env: Environment, origin: bytes) -> None:
+        self.spec = spec
+        self.env = env
+        self.origin = origin
+        self._restored = False
+
+    def one(self, ref: RowRef) -> dict[str, Any] | None:
+        """The one row ``ref`` names at s_origin (parents resolved first), or None."""
+        if not self.spec.has_table(ref.table):
+            return None
+        match: dict[str, Any] = {}
+        table = self.spec.table(ref.table)
+        for col, value in ref.match.items():
+            if isinstance(value, RowRef):
+                column = _column(table, col)
+                parent = self.one(value)
+                if column is None or column.references is None or parent is None:
+                    return None
+                value = parent.get(column.references.split(".")[1])
+            match[col] = value
+        if not self._restored:
+            self.env.restore(self.origin)
+            self._restored = True
+        result = self.env.call(f"query_{ref.table}", match)
+        rows = result.result.get("rows") if result.ok and isinstance(result.result, dict) else None
+        return rows[0] if rows and len(rows) == 1 else None
+
+    def same(self, a: RowRef, b: RowRef) -> bool | None:
+        """Whether two refs name the same record (None when either names none)."""
+        if a == b:
+            return True
+        ra, rb = self.one(a), self.one(b)
+        if ra is None or rb is None or a.table != b.table:
+            return None
+        keys = [c.name for c in self.spec.table(a.table).primary_key] or list(ra)
+        return all(ra.get(k) == rb.get(k) for k in keys)
+
+
+def _row(env: Environment, table: str, key: str, value: Any) -> dict[str, Any] | None:
+    result = env.call(f"query_{table}", {key: value})
+    rows = result.result.get("rows") if result.ok and isinstance(result.result, dict) else None
+    return rows[0] if rows else None
+
+
+def _column(table: Table, name: str) -> Column | None:
+    return next((c for c in table.columns if c.name == name), None)
+
+
+def _named(ref: RowRef) -> str:
+    parts = [f"{k} {v!r}" for k, v in ref.match.items() if not isinstance(v, RowRef)]
+    return f"{ref.table} ({', '.join(parts) or 'by its parent'})"
+
+
+def lint_package(
+    spec: DomainSpec,
+    tools: Mapping[str, ToolSpec],
+    pkg: TaskPackage,
+    env: Environment | None = None,
+    origin: bytes | None = None,
+) -> list[LintFinding]:
+    """The semantic lint of one package.
+
+    Args:
+        spec: The package's domain spec.
+        tools: Its tools by name.
+        pkg: The package.
+        env: An environment of the domain; when given with ``origin``, records are read at
+            s_origin (alternatives that change intent) and the witness is replayed (no-op
+            alternatives). It is left in the replayed state.
+        origin: The s_origin image.
+
+    Returns:
+        The findings, in the order of the sub-goals.
+    """
+    return _PackageLint(spec, tools, pkg).run(env, origin)
+
+
+def normalised_text(text: str) -> str:
+    """A task text with case, digits-free whitespace and punctuation folded, for repeats."""
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def repeated_texts(packages: Iterable[TaskPackage]) -> int:
+    """How many packages repeat the (normalised) task text of an earlier one on another
+    origin: allowed (the same request on another starting state is another task), and
+    ``report`` says how many."""
+    seen: dict[str, set[str]] = {}
+    count = 0
+    for pkg in packages:
+        origins = seen.setdefault(normalised_text(pkg.task_description), set())
+        count += bool(origins) and pkg.origin not in origins
+        origins.add(pkg.origin)
+    return count
+
+
+def lint_dataset(packages: Iterable[TaskPackage]) -> list[LintFinding]:
+    """Dataset-wide findings: a task text made twice on the same origin, and a cast skewed
+    toward one user.
+
+    The same (normalised) text on the same s_origin is the same task asked twice, whatever the
+    witness did (:func:`repeated_texts` counts the repeats on other origins, which are allowed).
+    The cast is skewed when one user is in more than :data:`CAST_SKEW` times a uniform share of
+    the tasks among the users the dataset has tasks for (with at least :data:`MIN_CAST_TASKS`
+    tasks)."""
+    found: list[LintFinding] = []
+    first: dict[tuple[str, str], str] = {}
+    users: Counter[str] = Counter()
+    total = 0
+    for pkg in packages:
+        total += 1
+        users[pkg.user_profile.user_id] += 1
+        key = (normalised_text(pkg.task_description), pkg.origin)
+        seen = first.setdefault(key, pkg.id)
+        if seen != pkg.id:
+            found.append(
+                LintFinding(
+                    pkg.id, "repeated_text", f"the task text of {seen!r} on the same origin"
+                )
+            )
+    found += _skew(users, total)
+    return found
+
+
+def _skew(users: Mapping[str, int], total: int) -> list[LintFinding]:
+    if total < MIN_CAST_TASKS or len(users) < 2:
+        return []
+    uniform = total / len(users)
+    return [
+        LintFinding(
+            "",
+            "skewed_cast",
+            f"user {user!r} is in {count} of {total} tasks ({count / uniform:.1f}x a uniform "
+            f"share of {len(users)} users)",
+        )
+        for user, count in sorted(users.items())
+        if count > CAST_SKEW * uniform
+    ]

@@ -1,0 +1,253 @@
+"""The semantic lint finds each class of task a careful reader would not accept.
+
+Each test crafts one package of the travel domain that shows exactly one class, on the domain's
+seed state, and asserts the lint names it; a clean package yields nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from veritask.domains import spec_path
+from veritask.env import CompiledDomain, Environment
+from veritask.policy import SpecError, load_spec
+from veritask.task import (
+    Ask,
+    Fallback,
+    RowRef,
+    SubGoal,
+    TaskDescription,
+    TaskPackage,
+    UserProfile,
+    WitnessCall,
+    check_dataset,
+    intent_columns,
+    lint_dataset,
+    lint_package,
+    load_dataset,
+    repeated_texts,
+    status_of_procedure,
+)
+
+H = "0" * 64
+BOOKING_UA100 = RowRef(table="flight_bookings", match={"flight_code": "UA100"})
+BOOKING_UA205 = RowRef(table="flight_bookings", match={"flight_code": "UA205"})
+
+
+def _package(
+    subs: list[SubGoal], witness: list[WitnessCall] | None = None, **kw: Any
+) -> TaskPackage:
+    task = TaskDescription(who_you_are="You are Diane.", total_goal="goal", sub_goals=subs)
+    fields: dict[str, Any] = {
+        "id": "travel-t-000000",
+        "domain": "travel",
+        "spec_hash": "x",
+        "policy": H,
+        "task": task,
+        "task_description": task.render(),
+        "user_profile": UserProfile(user_id="u_history_01", name="Diane", archetype="rookie"),
+        "origin": H,
+        "target": H,
+        "witness": witness or [],
+        "difficulty": "L2",
+        "tags": [],
+        "rules_exercised": [],
+        "boundary_hits": 0,
+        "seed": 0,
+        "generator": "test",
+    }
+    fields.update(kw)
+    return TaskPackage(**fields)
+
+
+def _cancel(target: RowRef, **values: Any) -> Ask:
+    return Ask(
+        transaction="cancel_flight",
+        tool="update_flight_bookings",
+        target=target,
+        values={"status": "CANCELLED", **values},
+    )
+
+
+def _sub(ask: Ask, *fallbacks: Fallback, title: str = "Cancel Flight Booking") -> SubGoal:
+    return SubGoal(title=title, request="r", ask=ask, fallbacks=list(fallbacks))
+
+
+@pytest.fixture
+def travel(compiled: dict[str, CompiledDomain]) -> tuple[CompiledDomain, Environment, bytes]:
+    env = Environment(compiled["travel"])
+    return compiled["travel"], env, env.image()
+
+
+def _kinds(travel: tuple[CompiledDomain, Environment, bytes], pkg: TaskPackage) -> list[str]:
+    domain, env, origin = travel
+    return [f.kind for f in lint_package(domain.spec, domain.tools, pkg, env, origin)]
+
+
+def test_a_restated_time_after_a_refusal_is_found(travel: Any) -> None:
+    ask = _cancel(BOOKING_UA205, cancellation_step=20)
+    then = _cancel(BOOKING_UA205, cancellation_step=4)
+    pkg = _package([_sub(ask, Fallback(rule="FLIGHT_CANCEL_TICKETED", then=then))])
+    assert _kinds(travel, pkg) == ["restated_time"]
+
+
+def test_a_time_the_user_left_out_may_be_given_later(travel: Any) -> None:
+    ask = _cancel(BOOKING_UA205)
+    then = _cancel(BOOKING_UA205, cancellation_step=4)
+    pkg = _package([_sub(ask, Fallback(rule="FLIGHT_CANCEL_STEP_REQUIRED", then=then))])
+    assert _kinds(travel, pkg) == []
+
+
+def test_another_record_to_act_on_is_found(travel: Any) -> None:
+    ask = _cancel(BOOKING_UA100, cancellation_step=6)
+    then = _cancel(BOOKING_UA205, cancellation_step=6)
+    pkg = _package([_sub(ask, Fallback(rule="FLIGHT_CANCEL_TICKETED", then=then))])
+    assert _kinds(travel, pkg) == ["replaced_record"]
+
+
+def test_the_same_record_named_another_way_is_not_a_replacement(travel: Any) -> None:
+    ask = _cancel(BOOKING_UA205, cancellation_step=6)
+    by_cost = RowRef(table="flight_bookings", match={"cost": 450, "departure_step": 16})
+    then = _cancel(by_cost, cancellation_step=6)
+    pkg = _package([_sub(ask, Fallback(rule="FLIGHT_CANCEL_TICKETED", then=then))])
+    assert _kinds(travel, pkg) == []
+
+
+def test_a_trigger_on_the_agents_own_calculation_is_found(travel: Any) -> None:
+    ask = _cancel(BOOKING_UA205, cancellation_step=6)
+    pkg = _package([_sub(ask, Fallback(rule="FLIGHT_REFUND_FULL"))])
+    assert _kinds(travel, pkg) == ["calculation_trigger"]
+
+
+def test_a_trigger_on_the_users_own_figure_is_not(travel: Any) -> None:
+    ask = _cancel(BOOKING_UA205, cancellation_step=6, refund_amount=10)
+    then = _cancel(BOOKING_UA205, cancellation_step=6, refund_amount=450)
+    pkg = _package([_sub(ask, Fallback(rule="FLIGHT_REFUND_FULL", then=then))])
+    assert _kinds(travel, pkg) == []
+
+
+def test_a_cancel_procedure_that_does_not_cancel_is_found(travel: Any) -> None:
+    ask = Ask(
+        transaction="cancel_flight",
+        tool="update_flight_bookings",
+        target=BOOKING_UA205,
+        values={"cancellation_step": 6},
+    )
+    pkg = _package([_sub(ask)])
+    assert _kinds(travel, pkg) == ["terminal_without_status"]
+
+
+def test_an_approver_from_another_company_changes_intent(travel: Any) -> None:
+    approval = RowRef(
+        table="approvals",
+        match={
+            "flight_booking_id": RowRef(table="flight_bookings", match={"flight_code": "UA077"})
+        },
+    )
+
+    def ask(approver: str) -> Ask:
+        return Ask(
+            transaction="process_approval",
+            tool="update_approvals",
+            target=approval,
+            values={"status": "APPROVED"},
+            refs={"approver_id": RowRef(table="users", match={"name": approver})},
+        )
+
+    sub = _sub(
+        ask("Victor Osei"),
+        Fallback(rule="APPROVER_CONFLICT", then=ask("Laura Smith")),
+        title="Process Manager Approval",
+    )
+    assert _kinds(travel, _package([sub])) == ["changed_intent"]
+    same_company = _sub(
+        ask("Olivia Grant"),
+        Fallback(rule="APPROVER_CONFLICT", then=ask("Maria Gonzalez")),
+        title="Process Manager Approval",
+    )
+    assert _kinds(travel, _package([same_company])) == []
+
+
+def test_an_alternative_the_record_already_has_is_a_noop(travel: Any) -> None:
+    ask = Ask(
+        transaction="update_travel_request",
+        tool="update_travel_requests",
+        target=RowRef(
+            table="travel_requests", match={"trip_purpose": "Vendor negotiation in Austin"}
+        ),
+        values={"status": "SUBMITTED"},
+    )
+    env = travel[1]
+    row = env.call("query_travel_requests", {"trip_purpose": "Vendor negotiation in Austin"})
+    current = row.result["rows"][0]
+    then = ask.model_copy(update={"values": {"status": current["status"]}})
+    call = WitnessCall(
+        tool="update_travel_requests",
+        args={"id": current["id"], "status": current["status"]},
+        ok=True,
+    )
+    sub = _sub(ask, Fallback(rule="TR_CANCELLED_FINAL", then=then), title="Update Travel Request")
+    assert "noop_alternative" in _kinds(travel, _package([sub], [call]))
+
+
+def test_status_of_procedure_reads_the_verb(compiled: dict[str, CompiledDomain]) -> None:
+    spec = compiled["travel"].spec
+    bookings = spec.table("flight_bookings")
+    assert status_of_procedure(bookings, "Cancel Flight Booking") == ("status", "CANCELLED")
+    assert status_of_procedure(bookings, "Ship or Cancel Booking") is None
+    assert status_of_procedure(spec.table("approvals"), "Process Manager Approval") is None
+
+
+def test_repeated_texts_and_a_skewed_cast_are_dataset_findings() -> None:
+    ask = _cancel(BOOKING_UA205, cancellation_step=6)
+    same = [_package([_sub(ask)], id=f"travel-t-{i:06d}") for i in range(60)]
+    found = lint_dataset(same)
+    assert sum(f.kind == "repeated_text" for f in found) == 59
+    elsewhere = [p.model_copy(update={"origin": f"{i:064x}"}) for i, p in enumerate(same)]
+    assert not [f for f in lint_dataset(elsewhere) if f.kind == "repeated_text"]
+    assert repeated_texts(elsewhere) == 59 and repeated_texts(same) == 0
+    users = ["u_a"] * 50 + ["u_b", "u_c", "u_d", "u_e", "u_f"] * 2
+    cast = [
+        _package(
+            [_sub(_cancel(BOOKING_UA205, cancellation_step=i))],
+            id=f"travel-t-{i:06d}",
+            user_profile=UserProfile(user_id=u, name=u, archetype="rookie"),
+        )
+        for i, u in enumerate(users)
+    ]
+    skew = [f for f in lint_dataset(cast) if f.kind == "skewed_cast"]
+    assert len(skew) == 1 and "'u_a'" in skew[0].detail
+
+
+@pytest.mark.parametrize("domain", ["travel", "retail", "clinic", "registrar", "gym"])
+def test_generated_packages_have_no_per_package_findings(
+    domain: str, generated: Callable[[str, int, int], Path]
+) -> None:
+    """Generation discards what the lint finds, so ``check`` lists no per-package finding."""
+    out = generated(domain, 60, 0)
+    report = check_dataset(out)
+    per_package = {
+        k: v for k, v in report.lint_counts.items() if k not in ("repeated_text", "skewed_cast")
+    }
+    assert report.certified == report.tasks and per_package == {}
+    assert len(load_dataset(out)) == report.tasks
+
+
+def test_a_declared_intent_replaces_the_default(compiled: dict[str, CompiledDomain]) -> None:
+    users = compiled["travel"].spec.table("users")
+    assert intent_columns(users) == ["company_id", "user_level"]
+    assert intent_columns(users.model_copy(update={"intent": ["company_id"]})) == ["company_id"]
+
+
+def test_an_unknown_intent_column_is_a_located_spec_error(tmp_path: Path) -> None:
+    text = spec_path("mock").read_text()
+    broken = text.replace("  - name: books\n", "  - name: books\n    intent: [colour]\n", 1)
+    assert broken != text
+    path = tmp_path / "spec.yaml"
+    path.write_text(broken)
+    with pytest.raises(SpecError, match=r"intent\[0\].*unknown column 'colour'"):
+        load_spec(path)
