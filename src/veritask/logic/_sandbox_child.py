@@ -80,8 +80,9 @@ KILLING_SYSCALLS = (
 """System calls that kill the child at once (``SECCOMP_RET_KILL_PROCESS``, seen by the parent as
 SIGSYS and reported as ``forbidden``): no return value to misread, no handler to remove."""
 
-ALLOWED_IOCTLS = (0x5401, 0x5450, 0x5451)
-"""``TCGETS`` (``isatty``), ``FIONCLEX`` and ``FIOCLEX``: the only ioctl requests allowed."""
+ALLOWED_IOCTLS = (0x5401, 0x5421, 0x5450, 0x5451)
+"""``TCGETS`` (``isatty``), ``FIONBIO`` (``os.set_blocking``), ``FIONCLEX`` and ``FIOCLEX``: the
+only ioctl requests allowed."""
 
 KILLING_IOCTLS = (0x5452, 0x8901, 0x8902, 0x8903, 0x8904)
 """``FIOASYNC``, ``FIOSETOWN``, ``SIOCSPGRP``, ``FIOGETOWN``, ``SIOCGPGRP``: the ioctl way to
@@ -453,18 +454,18 @@ def guarded(action: Callable[[], dict[str, Any]], spec: dict[str, Any]) -> dict[
     except OSError as exc:
         if exc.errno != errno.EFBIG:
             return {"kind": "error", "error": f"{type(exc).__name__}: {exc}"}
-        return {"kind": "error", "error": _file_limit(spec["fsize"])}
+        return {"kind": "error", "error": _file_limit(spec["fsize"], exc)}
     except BaseException as exc:
         return {"kind": "error", "error": f"{type(exc).__name__}: {exc}"}
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
 
 
-def _file_limit(fsize: int) -> str:
+def _file_limit(fsize: int, exc: OSError) -> str:
     """The error of a write stopped at the file-size limit."""
     return (
         f"disk limit reached: a file may hold at most {fsize // (1024 * 1024)} MB "
-        "(file-size limit, the write failed with EFBIG)"
+        f"(file-size limit; {type(exc).__name__}: {exc})"
     )
 
 
