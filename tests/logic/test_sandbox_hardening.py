@@ -354,3 +354,11 @@ def test_a_child_whose_parent_already_changed_exits_at_once() -> None:
     assert (orphan.returncode, orphan.stdout) == (1, b"")
     kept = subprocess.run([*run, str(os.getpid())], env=env, capture_output=True, timeout=60)
     assert (kept.returncode, kept.stdout) == (0, b"running\n")
+
+
+def test_a_deep_validator_from_a_model_is_sent_back_not_parsed() -> None:
+    from veritask.logic._draft import parse_validator
+
+    reply = "```python\ndef solution(inputs):\n    return " + BOMBS["unary"] + "\n```\n"
+    with pytest.raises(ValueError, match=r"^the validator: nested more than"):
+        parse_validator(reply)

@@ -108,9 +108,14 @@ DISK_WATCH_SECONDS = 0.05
 """How often the parent measures a running child's directory against ``disk_mb``."""
 
 UNSAFE_HINT = (
-    "pass --unsafe-no-sandbox (unsafe_no_sandbox=True in Python) to run it anyway with only "
-    "the resource limits and the audit hook, which code in the same interpreter can disable"
+    "pass --unsafe-no-sandbox (in Python: unsafe_no_sandbox=True, or allow_unsafe_no_sandbox() "
+    "around the work) to run it anyway with only the resource limits and the audit hook, which "
+    "code in the same interpreter can disable"
 )
+"""The way out of a refusal, given only where it works: the kernel lacks the sandbox. Where
+the kernel has it but a child fails to confine itself, the opt-out changes nothing and the
+refusal does not suggest it. On the command line, ``logic generate``, ``report``, ``gate`` and
+``evolve`` take the flag, and they are the only commands that run family files."""
 
 
 class SandboxUnavailable(RuntimeError):
