@@ -24,7 +24,7 @@ from click.testing import CliRunner
 
 import veritask
 from veritask._cli.main import cli
-from veritask.logic import FamilyFileError, parse_family_source, sandbox_support
+from veritask.logic import FamilyFileError, _sandbox, parse_family_source, sandbox_support
 from veritask.logic._filefamily import MAX_NESTING, MAX_SOURCE_CHARS
 from veritask.logic._sandbox import (
     DEFAULT_IMPORTS,
@@ -267,6 +267,22 @@ def fill():
     assert time.monotonic() - start < 20
 
 
+def test_a_flood_of_empty_files_hits_the_entry_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bound is the parent's (``MAX_ENTRIES``, lowered here to keep the test short)."""
+    monkeypatch.setattr(_sandbox, "MAX_ENTRIES", 64)
+    code = """
+def flood(n):
+    for i in range(n):
+        open(f"e{i}", "w").close()
+    return n
+"""
+    limits = SandboxLimits(disk_mb=256, unsafe_no_sandbox=UNSAFE)
+    with SandboxWorker(code, limits) as worker:
+        assert worker.call("flood", [60]).ok
+        result = worker.call("flood", [70])
+    assert result.kind == "error" and "disk limit of 256 MB" in (result.error or ""), result
+
+
 def test_a_write_past_the_file_limit_with_sigxfsz_restored_is_reported() -> None:
     code = """
 import signal
@@ -342,18 +358,18 @@ def test_the_cli_names_the_deep_file_in_one_line(tmp_path: Path) -> None:
 def test_a_child_whose_parent_already_changed_exits_at_once() -> None:
     """The race: the parent died before the death signal was set, so the child (handed to
     another parent) must not go on."""
-    script = (
-        "import os, sys\n"
-        "from veritask.logic._sandbox_child import die_with_parent\n"
+    script = (  # the child script alone, as the sandbox runs it (without the package)
+        "import sys\n"
+        f"sys.path.insert(0, {str(_sandbox.CHILD_SCRIPT.parent)!r})\n"
+        "from _sandbox_child import die_with_parent\n"
         "die_with_parent(int(sys.argv[1]))\n"
         "print('running')\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(veritask.__file__).parents[1])}
-    run = [sys.executable, "-c", script]
-    orphan = subprocess.run([*run, "0"], env=env, capture_output=True, timeout=60)
-    assert (orphan.returncode, orphan.stdout) == (1, b"")
-    kept = subprocess.run([*run, str(os.getpid())], env=env, capture_output=True, timeout=60)
-    assert (kept.returncode, kept.stdout) == (0, b"running\n")
+    run = [sys.executable, "-s", "-c", script]
+    orphan = subprocess.run([*run, "0"], capture_output=True, timeout=60)
+    assert (orphan.returncode, orphan.stdout) == (1, b""), orphan.stderr
+    kept = subprocess.run([*run, str(os.getpid())], capture_output=True, timeout=60)
+    assert (kept.returncode, kept.stdout) == (0, b"running\n"), kept.stderr
 
 
 def test_a_deep_validator_from_a_model_is_sent_back_not_parsed() -> None:

@@ -107,6 +107,10 @@ what an older one enforces: below 6 there is no signal scope and seccomp alone s
 DISK_WATCH_SECONDS = 0.05
 """How often the parent measures a running child's directory against ``disk_mb``."""
 
+MAX_ENTRIES = 4096
+"""The most files and directories a child's directory may hold (whatever their size): keeps
+each measure of it short (about 60 ms at the most)."""
+
 UNSAFE_HINT = (
     "pass --unsafe-no-sandbox (in Python: unsafe_no_sandbox=True, or allow_unsafe_no_sandbox() "
     "around the work) to run it anyway with only the resource limits and the audit hook, which "
@@ -642,9 +646,13 @@ class SandboxWorker:
 
 
 def over_disk(home: str, disk_mb: int) -> bool:
-    """Whether the files under ``home`` take more than ``disk_mb`` MB of disk (each entry is
-    counted at one block at least, so a flood of empty files counts too)."""
+    """Whether the files under ``home`` take more than ``disk_mb`` MB of disk.
+
+    Each entry counts at least one 4 KB block and at least ``1 / MAX_ENTRIES`` of the limit,
+    so a flood of empty files counts too and a walk never lists more than
+    :data:`MAX_ENTRIES` entries before it says yes."""
     limit, total, stack = disk_mb * 1024 * 1024, 0, [home]
+    floor = max(4096, limit // MAX_ENTRIES)
     while stack:
         try:
             entries = list(os.scandir(stack.pop()))
@@ -654,7 +662,7 @@ def over_disk(home: str, disk_mb: int) -> bool:
             try:
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
-                total += max(entry.stat(follow_symlinks=False).st_blocks * 512, 4096)
+                total += max(entry.stat(follow_symlinks=False).st_blocks * 512, floor)
             except OSError:
                 continue
             if total > limit:
