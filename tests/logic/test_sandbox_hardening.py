@@ -188,14 +188,15 @@ def _state(pid: int) -> tuple[str, int] | None:
     return fields[0], int(fields[11])
 
 
-def _poll(what: str, check: Callable[[], Any], deadline_s: float = 20.0) -> Any:
-    """``check()`` once it is truthy, polled until a deadline (no fixed sleep)."""
+def _poll(what: str, check: Callable[[], Any], deadline_s: float = 60.0) -> Any:
+    """``check()`` once it is truthy, polled every 20 ms until a deadline (the deadline only
+    bounds a failing test; a passing one returns as soon as the condition holds)."""
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
         value = check()
         if value:
             return value
-        os.sched_yield()
+        time.sleep(0.02)
     raise AssertionError(f"timed out waiting for {what}")
 
 
