@@ -157,12 +157,15 @@ def test_a_landlock_abi_below_the_minimum_is_refused_without_the_opt_out_hint(
 
 
 ORPHAN_PARENT = """
-import sys
-from veritask.logic import run_sandboxed
-print("started", flush=True)
-run_sandboxed("def f():\\n    while True:\\n        pass\\n", "f", [], cpu_seconds=60,
-              wall_seconds=60, unsafe_no_sandbox=True)
+from veritask.logic import SandboxLimits, SandboxWorker
+limits = SandboxLimits(cpu_seconds=60, wall_seconds=60, unsafe_no_sandbox=True)
+worker = SandboxWorker("def f():\\n    while True:\\n        pass\\n", limits)
+assert worker.load().ok
+print(worker._child.proc.pid, flush=True)
+worker.call("f")
 """
+"""A parent whose sandbox child loads the code, says its pid (then waits for a request, using
+no CPU), and is then sent a call that loops forever."""
 
 
 def _children(pid: int) -> list[int]:
@@ -207,10 +210,12 @@ def test_the_child_dies_with_its_parent() -> None:
         [sys.executable, "-c", ORPHAN_PARENT], env=env, stdout=subprocess.PIPE
     )
     try:
-        assert parent.stdout is not None and parent.stdout.readline() == b"started\n"
-        child = _poll("the sandbox child", lambda: _children(parent.pid))[0]
-        # it is in the loop once it has used CPU time (it confined itself before that)
-        _poll("the child to run", lambda: (_state(child) or ("", 0))[1] > 0)
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        assert child in _children(parent.pid)
+        loaded = (_state(child) or ("", 0))[1]
+        # the loop is running once the child uses CPU again after loading (5 ticks: 50 ms)
+        _poll("the child to loop", lambda: (_state(child) or ("", 0))[1] >= loaded + 5)
         parent.send_signal(signal.SIGKILL)
         parent.wait()
         assert _poll("the child to die", lambda: _dead(child))
