@@ -15,7 +15,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from veritask._util import loads_untrusted
-from veritask.logic._filefamily import FamilySpec, is_validator_name, parse_family_source
+from veritask.logic._filefamily import (
+    FamilySpec,
+    check_source_bounds,
+    is_validator_name,
+    parse_family_source,
+)
 from veritask.model import extract_block
 
 POOL_PREFIX = "solution_pool_"
@@ -79,12 +84,13 @@ def parse_validator(text: str, k: int = 1) -> str:
     """Parse a validator builder's reply and return it wrapped as ``solution_pool_<k>``.
 
     Raises:
-        ValueError: No python block, a syntax error, no ``solution(inputs)``, or a ``global``
-            statement.
+        ValueError: No python block, source too long or too deeply nested, a syntax error, no
+            ``solution(inputs)``, or a ``global`` statement.
     """
     code = extract_block(text, ("python", "py"))
     if code is None:
         raise ValueError("no ```python block holding def solution(inputs)")
+    check_source_bounds(code, "the validator")  # before ast.parse: too long or too deep
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:

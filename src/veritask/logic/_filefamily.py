@@ -22,9 +22,11 @@ in-process.
 from __future__ import annotations
 
 import ast
+import io
 import random
 import re
 import time
+import tokenize
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -41,6 +43,10 @@ OPTIONAL_KEYS = ("tags",)
 ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
 """What a family id looks like (it is also the file name)."""
 _SLOT = re.compile(r"\[Input Slot (\d+)\]")
+MAX_SOURCE_CHARS = 256 * 1024
+"""The longest family file read (built-in families are a few KB; a model writes less)."""
+MAX_NESTING = 400
+"""The deepest nesting the pre-scan lets through to ``ast.parse`` (see :func:`nesting_depth`)."""
 _ARITY = {"generate": 2, "check": 2, "size": 1, "solve_text": 1}
 
 
@@ -107,12 +113,17 @@ def parse_family_source(
             ``min_validators`` validators, or a function with the wrong number of parameters.
     """
     where = path or "family source"
+    check_source_bounds(source, where)
     try:
         tree = ast.parse(source, filename=where)
+        meta = _check_meta(_family_dict(tree, where), where)
+        functions = _functions(tree, where)
     except SyntaxError as exc:
         raise FamilyFileError(f"{where}: syntax error at line {exc.lineno}: {exc.msg}") from None
-    meta = _check_meta(_family_dict(tree, where), where)
-    functions = _functions(tree, where)
+    except FamilyFileError:
+        raise
+    except (RecursionError, MemoryError, ValueError) as exc:  # past the pre-scan all the same
+        raise FamilyFileError(f"{where}: cannot be parsed ({type(exc).__name__})") from None
     validators = tuple(name for name in functions if is_validator_name(name))
     if "generate" not in functions:
         raise FamilyFileError(f"{where}: no module-level function generate(difficulty, rng)")
@@ -130,6 +141,114 @@ def parse_family_source(
         path=path,
         has_text_solver="solve_text" in functions,
     )
+
+
+def check_source_bounds(source: str, where: str) -> None:
+    """Refuse source too long or too deeply nested to hand to ``ast.parse``.
+
+    A 200,000-deep expression (``1+1+...``, ``-----x``, ``f()()()...``) makes the parser, the
+    AST conversion or a recursive walk over the tree fail with ``RecursionError`` or
+    ``MemoryError``, or overflow the C stack on interpreters without recursion guards. The
+    length is checked first, then :func:`nesting_depth` with the tokenizer, which builds no tree.
+
+    Raises:
+        FamilyFileError: One line naming ``where`` and the bound it breaks.
+    """
+    if len(source) > MAX_SOURCE_CHARS:
+        raise FamilyFileError(
+            f"{where}: {len(source)} characters, more than the {MAX_SOURCE_CHARS} a family "
+            "file may have"
+        )
+    try:
+        depth, line = nesting_depth(source, stop_above=MAX_NESTING)
+    except (tokenize.TokenError, SyntaxError) as exc:  # IndentationError is a SyntaxError
+        raise FamilyFileError(f"{where}: syntax error: {exc.args[0]}") from None
+    if depth > MAX_NESTING:
+        raise FamilyFileError(
+            f"{where}: nested more than {MAX_NESTING} deep at line {line}; flatten the "
+            "expression or statement"
+        )
+
+
+def nesting_depth(source: str, stop_above: int | None = None) -> tuple[int, int]:
+    """An upper bound on how deep the syntax tree of ``source`` nests, and the line of the
+    deepest point, from its tokens alone (no tree is built).
+
+    Within a logical line every token counts one level, except that a comma or semicolon
+    ends the run at its bracket level (the items of a list or call are siblings, not
+    nested); an open bracket starts a new run on top of the current ones. Indentation counts
+    one level per step, and each ``elif`` one more (an ``elif`` chain is a nested ``If``).
+    With ``stop_above``, the scan ends at the first point deeper than it.
+
+    Raises:
+        tokenize.TokenError: An unterminated bracket or string.
+        SyntaxError: Inconsistent indentation.
+    """
+    scan = _DepthScan()
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        scan.step(tok.type, tok.string, tok.start[0])
+        if stop_above is not None and scan.depth > stop_above:
+            break
+    return scan.depth, scan.line
+
+
+_OPEN, _CLOSE, _SEPARATORS = frozenset("([{"), frozenset(")]}"), frozenset({",", ";"})
+_SKIPPED = frozenset({tokenize.NL, tokenize.COMMENT, tokenize.ENDMARKER})
+
+
+@dataclass
+class _DepthScan:
+    """The state of :func:`nesting_depth`: runs per open bracket, ``elif`` chains per
+    indentation level, and the deepest point so far."""
+
+    runs: list[int] = field(default_factory=lambda: [0])
+    chains: list[int] = field(default_factory=lambda: [0])
+    total: int = 0
+    """``sum(runs) + sum(chains) + len(chains) - 1``, kept as tokens come."""
+    first: bool = True
+    depth: int = 0
+    line: int = 0
+
+    def step(self, kind: int, text: str, line: int) -> None:
+        """Account for one token."""
+        if kind == tokenize.INDENT:
+            self.chains.append(0)
+            self.total += 1
+        elif kind == tokenize.DEDENT:
+            self.total -= 1 + self.chains.pop()
+        elif kind == tokenize.NEWLINE:
+            self.total -= sum(self.runs)
+            self.runs, self.first = [0], True
+        elif kind not in _SKIPPED:
+            if self.first:
+                self._statement(text)
+            self._token(kind, text)
+            if self.total > self.depth:
+                self.depth, self.line = self.total, line
+
+    def _statement(self, keyword: str) -> None:
+        """A logical line starts: ``elif`` lengthens its level's chain, ``else`` keeps it,
+        anything else ends it."""
+        self.first = False
+        if keyword == "elif":
+            self.chains[-1] += 1
+            self.total += 1
+        elif keyword != "else":
+            self.total -= self.chains[-1]
+            self.chains[-1] = 0
+
+    def _token(self, kind: int, text: str) -> None:
+        if kind == tokenize.OP and text in _CLOSE:
+            if len(self.runs) > 1:
+                self.total -= self.runs.pop()
+        elif kind == tokenize.OP and text in _SEPARATORS:
+            self.total -= self.runs[-1]
+            self.runs[-1] = 0
+        else:
+            self.runs[-1] += 1
+            self.total += 1
+            if kind == tokenize.OP and text in _OPEN:
+                self.runs.append(0)
 
 
 def read_family_file(path: str | Path) -> FamilySpec:

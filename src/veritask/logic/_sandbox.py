@@ -7,14 +7,18 @@ as JSON lines on its stdin, one JSON line per call on its stdout). The child
 with an environment the parent builds from nothing (no inherited variables, so no secrets, and a
 fixed hash seed) and no file descriptors but its pipes. Before any untrusted code is compiled it:
 
-- sets address-space, file-size and lifetime CPU-time limits (``resource.setrlimit``);
+- asks the kernel to SIGKILL it when the parent dies (``PR_SET_PDEATHSIG``, checked against
+  the parent pid for the race where the parent died first);
+- sets address-space, file-size and lifetime CPU-time limits (``resource.setrlimit``; a write
+  past the file-size limit fails with ``EFBIG``);
 - moves into its own temporary directory (made and removed by the parent) and moves its protocol
   streams off file descriptors 0 and 1, so ``print`` and ``input`` cannot corrupt the protocol;
 - confines itself (the OS sandbox, the security boundary): drops every capability, sets
   ``no_new_privs``, applies Landlock (read-only: the interpreter's libraries, stdlib and
   site-packages; read-write: its directory; nothing else, so no ``/proc`` either; signals and
-  abstract sockets scoped to itself) and a seccomp allow-list (no sockets, exec, fork, ptrace,
-  signals to other processes, device or FIFO nodes, xattr or mode changes, io_uring...);
+  abstract sockets scoped to itself from ABI 6) and a seccomp allow-list (no sockets, exec,
+  fork, ptrace, signals to other processes, device or FIFO nodes, xattr or mode changes,
+  io_uring, signal-driven I/O through ``fcntl`` or ``ioctl``...);
 - installs an audit hook (PEP 578), a first layer that names what it refuses (imports outside an
   allow-list, files outside its directory, subprocesses...). It is not a boundary: code in the
   same interpreter can disable it, and then the OS layers still hold.
@@ -28,7 +32,8 @@ the work (what the CLI's ``--unsafe-no-sandbox`` does). See
 Each call runs under a CPU-time timer (``ITIMER_PROF``): a call that exceeds it fails with kind
 ``cpu`` and the worker lives on. The parent adds a wall-clock deadline per call; a call that
 misses it, or a child that dies, is reported with its own kind and the worker is restarted on
-the next call.
+the next call. While it waits, the parent also measures the child's directory every
+:data:`DISK_WATCH_SECONDS` and stops the child as soon as it holds more than ``disk_mb``.
 """
 
 from __future__ import annotations
@@ -95,10 +100,26 @@ CHILD_SCRIPT = Path(__file__).with_name("_sandbox_child.py")
 MIN_LANDLOCK_ABI = 3
 """The oldest Landlock ABI accepted: 3 is the first that governs truncation (``O_TRUNC``)."""
 
+MAX_LANDLOCK_ABI_ENV = "VERITASK_SANDBOX_MAX_LANDLOCK_ABI"
+"""When set to a number, children use at most this Landlock ABI (to test, on a newer kernel,
+what an older one enforces: below 6 there is no signal scope and seccomp alone stops signals)."""
+
+DISK_WATCH_SECONDS = 0.05
+"""How often the parent measures a running child's directory against ``disk_mb``."""
+
+MAX_ENTRIES = 4096
+"""The most files and directories a child's directory may hold (whatever their size): keeps
+each measure of it short (about 60 ms at the most)."""
+
 UNSAFE_HINT = (
-    "pass --unsafe-no-sandbox (unsafe_no_sandbox=True in Python) to run it anyway with only "
-    "the resource limits and the audit hook, which code in the same interpreter can disable"
+    "pass --unsafe-no-sandbox (in Python: unsafe_no_sandbox=True, or allow_unsafe_no_sandbox() "
+    "around the work) to run it anyway with only the resource limits and the audit hook, which "
+    "code in the same interpreter can disable"
 )
+"""The way out of a refusal, given only where it works: the kernel lacks the sandbox. Where
+the kernel has it but a child fails to confine itself, the opt-out changes nothing and the
+refusal does not suggest it. On the command line, ``logic generate``, ``report``, ``gate`` and
+``evolve`` take the flag, and they are the only commands that run family files."""
 
 
 class SandboxUnavailable(RuntimeError):
@@ -305,10 +326,12 @@ class SandboxLimits:
         wall_seconds: Wall-clock deadline per call (and for starting the child).
         lifetime_cpu_seconds: CPU time over the child's life; the parent recycles a worker at
             half of it, so it only stops a child that disabled its per-call timer.
-        file_mb: The largest file the child may write (inside its directory).
+        file_mb: The largest file the child may write (inside its directory); the kernel's
+            file-size limit, ``min(file_mb, disk_mb)``, makes a longer write fail.
         disk_mb: What the child's directory may hold in all (``file_mb`` bounds one file,
-            not how many): checked after loading and after every call; past it the child
-            is stopped, its directory removed, and the call is an ``error``.
+            not how many): measured every :data:`DISK_WATCH_SECONDS` while a call runs and
+            after it; past it the child is stopped, its directory removed, and the call is
+            an ``error`` naming the limit.
         unsafe_no_sandbox: Where the kernel lacks the OS sandbox (Landlock, seccomp), run the
             code anyway with only the limits and the audit hook instead of raising
             :class:`SandboxUnavailable`. No effect where the sandbox is available.
@@ -359,8 +382,10 @@ class _Child:
             "cpu": limits.cpu_seconds,
             "lifetime_cpu": limits.lifetime_cpu_seconds,
             "memory": limits.memory_mb * 1024 * 1024,
-            "fsize": limits.file_mb * 1024 * 1024,
+            "fsize": min(limits.file_mb, limits.disk_mb) * 1024 * 1024,
             "home": self.home,
+            "parent": os.getpid(),
+            "landlock_abi": _max_landlock_abi(),
             "sandbox": self.confined,
             "libraries": _libraries() if self.confined else {},
         }
@@ -376,8 +401,9 @@ class _Child:
             return False
         return True
 
-    def read(self, wall_seconds: float) -> dict[str, Any] | SandboxResult:
-        """The next JSON line, or the SandboxResult saying why none came in time."""
+    def read(self, wall_seconds: float, disk_mb: int) -> dict[str, Any] | SandboxResult:
+        """The next JSON line, or the SandboxResult saying why none came in time (or why the
+        child was stopped while it ran: its directory outgrew ``disk_mb``)."""
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + wall_seconds
@@ -385,10 +411,16 @@ class _Child:
         while (newline := self.buffer.find(b"\n", searched)) < 0:
             searched = len(self.buffer)
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or not self.poller.poll(max(1, math.ceil(remaining * 1000))):
+            if remaining <= 0:
                 return SandboxResult(
                     "timeout", error=f"wall-clock limit of {wall_seconds} s exceeded"
                 )
+            wait = min(remaining, DISK_WATCH_SECONDS)
+            if not self.poller.poll(max(1, math.ceil(wait * 1000))):
+                if over_disk(self.home, disk_mb):
+                    self.close()
+                    return _disk_error(disk_mb)
+                continue
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 return self.death()
@@ -418,8 +450,11 @@ class _Child:
                 return SandboxResult(
                     "forbidden",
                     error="the OS sandbox (seccomp) stopped the code at a forbidden system call "
-                    "(exec, fork, socket, ptrace, a signal to another process, mknod, xattr...)",
+                    "(exec, fork, socket, ptrace, a signal to another process, signal-driven "
+                    "I/O, mknod, xattr...)",
                 )
+            if -code == 25:  # SIGXFSZ: the code restored its default action, then wrote past
+                return SandboxResult("error", error="disk limit reached (file-size limit)")
             return SandboxResult("error", error=f"killed by signal {-code}")
         self.stderr.seek(0)
         lines = self.stderr.read()[-MAX_STDERR:].decode(errors="replace").strip().splitlines()
@@ -535,16 +570,18 @@ class SandboxWorker:
         self._drop()
         self._child = _Child(self.code, self.filename, self.limits)
         self.starts += 1
-        reply = self._child.read(self.limits.wall_seconds)
+        reply = self._child.read(self.limits.wall_seconds, self.limits.disk_mb)
         if isinstance(reply, dict) and "sandbox_error" in reply:
             self._drop()
-            raise SandboxUnavailable(
-                f"refusing to run code we did not write: the OS sandbox could not be applied "
-                f"({reply['sandbox_error']}); {UNSAFE_HINT}"
+            raise SandboxUnavailable(  # no opt-out hint: where the kernel reports the sandbox,
+                # children are always confined, so --unsafe-no-sandbox would change nothing
+                f"refusing to run code we did not write: the kernel reports the OS sandbox but "
+                f"the child could not apply it ({reply['sandbox_error']}); a container's own "
+                "seccomp profile refusing the Landlock or seccomp calls is the usual cause"
             )
         if isinstance(reply, dict):  # the child is confined; from here on the code may write
             reply = (  # lines of its own, so a reply is data to check, never an instruction
-                self._child.read(self.limits.wall_seconds)
+                self._child.read(self.limits.wall_seconds, self.limits.disk_mb)
                 if reply == {"kind": "ready"}
                 else SandboxResult("error", error=MALFORMED)
             )
@@ -572,7 +609,7 @@ class SandboxWorker:
             return [died]
         out: list[SandboxResult] = []
         for i in range(len(calls)):
-            reply = child.read(self.limits.wall_seconds)
+            reply = child.read(self.limits.wall_seconds, self.limits.disk_mb)
             if (
                 not isinstance(reply, dict)
                 or reply.get("id") != self._next_id
@@ -609,9 +646,13 @@ class SandboxWorker:
 
 
 def over_disk(home: str, disk_mb: int) -> bool:
-    """Whether the files under ``home`` take more than ``disk_mb`` MB of disk (each entry is
-    counted at one block at least, so a flood of empty files counts too)."""
+    """Whether the files under ``home`` take more than ``disk_mb`` MB of disk.
+
+    Each entry counts at least one 4 KB block and at least ``1 / MAX_ENTRIES`` of the limit,
+    so a flood of empty files counts too and a walk never lists more than
+    :data:`MAX_ENTRIES` entries before it says yes."""
     limit, total, stack = disk_mb * 1024 * 1024, 0, [home]
+    floor = max(4096, limit // MAX_ENTRIES)
     while stack:
         try:
             entries = list(os.scandir(stack.pop()))
@@ -621,12 +662,18 @@ def over_disk(home: str, disk_mb: int) -> bool:
             try:
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
-                total += max(entry.stat(follow_symlinks=False).st_blocks * 512, 4096)
+                total += max(entry.stat(follow_symlinks=False).st_blocks * 512, floor)
             except OSError:
                 continue
             if total > limit:
                 return True
     return False
+
+
+def _max_landlock_abi() -> int | None:
+    """The Landlock ABI cap from :data:`MAX_LANDLOCK_ABI_ENV` (None when unset or not a number)."""
+    value = os.environ.get(MAX_LANDLOCK_ABI_ENV, "").strip()
+    return int(value) if value.isdigit() else None
 
 
 def _disk_error(disk_mb: int) -> SandboxResult:

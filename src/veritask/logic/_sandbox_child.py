@@ -8,18 +8,24 @@ whether to confine); the child answers whether the code loaded, then one JSON li
 Order of work, all before the untrusted code is compiled:
 
 1. move the protocol streams off file descriptors 0 and 1;
-2. resource limits, move into its own directory, import the allowed modules;
-3. confinement (unless the parent ran it without the OS sandbox): drop every capability,
+2. die with the parent (``PR_SET_PDEATHSIG``), then check the parent is still the one that
+   started it (it may have died before the signal was set);
+3. resource limits (``SIGXFSZ`` ignored, so a write past the file-size limit fails with
+   ``EFBIG``), move into its own directory, import the allowed modules;
+4. confinement (unless the parent ran it without the OS sandbox): drop every capability,
    Landlock (read-only: the interpreter's libraries, stdlib and site-packages; read-write: its
-   directory; scoped signals and abstract sockets), then a seccomp allow-list with
-   ``no_new_privs`` (hostile calls such as exec, fork or socket kill the child outright);
-4. the audit hook, a friendly first layer that names what was refused.
+   directory; scoped signals and abstract sockets where the ABI has them), then a seccomp
+   allow-list with ``no_new_privs`` (hostile calls such as exec, fork or socket kill the child
+   outright; ``fcntl`` and ``ioctl`` filtered by argument, so no file can be set to signal
+   another process);
+5. the audit hook, a friendly first layer that names what was refused.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import errno
 import functools
 import json
 import os
@@ -41,7 +47,7 @@ ALLOWED_SYSCALLS = (
     "openat", "stat", "fstat", "lstat", "newfstatat", "statx", "access", "faccessat",
     "faccessat2", "getdents64", "getcwd", "chdir", "fchdir", "readlink", "readlinkat", "mkdir",
     "mkdirat", "unlink", "unlinkat", "rmdir", "rename", "renameat", "renameat2", "ftruncate",
-    "truncate", "fsync", "fdatasync", "fcntl", "dup", "dup2", "dup3", "flock", "mmap", "munmap",
+    "truncate", "fsync", "fdatasync", "dup", "dup2", "dup3", "flock", "mmap", "munmap",
     "mprotect", "mremap", "madvise", "brk", "rt_sigaction", "rt_sigprocmask", "rt_sigreturn",
     "sigaltstack", "setitimer", "getitimer", "clock_gettime", "clock_getres",
     "clock_nanosleep", "nanosleep", "gettimeofday", "time", "getpid", "getppid", "gettid",
@@ -74,8 +80,27 @@ KILLING_SYSCALLS = (
 """System calls that kill the child at once (``SECCOMP_RET_KILL_PROCESS``, seen by the parent as
 SIGSYS and reported as ``forbidden``): no return value to misread, no handler to remove."""
 
-ALLOWED_IOCTLS = (0x5401, 0x5450, 0x5451)
-"""``TCGETS`` (``isatty``), ``FIONCLEX`` and ``FIOCLEX``: the only ioctl requests allowed."""
+ALLOWED_IOCTLS = (0x5401, 0x5421, 0x5450, 0x5451)
+"""``TCGETS`` (``isatty``), ``FIONBIO`` (``os.set_blocking``), ``FIONCLEX`` and ``FIOCLEX``: the
+only ioctl requests allowed."""
+
+KILLING_IOCTLS = (0x5452, 0x8901, 0x8902, 0x8903, 0x8904)
+"""``FIOASYNC``, ``FIOSETOWN``, ``SIOCSPGRP``, ``FIOGETOWN``, ``SIOCGPGRP``: the ioctl way to
+signal-driven I/O (the same mechanism as ``F_SETOWN`` and ``O_ASYNC``), which ends the child."""
+
+F_SETFL, O_ASYNC = 4, 0o20000
+ALLOWED_FCNTLS = (0, 1, 2, 3, 5, 6, 7, 36, 37, 38, 1030, 1032, 1034)
+"""``fcntl`` commands allowed: ``F_DUPFD``, ``F_GETFD``, ``F_SETFD``, ``F_GETFL``, the record
+and open-file locks (``F_GETLK``, ``F_SETLK``, ``F_SETLKW``, ``F_OFD_*``), ``F_DUPFD_CLOEXEC``,
+``F_GETPIPE_SZ``, ``F_GET_SEALS``; and ``F_SETFL`` without ``O_ASYNC``. Any other command fails
+with ``EPERM``, and those in :data:`KILLING_FCNTLS` end the child."""
+
+KILLING_FCNTLS = (8, 10, 15, 1024, 1026)
+"""``F_SETOWN``, ``F_SETSIG``, ``F_SETOWN_EX``, ``F_SETLEASE`` and ``F_NOTIFY``: each makes the
+kernel send signals on the file's events (to an owner of the caller's choosing, or SIGKILL as the
+signal), which Landlock scopes only from ABI 6 (Linux 6.12); ``F_SETFL`` with ``O_ASYNC`` too."""
+
+PR_SET_PDEATHSIG = 1
 
 BANNED_EVENTS = (
     "socket.", "subprocess.", "os.system", "os.exec", "os.posix_spawn", "os.fork", "os.spawn",
@@ -102,6 +127,7 @@ def main() -> None:
     proto_in, proto_out = _protocol_streams()
     spec = json.loads(proto_in.readline())
     send = _sender(proto_out)
+    die_with_parent(int(spec["parent"]))
     _limit_resources(spec)
     home = os.path.realpath(spec["home"])
     os.chdir(home)
@@ -109,7 +135,7 @@ def main() -> None:
     roots = readable_roots()
     if spec["sandbox"]:
         try:
-            confine(home, roots, spec["libraries"])
+            confine(home, roots, spec["libraries"], spec.get("landlock_abi"))
         except Exception as exc:  # any failure to confine means: run nothing
             send({"kind": "error", "sandbox_error": f"{type(exc).__name__}: {exc}"})
             return
@@ -142,8 +168,39 @@ def _sender(proto_out: IO[str]) -> Callable[[dict[str, Any]], None]:
     return send
 
 
+def die_with_parent(parent: int) -> None:
+    """Have the kernel SIGKILL this process when the parent dies (``PR_SET_PDEATHSIG``), and exit
+    at once if it already has (then this process was handed to another parent before the
+    signal was set, and no death signal would ever come).
+
+    The death signal follows the parent *thread* that started the child; a worker started from
+    a thread that then ends loses its child, and the next call starts a fresh one.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    before = set(sys.modules)
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    failed = libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0
+    code = ctypes.get_errno()
+    _forget_modules(before)
+    if failed:
+        raise OSError(code, "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _forget_modules(before: set[str]) -> None:
+    """Drop the modules imported since ``before`` (later imports go through the audit hook)."""
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
+
+
 def _limit_resources(spec: dict[str, Any]) -> None:
-    """Lifetime CPU, address space and file size limits; no core dumps."""
+    """Lifetime CPU, address space and file size limits; no core dumps. ``SIGXFSZ`` is ignored,
+    so a write past the file-size limit fails with ``EFBIG`` instead of killing the child."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     cpu = int(spec["lifetime_cpu"])
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_AS, (spec["memory"], spec["memory"]))
@@ -178,20 +235,25 @@ def _mapped_files() -> list[str]:
     return [f[5].strip() for f in fields if len(f) == 6 and f[5].startswith("/")]
 
 
-def confine(home: str, roots: Iterable[str], libraries: dict[str, str | None]) -> None:
+def confine(
+    home: str,
+    roots: Iterable[str],
+    libraries: dict[str, str | None],
+    max_abi: int | None = None,
+) -> None:
     """Drop capabilities, then Landlock, then seccomp; raise if any of them cannot apply.
 
-    ``libraries`` names the shared libraries (``c``, ``seccomp``) as the parent found them.
+    ``libraries`` names the shared libraries (``c``, ``seccomp``) as the parent found them;
+    ``max_abi`` caps the Landlock ABI used (to run as a kernel with an older one would).
     """
     before = set(sys.modules)
     with _known_libraries(libraries):
         import pyseccomp  # loads libseccomp while it can still be read
 
         drop_capabilities()
-        apply_landlock(home, roots)
+        apply_landlock(home, roots, max_abi)
     apply_seccomp(pyseccomp)
-    for name in set(sys.modules) - before:  # ctypes, subprocess...: imports go through the hook
-        del sys.modules[name]
+    _forget_modules(before)  # ctypes, subprocess...: imports go through the hook
 
 
 def drop_capabilities() -> None:
@@ -213,13 +275,16 @@ def drop_capabilities() -> None:
         raise OSError(ctypes.get_errno(), "capset failed")
 
 
-def apply_landlock(home: str, roots: Iterable[str]) -> None:
+def apply_landlock(home: str, roots: Iterable[str], max_abi: int | None = None) -> None:
     """Landlock: read-only ``roots``, read-write ``home``, nothing else; signals and abstract
-    UNIX sockets scoped to this process; ``no_new_privs`` set."""
+    UNIX sockets scoped to this process (ABI 6 and later); ``no_new_privs`` set.
+
+    Only the rights and scopes of ``min(kernel ABI, max_abi)`` are used."""
     import landlockpy
-    from landlockpy import AccessFS, Ruleset, Scope
+    from landlockpy import AccessFS, Ruleset, Scope, fs_for_abi, net_for_abi, scope_for_abi
 
     abi = landlockpy.abi_version()
+    abi = abi if max_abi is None else min(abi, max_abi)
     if abi < MIN_LANDLOCK_ABI:
         raise OSError(f"Landlock ABI {abi} is below the {MIN_LANDLOCK_ABI} needed")
     read_file, read_dir = AccessFS.READ_FILE, AccessFS.READ_FILE | AccessFS.READ_DIR
@@ -227,7 +292,10 @@ def apply_landlock(home: str, roots: Iterable[str]) -> None:
         read_dir | AccessFS.WRITE_FILE | AccessFS.TRUNCATE | AccessFS.MAKE_REG
         | AccessFS.MAKE_DIR | AccessFS.REMOVE_FILE | AccessFS.REMOVE_DIR | AccessFS.REFER
     )  # fmt: skip
-    with Ruleset(scoped=Scope.ABSTRACT_UNIX_SOCKET | Scope.SIGNAL) as ruleset:
+    scoped = (Scope.ABSTRACT_UNIX_SOCKET | Scope.SIGNAL) & scope_for_abi(abi)
+    with Ruleset(
+        handled_fs=fs_for_abi(abi), handled_net=net_for_abi(abi), scoped=scoped
+    ) as ruleset:
         for root in roots:
             ruleset.allow_path(root, read_dir if os.path.isdir(root) else read_file)
         ruleset.allow_path(home, write)
@@ -237,8 +305,6 @@ def apply_landlock(home: str, roots: Iterable[str]) -> None:
 def apply_seccomp(sc: Any) -> None:
     """Load the seccomp allow-list (``EPERM`` by default, the child killed for the calls in
     :data:`KILLING_SYSCALLS`) with the ``pyseccomp`` module ``sc``."""
-    import errno
-
     me = os.getpid()
     f = sc.SyscallFilter(sc.ERRNO(errno.EPERM))
     _add_rules(sc, f, sc.ALLOW, ALLOWED_SYSCALLS)
@@ -250,7 +316,32 @@ def apply_seccomp(sc: Any) -> None:
     f.add_rule(sc.KILL_PROCESS, "prlimit64", sc.Arg(2, sc.NE, 0))
     for request in ALLOWED_IOCTLS:
         f.add_rule(sc.ALLOW, "ioctl", sc.Arg(1, sc.EQ, request))
+    for request in KILLING_IOCTLS:
+        f.add_rule(sc.KILL_PROCESS, "ioctl", sc.Arg(1, sc.EQ, request))
+    _fcntl_rules(sc, f)
     f.load()
+
+
+def _fcntl_rules(sc: Any, f: Any) -> None:
+    """``fcntl`` by command: :data:`ALLOWED_FCNTLS` and ``F_SETFL`` without ``O_ASYNC`` pass,
+    :data:`KILLING_FCNTLS` and ``F_SETFL`` with ``O_ASYNC`` end the child, the rest is
+    ``EPERM``. The comparisons are on all 64 bits, so a command with high bits set (which the
+    kernel would read as its low 32) matches no allow rule and fails."""
+    arch = sc.system_arch()
+    for name in ("fcntl", "fcntl64"):
+        if sc.resolve_syscall(arch, name) < 0:
+            continue
+        for command in ALLOWED_FCNTLS:
+            f.add_rule(sc.ALLOW, name, sc.Arg(1, sc.EQ, command))
+        for command in KILLING_FCNTLS:
+            f.add_rule(sc.KILL_PROCESS, name, sc.Arg(1, sc.EQ, command))
+        f.add_rule(sc.ALLOW, name, sc.Arg(1, sc.EQ, F_SETFL), sc.Arg(2, sc.MASKED_EQ, O_ASYNC, 0))
+        f.add_rule(
+            sc.KILL_PROCESS,
+            name,
+            sc.Arg(1, sc.EQ, F_SETFL),
+            sc.Arg(2, sc.MASKED_EQ, O_ASYNC, O_ASYNC),
+        )
 
 
 @contextlib.contextmanager
@@ -360,10 +451,22 @@ def guarded(action: Callable[[], dict[str, Any]], spec: dict[str, Any]) -> dict[
         return {"kind": "cpu", "error": f"CPU-time limit of {cpu} s exceeded"}
     except MemoryError:
         return {"kind": "memory", "error": "memory limit exceeded"}
+    except OSError as exc:
+        if exc.errno != errno.EFBIG:
+            return {"kind": "error", "error": f"{type(exc).__name__}: {exc}"}
+        return {"kind": "error", "error": _file_limit(spec["fsize"], exc)}
     except BaseException as exc:
         return {"kind": "error", "error": f"{type(exc).__name__}: {exc}"}
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
+
+
+def _file_limit(fsize: int, exc: OSError) -> str:
+    """The error of a write stopped at the file-size limit."""
+    return (
+        f"disk limit reached: a file may hold at most {fsize // (1024 * 1024)} MB "
+        f"(file-size limit; {type(exc).__name__}: {exc})"
+    )
 
 
 def call(scope: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
