@@ -287,10 +287,12 @@ FAST_LOADER: Any = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoade
 """The safe loader in C when PyYAML has libyaml, else in Python (same documents, faster)."""
 
 
-def _yaml_error(exc: yaml.YAMLError, what: str) -> InputError:
+def _yaml_error(exc: yaml.YAMLError, what: str, limits: Limits = DEFAULT_LIMITS) -> InputError:
     mark = getattr(exc, "problem_mark", None)
     line = mark.line + 1 if mark is not None else None
     problem = getattr(exc, "problem", None) or str(exc)
+    if "maximum nesting depth" in problem:  # libyaml's own guard fired first
+        return InputError(what, f"YAML is nested more than {limits.max_depth} levels deep", line)
     return InputError(what, f"is not valid YAML: {problem}", line)
 
 
@@ -317,7 +319,7 @@ def yaml_depth_check(
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
     except yaml.YAMLError as exc:
-        raise _yaml_error(exc, what) from None
+        raise _yaml_error(exc, what, limits) from None
 
 
 def _line(node: yaml.Node) -> int | None:
