@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from veritask.policy import SpecError, load_spec
-from veritask.policy._load import MAX_YAML_DEPTH, MAX_YAML_EXPANDED_BYTES
+from veritask.policy._load import MAX_TABLES, MAX_YAML_DEPTH, MAX_YAML_EXPANDED_BYTES
 
 MOCK = Path(__file__).parents[2] / "src" / "veritask" / "domains" / "mock" / "spec.yaml"
 
@@ -77,3 +77,10 @@ def test_many_table_spec_validates(tmp_path: Path) -> None:
 
 def test_built_in_spec_still_loads() -> None:
     assert load_spec(MOCK).name == "mock"
+
+
+def test_spec_past_the_table_limit_is_refused_early_and_located(tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    path.write_text(_many_tables(MAX_TABLES + 1, bad=-1), encoding="utf-8")
+    message = _spec_error(path)
+    assert f"{path}:3: tables: {MAX_TABLES + 1} tables, past the limit of {MAX_TABLES}" in message

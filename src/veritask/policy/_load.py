@@ -44,6 +44,10 @@ MAX_YAML_EXPANDED_BYTES = 16_000_000
 """The most bytes of scalar text a spec may stand for once YAML aliases are expanded (a small
 file of nested aliases otherwise stands for gigabytes: the billion laughs)."""
 
+MAX_TABLES = 500
+"""The most tables a spec may declare: SQLite's limit on the terms of one compound SELECT, which
+the engine's change tracking uses over all tables (found late, by SQLite, and unlocated)."""
+
 MAX_YAML_DEPTH = 64
 """The deepest nesting of YAML collections in a spec (built-ins nest about six deep)."""
 
@@ -219,6 +223,13 @@ def spec_from_data(
 ) -> DomainSpec:
     """Validate already-parsed spec data (structure, then cross references)."""
     lines = lines or {}
+    tables = data.get("tables")
+    if isinstance(tables, list) and len(tables) > MAX_TABLES:
+        message = (
+            f"{len(tables)} tables, past the limit of {MAX_TABLES} (the engine asks SQLite about "
+            f"every table in one compound SELECT, which takes at most {MAX_TABLES} terms)"
+        )
+        raise SpecError([SpecIssue(source, _line_for(lines, ("tables",)), "tables", message)])
     try:
         spec = DomainSpec.model_validate(data)
     except ValidationError as exc:
