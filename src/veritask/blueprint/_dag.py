@@ -21,9 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from veritask._util import atomic_write_text, sha256_text
+from veritask._util import atomic_write_text, read_json, read_yaml, sha256_text
 from veritask.blueprint import _dag_stages as st
 from veritask.blueprint._dag_paths import TaskMaker, paths_work, tasks_work
 from veritask.blueprint._dag_schema import Entity
@@ -90,7 +88,7 @@ def load_seeds(path: str | Path) -> DagConfig:
     Raises:
         ValueError: No topics, or an unknown field.
     """
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    data = read_yaml(Path(path)) or {}
     if not isinstance(data, dict) or not data.get("topics"):
         raise ValueError(f"{path}: a seeds file needs a non-empty 'topics' list")
     unknown = sorted(set(data) - set(DagConfig.__dataclass_fields__))
@@ -179,7 +177,7 @@ class BlueprintDag:
 
     def summary(self, stage: str) -> Json:
         """A complete stage's summary."""
-        data: Json = json.loads(self.summary_path(stage).read_text(encoding="utf-8"))
+        data: Json = read_json(self.summary_path(stage))
         return data
 
     def _entities(self) -> dict[str, Entity]:
@@ -331,7 +329,7 @@ class BlueprintDag:
                 self.progress(f"{stage}: {done}/{len(units)}")
 
         await AsyncExecutor(self.concurrency).map(job, todo, on_result=tick)
-        results = [json.loads((folder / f"{u.id}.json").read_text("utf-8")) for u in units]
+        results = [read_json(folder / f"{u.id}.json") for u in units]
         summary = self._summarize(stage, results)
         atomic_write_text(self.summary_path(stage), _dump(summary))
         return summary

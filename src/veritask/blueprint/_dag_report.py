@@ -4,11 +4,11 @@ services compiled and seeded."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from veritask._util import read_json
 from veritask.blueprint._dag import STAGES
 from veritask.blueprint._dag_paths import paths_section, tasks_section
 from veritask.pipeline import RunManifest
@@ -17,7 +17,7 @@ Json = dict[str, Any]
 
 
 def _load(path: Path) -> Json:
-    data: Json = json.loads(path.read_text(encoding="utf-8"))
+    data: Json = read_json(path)
     return data
 
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from veritask._util import atomic_write_text, write_lines_atomic
+from veritask._util import atomic_write_text, read_json, write_lines_atomic
 from veritask.pipeline import RunManifest, Unit
 from veritask.task import DatasetDir, TaskPackage
 
@@ -126,7 +126,7 @@ def assemble(stage: FinishedRun, out: Path, config: dict[str, Any]) -> tuple[int
 
 def read_report(out: str | Path) -> dict[str, Any]:
     """The report of a finished run."""
-    data: dict[str, Any] = json.loads((Path(out) / REPORT).read_text(encoding="utf-8"))
+    data: dict[str, Any] = read_json(Path(out) / REPORT)
     return data
 
 

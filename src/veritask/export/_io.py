@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from veritask._util import read_text
 from veritask.export._chat import dumps
 from veritask.export._sft import to_hf_row, to_openai_row, to_sharegpt_row
 from veritask.export._user import user_views
@@ -108,7 +109,7 @@ def read_trajectories(path: str | Path) -> list[Trajectory]:
         ValueError: Naming the line of the first invalid trajectory.
     """
     out: list[Trajectory] = []
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    lines = read_text(Path(path), what=str(path)).splitlines()
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue

@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Literal
 
-from veritask._util import atomic_write_text
+from veritask._util import atomic_write_text, parse_json
 from veritask.model._hash import request_hash
 from veritask.model._types import (
     GenerateConfig,
@@ -62,8 +62,8 @@ class RequestCache:
         text = self._read(key)
         if text is None:
             return None
-        try:
-            return _as_hit(ModelOutput.from_dict(json.loads(text)))
+        try:  # an entry that is not JSON within the reader's limits (deep nesting...) is a miss
+            return _as_hit(ModelOutput.from_dict(parse_json(text, what=key)))
         except (ValueError, KeyError, TypeError):
             return None
 
@@ -79,6 +79,8 @@ class RequestCache:
             return file.read_text(encoding="utf-8")
         except FileNotFoundError:
             return None
+        except UnicodeDecodeError:
+            return ""  # not UTF-8: not an entry we wrote, so a miss
 
     def _write(self, key: str, text: str) -> None:
         if self.backend == "sqlite":

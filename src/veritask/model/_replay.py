@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from veritask._util import iter_jsonl, read_text
 from veritask.model._hash import canonical_request, request_hash
 from veritask.model._types import (
     GenerateConfig,
@@ -61,14 +62,13 @@ def load_recording(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The records of a JSONL recording, in order (blank lines skipped).
 
     Raises:
-        ValueError: A line is not a JSON object with ``hash`` and ``response``.
+        ValueError: A line is not a JSON object with ``hash`` and ``response``
+            (:class:`~veritask._util.InputError` when the file is not UTF-8 JSON lines within
+            the reader's limits).
     """
     records = []
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        record = json.loads(line)
+    text = read_text(Path(path), what=str(path))
+    for number, record in iter_jsonl(text, what=str(path)):
         if not isinstance(record, dict) or "hash" not in record or "response" not in record:
             raise ValueError(f"{path}:{number}: not a recording line (needs hash and response)")
         records.append(record)

@@ -25,13 +25,12 @@ uninterrupted one. Streams keep their own state: nothing passes between them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from veritask._util import atomic_write_text
+from veritask._util import atomic_write_text, read_json
 from veritask.pipeline._executors import AsyncExecutor
 from veritask.pipeline._manifest import RunManifest
 from veritask.pipeline._stage import Unit, pending, unit_ids
@@ -153,7 +152,7 @@ class EvolutionStage(Generic[S, C, V]):
 
     def read(self, unit_id: str) -> dict[str, Any]:
         """A committed unit's artifact."""
-        data: dict[str, Any] = json.loads(self.path(unit_id).read_text(encoding="utf-8"))
+        data: dict[str, Any] = read_json(self.path(unit_id))
         return data
 
     def done(self, unit: Unit[Key]) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from veritask._util import atomic_write_text, canonical_json, sha256_text
+from veritask._util import InputError, atomic_write_text, canonical_json, read_json, sha256_text
 
 _SHOWN = 60
 """Longest value text a refusal message shows before eliding it."""
@@ -97,12 +97,21 @@ class RunManifest:
 
     @classmethod
     def read(cls, path: Path) -> RunManifest | None:
-        """The manifest stored at ``path``, or None when there is none."""
+        """The manifest stored at ``path``, or None when there is none.
+
+        Raises:
+            InputError: The file is not a run manifest (malformed, or past the reader's limits).
+        """
         path = Path(path)
         if not path.exists():
             return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return cls(str(data["job"]), dict(data["config"]), [str(u) for u in data["units"]])
+        data = read_json(path)
+        try:
+            return cls(str(data["job"]), dict(data["config"]), [str(u) for u in data["units"]])
+        except (KeyError, TypeError, ValueError):
+            raise InputError(
+                str(path), "is not a run manifest (needs job, config and units)"
+            ) from None
 
     def check(self, previous: RunManifest, where: str) -> None:
         """Refuse (``RunConflict``) when ``previous`` is another job or another config."""

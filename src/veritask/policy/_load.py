@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from veritask._util import FAST_LOADER, InputError, Limits, compose_yaml
 from veritask.policy._actor import actor_table
 from veritask.policy._issues import SpecError as SpecError
 from veritask.policy._issues import SpecIssue as SpecIssue
@@ -38,8 +40,26 @@ _Loader.add_implicit_resolver(
 MAX_SPEC_BYTES = 4_000_000
 """The largest spec file accepted (the biggest built-in is well under 100 kB)."""
 
-MAX_YAML_NODES = 500_000
-"""The most YAML nodes a spec may expand to once aliases are resolved (billion laughs)."""
+MAX_YAML_EXPANDED_BYTES = 16_000_000
+"""The most bytes of scalar text a spec may stand for once YAML aliases are expanded (a small
+file of nested aliases otherwise stands for gigabytes: the billion laughs)."""
+
+MAX_TABLES = 500
+"""The most tables a spec may declare: SQLite's limit on the terms of one compound SELECT, which
+the engine's change tracking uses over all tables (found late, by SQLite, and unlocated)."""
+
+MAX_YAML_DEPTH = 64
+"""The deepest nesting of YAML collections in a spec (built-ins nest about six deep)."""
+
+SPEC_LIMITS = Limits(
+    max_bytes=MAX_SPEC_BYTES, max_depth=MAX_YAML_DEPTH, max_expanded=MAX_YAML_EXPANDED_BYTES
+)
+
+
+class _FastLoader(FAST_LOADER):  # type: ignore[misc]
+    """``_Loader``'s resolvers on the C parser when PyYAML has it (same data, faster)."""
+
+    yaml_implicit_resolvers = _Loader.yaml_implicit_resolvers
 
 
 class _YamlLimit(Exception):
@@ -49,30 +69,6 @@ class _YamlLimit(Exception):
         super().__init__(message)
         self.line = line
         self.message = message
-
-
-def _expanded_size(node: yaml.Node, memo: dict[int, int], active: set[int]) -> int:
-    """Nodes ``node`` stands for once every alias is expanded, without expanding anything."""
-    key = id(node)
-    if key in memo:
-        return memo[key]
-    if key in active:
-        raise _YamlLimit(node.start_mark.line + 1, "a YAML alias refers to itself")
-    active.add(key)
-    children: list[yaml.Node] = []
-    if isinstance(node, yaml.MappingNode):
-        children = [part for pair in node.value for part in pair]
-    elif isinstance(node, yaml.SequenceNode):
-        children = list(node.value)
-    total = 1 + sum(_expanded_size(child, memo, active) for child in children)
-    active.discard(key)
-    if total > MAX_YAML_NODES:
-        raise _YamlLimit(
-            node.start_mark.line + 1,
-            f"YAML aliases expand to more than {MAX_YAML_NODES} nodes (billion laughs?)",
-        )
-    memo[key] = total
-    return total
 
 
 def _index_lines(
@@ -161,23 +157,20 @@ def load_spec_with_lines(path: str | Path) -> tuple[DomainSpec, SpecLines]:
 
 
 def _compose(text: str) -> tuple[Any, dict[Loc, int], dict[int, tuple[Loc, int, str]]]:
-    """Compose and check the node graph (size, aliases, duplicate keys), then construct data."""
-    if len(text) > MAX_SPEC_BYTES:
-        raise _YamlLimit(
-            None, f"the text has {len(text)} characters; specs are limited to {MAX_SPEC_BYTES}"
-        )
-    loader = _Loader(text)
+    """Compose and check the node graph (size, depth, keys, aliases, duplicate keys), then
+    construct data.
+
+    Raises:
+        InputError: A limit is passed, a key is a collection, or the text is not YAML.
+    """
+    loader, node = compose_yaml(text, what="<spec>", limits=SPEC_LIMITS, loader=_FastLoader)
     try:
-        node = loader.get_single_node()
         lines: dict[Loc, int] = {}
         dups: dict[int, tuple[Loc, int, str]] = {}
         if node is None:
             return None, lines, dups
-        _expanded_size(node, {}, set())
         _index_lines(node, (), lines, dups)
         return loader.construct_document(node), lines, dups
-    except RecursionError:
-        raise _YamlLimit(None, "the YAML is nested too deeply") from None
     finally:
         loader.dispose()
 
@@ -186,7 +179,8 @@ def parse_spec(text: str, source: str = "<spec>") -> DomainSpec:
     """Parse and validate spec YAML text; raise SpecError naming line and field.
 
     Refused before validation: text over ``MAX_SPEC_BYTES``, aliases expanding to more than
-    ``MAX_YAML_NODES`` nodes, a key repeated in one mapping (both lines are named).
+    ``MAX_YAML_EXPANDED_BYTES`` bytes, nesting past ``MAX_YAML_DEPTH``, a key that is a list or
+    mapping, a key repeated in one mapping (both lines are named).
     """
     return parse_spec_with_lines(text, source)[0]
 
@@ -195,12 +189,12 @@ def parse_spec_with_lines(text: str, source: str = "<spec>") -> tuple[DomainSpec
     """``parse_spec``, with the line of every field."""
     try:
         data, lines, dups = _compose(text)
-    except yaml.YAMLError as exc:
+    except yaml.YAMLError as exc:  # a constructor error (an unknown tag...)
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         raise SpecError([SpecIssue(source, line, "<yaml>", str(exc))]) from None
-    except _YamlLimit as exc:
-        raise SpecError([SpecIssue(source, exc.line, "<yaml>", exc.message)]) from None
+    except InputError as exc:
+        raise SpecError([SpecIssue(source, exc.line, "<yaml>", exc.reason)]) from None
     if dups:
         raise SpecError(
             [
@@ -229,6 +223,13 @@ def spec_from_data(
 ) -> DomainSpec:
     """Validate already-parsed spec data (structure, then cross references)."""
     lines = lines or {}
+    tables = data.get("tables")
+    if isinstance(tables, list) and len(tables) > MAX_TABLES:
+        message = (
+            f"{len(tables)} tables, past the limit of {MAX_TABLES} (the engine asks SQLite about "
+            f"every table in one compound SELECT, which takes at most {MAX_TABLES} terms)"
+        )
+        raise SpecError([SpecIssue(source, _line_for(lines, ("tables",)), "tables", message)])
     try:
         spec = DomainSpec.model_validate(data)
     except ValidationError as exc:
@@ -347,7 +348,7 @@ _VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
 
 def check_references(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
     """Yield (location, message) for every cross-reference the schema cannot check."""
-    table_names = [t.name for t in spec.tables]
+    table_names = Counter(t.name for t in spec.tables)
     if spec.actor is not None and spec.actor not in table_names:
         yield ("actor",), f"unknown table {spec.actor!r}"
     for i, table in enumerate(spec.tables):
@@ -356,7 +357,7 @@ def check_references(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
                 ("tables", i, "name"),
                 "table names starting with 'vt_' or 'sqlite_' are reserved (engine, SQLite)",
             )
-        if table_names.count(table.name) > 1:
+        if table_names[table.name] > 1:
             yield ("tables", i, "name"), f"duplicate table {table.name!r}"
         yield from _check_columns(table, ("tables", i))
         for j, col in enumerate(table.columns):
@@ -377,11 +378,11 @@ def check_references(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
 
 
 def _check_rules(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
-    ids = [r.id for r in spec.rules] + [e.id for e in spec.effects]
+    ids = Counter([r.id for r in spec.rules] + [e.id for e in spec.effects])
     tx_ids = {t.id for t in spec.transactions}
     for i, rule in enumerate(spec.rules):
         loc: Loc = ("rules", i)
-        if ids.count(rule.id) > 1:
+        if ids[rule.id] > 1:
             yield (*loc, "id"), f"duplicate rule/effect id {rule.id!r}"
         if not spec.has_table(rule.table):
             yield (*loc, "table"), f"unknown table {rule.table!r}"
@@ -444,10 +445,10 @@ def _check_insert_only(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
 
 def _check_effects(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
     tx_ids = {t.id for t in spec.transactions}
-    ids = [r.id for r in spec.rules] + [e.id for e in spec.effects]
+    ids = Counter([r.id for r in spec.rules] + [e.id for e in spec.effects])
     for i, effect in enumerate(spec.effects):
         loc: Loc = ("effects", i)
-        if ids.count(effect.id) > 1:
+        if ids[effect.id] > 1:
             yield (*loc, "id"), f"duplicate rule/effect id {effect.id!r}"
         if not spec.has_table(effect.table):
             yield (*loc, "table"), f"unknown table {effect.table!r}"

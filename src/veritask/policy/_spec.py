@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
@@ -277,14 +278,11 @@ class DomainSpec(_Model):
 
     def table(self, name: str) -> Table:
         """Return the table called ``name``; KeyError when it does not exist."""
-        for table in self.tables:
-            if table.name == name:
-                return table
-        raise KeyError(name)
+        return _table_index(self.tables)[name]
 
     def has_table(self, name: str) -> bool:
         """True when the spec declares a table called ``name``."""
-        return any(t.name == name for t in self.tables)
+        return name in _table_index(self.tables)
 
     def service_of(self, table: str) -> str | None:
         """The service that owns ``table`` (None: the spec has none, or the table is shared)."""
@@ -310,3 +308,26 @@ class DomainSpec(_Model):
         """
         data = self.model_dump(mode="json", exclude_defaults=True)
         return sha256_text(canonical_json(data))
+
+
+_TABLE_INDEXES: dict[int, tuple[list[Table], int, dict[str, Table]]] = {}
+"""Tables by name for the table lists used last (a spec with thousands of tables looked each
+one up by scanning the list, which made validation quadratic). Kept outside the model: a
+private attribute would take part in the model's equality."""
+_INDEX_LOCK = threading.Lock()
+
+
+def _table_index(tables: list[Table]) -> dict[str, Table]:
+    """``{name: table}`` of a spec's table list (the first of a repeated name wins, as the
+    scan did), cached for the last few lists (same list object, same length)."""
+    with _INDEX_LOCK:
+        hit = _TABLE_INDEXES.get(id(tables))
+        if hit is not None and hit[0] is tables and hit[1] == len(tables):
+            return hit[2]
+        index: dict[str, Table] = {}
+        for table in tables:
+            index.setdefault(table.name, table)
+        if len(_TABLE_INDEXES) >= 32:
+            _TABLE_INDEXES.pop(next(iter(_TABLE_INDEXES)))
+        _TABLE_INDEXES[id(tables)] = (tables, len(tables), index)
+        return index

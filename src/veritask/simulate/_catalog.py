@@ -9,12 +9,12 @@ enum, bounds, description) and, where known, a return schema.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from veritask._util import read_json
 from veritask.policy import DomainSpec, ToolSpec, argument_schema, build_tools
 
 JSON_OF_SQL = {"TEXT": "string", "INTEGER": "integer", "REAL": "number"}
@@ -363,5 +363,9 @@ def hybrid_catalog(real: ToolCatalog, extra: ToolCatalog) -> ToolCatalog:
 
 
 def load_json_file(path: Path) -> Any:
-    """A JSON document from a file."""
-    return json.loads(path.read_text(encoding="utf-8"))
+    """A JSON document from a file, within the bounded reader's limits.
+
+    Raises:
+        InputError: The file is binary, not UTF-8, too large, too deep or not JSON.
+    """
+    return read_json(path)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from veritask._util import canonical_json, sha256
+from veritask._util import canonical_json, parse_json, sha256
 from veritask.env import Environment, Snapshot, ToolResult
 from veritask.model import GenerateConfig, ModelProvider
 from veritask.pipeline import AsyncExecutor, JsonlUnits, RunManifest, Unit, pending
@@ -184,8 +184,8 @@ def _same_state(domain: Any, origin: bytes, target: bytes) -> bool:
 
 def _key(line: str) -> str | None:
     try:
-        return str(json.loads(line)["task_id"])
-    except (json.JSONDecodeError, KeyError, TypeError):
+        return str(parse_json(line)["task_id"])
+    except (ValueError, KeyError, TypeError):
         return None
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from veritask._util import loads_untrusted
+from veritask._util import loads_untrusted, read_text
 
 Format = Literal["veritask", "chat", "sharegpt", "text"]
 Role = Literal["system", "user", "assistant", "tool"]
@@ -321,8 +321,11 @@ def iter_records(path: Path) -> Iterator[tuple[str, Any]]:
 
     A ``.txt`` file holds text-format trajectories separated by ``===`` lines; any other file
     is JSON lines (a line that does not parse yields ``None`` as its record).
+
+    Raises:
+        InputError: The file is binary, not UTF-8 or too large.
     """
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path)
     if path.suffix == ".txt":
         for chunk in re.split(rf"(?m)^{TEXT_SEPARATOR}[ \t]*$", text):
             if chunk.strip():

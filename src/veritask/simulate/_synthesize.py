@@ -29,7 +29,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from veritask._util import canonical_json, loads_untrusted, repair_untrusted, sha256, sha256_text
+from veritask._util import (
+    canonical_json,
+    loads_untrusted,
+    parse_json,
+    repair_untrusted,
+    sha256,
+    sha256_text,
+)
 from veritask.model import CostLedger, GenerateConfig, ModelProvider, Usage
 from veritask.pipeline import AsyncExecutor, JsonlUnits, RunManifest, Unit, pending
 from veritask.simulate._catalog import ToolCatalog
@@ -363,8 +370,8 @@ class SynthesisStage:
 
 def _key(line: str) -> str | None:
     try:
-        return str(json.loads(line)["unit_id"])
-    except (json.JSONDecodeError, KeyError, TypeError):
+        return str(parse_json(line)["unit_id"])
+    except (ValueError, KeyError, TypeError):
         return None
 
 

@@ -14,8 +14,9 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from veritask._util import InputError, parse_yaml, read_text
 from veritask.policy import SpecIssue
-from veritask.policy._load import Loc, _field_name, _index_lines, _line_for, _Loader
+from veritask.policy._load import SPEC_LIMITS, Loc, _field_name, _index_lines, _line_for, _Loader
 
 Identifier = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=63)]
 Sentence = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
@@ -93,18 +94,20 @@ def numbers_in(text: str) -> list[str]:
 def load_seed(path: str | Path) -> Seed:
     """Load and validate a seed file; raise SeedError naming file, line and field."""
     p = Path(path)
-    return parse_seed(p.read_text(encoding="utf-8"), source=str(p))
+    try:
+        text = read_text(p, what=str(p))
+    except InputError as exc:
+        raise SeedError([SpecIssue(exc.what, exc.line, "<file>", exc.reason)]) from None
+    return parse_seed(text, source=str(p))
 
 
 def parse_seed(text: str, source: str = "<seed>") -> Seed:
     """Parse and validate seed YAML text; raise SeedError naming line and field."""
-    try:
+    try:  # bounded: depth, alias bytes and complex keys are refused with their line
+        data: Any = parse_yaml(text, what=source, limits=SPEC_LIMITS, loader=_Loader)
         node = yaml.compose(text, Loader=_Loader)
-        data: Any = yaml.load(text, Loader=_Loader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise SeedError([SpecIssue(source, line, "<yaml>", str(exc))]) from exc
+    except InputError as exc:
+        raise SeedError([SpecIssue(source, exc.line, "<yaml>", exc.reason)]) from None
     if not isinstance(data, dict):
         raise SeedError([SpecIssue(source, 1, "<root>", "a seed is a YAML mapping")])
     lines: dict[Loc, int] = {}

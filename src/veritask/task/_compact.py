@@ -27,7 +27,9 @@ import gzip
 import io
 import itertools
 import json
+import os
 import re
+import shutil
 import struct
 import tarfile
 import zlib
@@ -35,7 +37,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from veritask._util import sha256
+from veritask._util import InputError, Limits, decompress, parse_json, sha256
 
 MAGIC = b"VTPACK1\n"
 CHUNK = 4096
@@ -48,6 +50,16 @@ PACK_VERSION = 2
 _RUN = re.compile(rb"[^\0]+(?:\0{1,8}[^\0]+)*")
 """A run of changed (non-zero once XOR-ed) bytes; gaps of up to 8 unchanged bytes are kept
 inside a run (cheaper than a new offset and length)."""
+
+
+MAX_IMAGE_BYTES = 256 << 20
+"""The largest state image read back (a pack entry's claimed size, an inflated ``.sqlite.z``);
+built-in domains' states are well under a megabyte."""
+MAX_HEADER_BYTES = 64 << 20
+"""The longest pack header line read."""
+MAX_ARCHIVE_BYTES = 4 << 30
+"""The most bytes an archive may unpack to in all (each member also at most this)."""
+_HEADER_LIMITS = Limits(max_bytes=MAX_HEADER_BYTES, max_depth=8)
 
 
 class PackError(OSError):
@@ -127,16 +139,32 @@ def apply_delta(base: bytes, size: int, pages: Sequence[int], body: bytes) -> by
     Raises:
         PackError: The body is not valid compressed data or does not match its pages.
     """
-    try:
-        xored = zlib.decompress(body)
-    except zlib.error as exc:
-        raise PackError(f"delta body is corrupt: {exc}") from exc
+    _check_size(size)
+    xored = _inflate(body, "delta body", size)
     if len(base) == size and all(a < b for a, b in itertools.pairwise(pages)):
         return _apply_in_order(base, size, pages, xored)
     out = bytearray(base[:size].ljust(size, b"\0"))
     for start, length, part in _page_parts(size, pages, xored):
         out[start : start + length] = _xor(bytes(out[start : start + length]), part)
     return bytes(out)
+
+
+def _check_size(size: int) -> None:
+    """Refuse an image size past ``MAX_IMAGE_BYTES`` before anything is allocated for it."""
+    if not 0 <= size <= MAX_IMAGE_BYTES:
+        raise PackError(f"a state of {size} bytes is past the limit of {MAX_IMAGE_BYTES}")
+
+
+def _inflate(body: bytes, what: str, cap: int) -> bytes:
+    """zlib ``body`` inflated to at most ``cap`` bytes (streamed: a bomb is never held whole).
+
+    Raises:
+        PackError: The body is corrupt, truncated or inflates past ``cap``.
+    """
+    try:
+        return decompress(body, what=what, max_size=cap)
+    except InputError as exc:
+        raise PackError(str(exc)) from None
 
 
 def _page_parts(size: int, pages: Sequence[int], xored: bytes) -> Iterator[tuple[int, int, bytes]]:
@@ -197,11 +225,12 @@ def apply_runs(base: bytes, size: int, body: bytes) -> bytes:
         PackError: The body is not valid compressed data, or its runs are not ascending,
             inside the image and exactly as long as its bytes.
     """
+    _check_size(size)
+    raw = _inflate(body, "delta body", 2 * size + 16)  # runs are 9+ bytes apart: 8 B per run
     try:
-        raw = zlib.decompress(body)
         (count,) = struct.unpack_from("<I", raw)
         spans = struct.unpack_from(f"<{2 * count}I", raw, 4)
-    except (zlib.error, struct.error) as exc:
+    except struct.error as exc:
         raise PackError(f"delta body is corrupt: {exc}") from exc
     if len(base) != size:
         base = base[:size].ljust(size, b"\0")
@@ -270,36 +299,64 @@ class PackEntry:
 def read_pack_index(path: Path) -> dict[str, PackEntry]:
     """The entries of a pack file, by target digest.
 
+    Each entry's claimed size is checked against ``MAX_IMAGE_BYTES`` and its body against the
+    file's actual length before anything is allocated for it.
+
     Raises:
-        PackError: The file is not a pack.
+        PackError: The file is not a pack, or its header is malformed or out of bounds.
         OSError: It cannot be read.
     """
     with path.open("rb") as fh:
         if fh.read(len(MAGIC)) != MAGIC:
             raise PackError(f"{path.name}: not a veritask pack")
-        line = fh.readline()
+        line = fh.readline(MAX_HEADER_BYTES + 1)
+        total = os.fstat(fh.fileno()).st_size
+    if not line.endswith(b"\n"):
+        raise PackError(f"{path.name}: the header line is cut or over {MAX_HEADER_BYTES} bytes")
     start = len(MAGIC) + len(line)
     try:
-        header = json.loads(line)
-        if header.get("chunk") != CHUNK:
-            raise PackError(f"{path.name}: page size {header.get('chunk')} is not {CHUNK}")
-        version = header.get("version")
-        if version not in (1, 2):
-            raise PackError(f"{path.name}: pack version {version} is not 1 or 2")
-        return {
-            str(e["target"]): PackEntry(
-                path,
-                str(e["base"]),
-                int(e["size"]),
-                tuple(int(p) for p in e["pages"]) if version == 1 else (),
-                start + int(e["offset"]),
-                int(e["length"]),
-                version,
-            )
-            for e in header["entries"]
-        }
+        header = parse_json(line, what=path.name, limits=_HEADER_LIMITS)
+        if not isinstance(header, dict):
+            raise PackError(f"{path.name}: bad header: not a JSON object")
+        version = _header_version(path, header)
+        entries = [_entry(path, e, version, start, total) for e in header["entries"]]
+    except InputError as exc:
+        raise PackError(f"{exc.what}: bad header: {exc.reason}") from None
     except (ValueError, KeyError, TypeError) as exc:
-        raise PackError(f"{path.name}: bad header: {exc}") from exc
+        raise PackError(f"{path.name}: bad header: {exc}") from None
+    return {target: entry for target, entry in entries}
+
+
+def _header_version(path: Path, header: dict[str, object]) -> int:
+    if header.get("chunk") != CHUNK:
+        raise PackError(f"{path.name}: page size {header.get('chunk')} is not {CHUNK}")
+    version = header.get("version")
+    if version not in (1, 2):
+        raise PackError(f"{path.name}: pack version {version} is not 1 or 2")
+    return int(str(version))
+
+
+def _entry(
+    path: Path, e: dict[str, object], version: int, start: int, total: int
+) -> tuple[str, PackEntry]:
+    """One header entry, its claims checked against the limits and the file's length."""
+    size, offset, length = int(str(e["size"])), int(str(e["offset"])), int(str(e["length"]))
+    if not 0 <= size <= MAX_IMAGE_BYTES:
+        raise PackError(
+            f"{path.name}: an entry claims {size} bytes, past the limit of {MAX_IMAGE_BYTES}"
+        )
+    if offset < 0 or length < 0 or start + offset + length > total:
+        raise PackError(f"{path.name}: an entry's body lies outside the file ({total} bytes)")
+    pages: tuple[int, ...] = ()
+    if version == 1:
+        raw_pages = e["pages"]
+        if not isinstance(raw_pages, list):
+            raise PackError(f"{path.name}: bad header: pages is not a list")
+        pages = tuple(int(p) for p in raw_pages)
+        if any(not 0 <= p * CHUNK < max(size, 1) for p in pages):
+            raise PackError(f"{path.name}: an entry names a page outside its image")
+    entry = PackEntry(path, str(e["base"]), size, pages, start + offset, length, version)
+    return str(e["target"]), entry
 
 
 def read_body(entry: PackEntry) -> bytes:
@@ -318,12 +375,10 @@ def decompress_image(data: bytes) -> bytes:
     """The image stored in a ``<sha256>.sqlite.z`` file.
 
     Raises:
-        PackError: The file is not valid compressed data.
+        PackError: The file is not valid compressed data, or inflates past
+            ``MAX_IMAGE_BYTES``.
     """
-    try:
-        return zlib.decompress(data)
-    except zlib.error as exc:
-        raise PackError(f"compressed state is corrupt: {exc}") from exc
+    return _inflate(data, "compressed state", MAX_IMAGE_BYTES)
 
 
 def _members(root: Path) -> list[Path]:
@@ -364,14 +419,25 @@ def extract_archive(archive: Path, root: Path) -> int:
 
 
 def _extract(tar: tarfile.TarFile, archive: Path, root: Path) -> int:
-    count = 0
-    for member in tar.getmembers():
+    """Write each member, streamed, refusing paths outside ``root`` and sizes past the cap."""
+    count, written = 0, 0
+    for member in tar:
         target = (root / member.name).resolve()
         if not member.isfile() or not target.is_relative_to(root.resolve()):
             raise PackError(f"{archive}: refusing member {member.name!r}")
+        written += member.size
+        if written > MAX_ARCHIVE_BYTES:
+            raise PackError(
+                f"{archive}: member {member.name!r} claims {member.size} bytes; the archive "
+                f"would unpack past the limit of {MAX_ARCHIVE_BYTES} bytes"
+            )
         source = tar.extractfile(member)
         assert source is not None
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(source.read())
+        with target.open("wb") as out:
+            shutil.copyfileobj(source, out, 1 << 20)
+            done = out.tell()
+        if done != member.size:
+            raise PackError(f"{archive}: member {member.name!r} is cut short (truncated archive)")
         count += 1
     return count

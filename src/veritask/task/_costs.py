@@ -15,8 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from veritask._util import read_yaml
 from veritask.model import CostLedger, ModuleCost, Prices
 from veritask.task._dataset import DatasetDir
 
@@ -76,7 +75,7 @@ def load_prices(source: str) -> dict[str, Prices]:
     path = Path(source)
     if not path.is_file():
         raise ValueError(f"--prices {source!r}: give PROMPT,COMPLETION or a YAML file")
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = read_yaml(path)
     if not isinstance(data, Mapping):
         raise ValueError(f"{source}: expected a mapping of module or model names to prices")
     return {str(name): _one_price(str(name), value) for name, value in data.items()}

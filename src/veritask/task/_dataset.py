@@ -38,7 +38,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from veritask._util import atomic_write, sha256
+from veritask._util import atomic_write, read_json, sha256
 from veritask.domains import load_domain
 from veritask.policy import DomainSpec
 from veritask.task._compact import (
@@ -141,7 +141,7 @@ class DatasetDir:
         path = self.costs_path(unit)
         if not path.exists():
             return None
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        data: dict[str, Any] = read_json(path)
         return data
 
     def put_state(self, data: bytes) -> str:
@@ -390,7 +390,7 @@ class DatasetDir:
         path = self.root / "run.json"
         if not path.exists():
             return None
-        data: dict[str, Any] = json.loads(path.read_text())
+        data: dict[str, Any] = read_json(path)
         return data
 
 

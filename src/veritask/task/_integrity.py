@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from veritask._util import atomic_write_text, canonical_json, sha256, sha256_text
+from veritask._util import atomic_write_text, canonical_json, parse_json, sha256, sha256_text
 from veritask.env import CompiledDomain, Environment
 from veritask.task._package import TaskPackage
 from veritask.task._schema_pages import SchemaKey, has_schema, schema_key
@@ -96,7 +96,7 @@ def write_seal(path: Path, run: bytes | None, packages: Sequence[TaskPackage]) -
 def _read_seal(text: str) -> dict[str, Any] | str:
     """The parsed digest file, or why it cannot be trusted."""
     try:
-        data = json.loads(text)
+        data = parse_json(text, what=DIGEST_FILE)
     except ValueError as exc:
         return f"not JSON: {exc}"
     if not isinstance(data, dict) or data.get("version") != DIGEST_VERSION:
