@@ -58,6 +58,7 @@ _NOT_DATASET = "manifest"
 FRAGMENTS: dict[str, dict[str, str]] = {
     "sqlite": dict.fromkeys(CONTENT_KINDS, _NOT_SQLITE),
     "dataset": dict.fromkeys(CONTENT_KINDS, _NOT_DATASET),
+    "archive": dict.fromkeys(CONTENT_KINDS, "not a dataset archive"),
 }
 
 READ_ONLY = "output"
@@ -118,9 +119,33 @@ _JSON_READERS = "fixed in the shared bounded reader (_util)"
 _EVAL = "fixed in eval/rollout error accounting"
 _SERVE = "fixed in servers"
 _LOGIC = "fixed in the logic sandbox and family files"
-_SEALS = "fixed in dataset seals/viewer"
+_SEALS = "fixed in dataset seals/viewer (an empty manifest reads as an empty dataset)"
 _SERVER_NA = "a good input would start a server that blocks the test"
-_SPEC = {"missing_path": "no such spec file", "dir_for_file": "is a directory"}
+_TEXT = {
+    "binary_file": "UTF-8",
+    "non_utf8": "UTF-8",
+    "deep_json": "nested too deeply",
+    "huge_numbers": "digits",
+}
+_SPEC = {
+    "missing_path": "no such spec file",
+    "dir_for_file": "is a directory",
+    "empty_file": "a spec is a YAML mapping",
+    **dict.fromkeys(("binary_file", "non_utf8"), "not UTF-8 text"),
+    "deep_json": "nested too deeply",
+    "huge_numbers": "digits",
+    "truncated_json": "while parsing",
+    "wrong_schema": "Extra inputs are not permitted",
+}
+
+
+def _parsed(fragment: str, *kinds: str) -> dict[str, str]:
+    """The same fragment for several content kinds (default: those a parser rejects)."""
+    return dict.fromkeys(
+        kinds or ("deep_json", "huge_numbers", "truncated_json", "wrong_schema"), fragment
+    )
+
+
 _MODEL_FIRST = "writes its output only after the model answers (the dead endpoint row covers it)"
 
 COMMANDS: dict[str, Cmd] = {
@@ -130,12 +155,17 @@ COMMANDS: dict[str, Cmd] = {
         out=_a("architect", "{SPECSEED}", "--model", "{MODEL}", "--out", "{X}"),
         model=_a("architect", "{SPECSEED}", "--model", "{MODEL}", "--out", "{TMP}/s.yaml"),
         na={"missing_parent": _MODEL_FIRST},
+        fragments=_parsed("invalid seed", "empty_file", "truncated_json", "wrong_schema"),
     ),
     "blueprint run": Cmd(
         file_in=_a("blueprint", "run", "{X}", "--model", "{MODEL}", "--out", "{TMP}/run"),
         fmt="yaml",
         model=_a("blueprint", "run", "{SEEDS}", "--model", "{MODEL}", "--out", "{TMP}/run"),
-        fragments={"wrong_schema": "topics"},
+        fragments={
+            "empty_file": "topics",
+            "truncated_json": "not valid YAML",
+            "wrong_schema": "topics",
+        },
     ),
     "blueprint status": Cmd(
         file_in=_a("blueprint", "status", "{X}"),
@@ -147,12 +177,15 @@ COMMANDS: dict[str, Cmd] = {
         fmt="sqlite",
         out=_a("call", "mock", "query_members", "{}", "--save", "{X}"),
     ),
-    "check": Cmd(file_in=_a("check", "{X}"), fmt="dataset"),
-    "compact": Cmd(file_in=_a("compact", "{X}"), fmt="dataset"),
+    "check": Cmd(
+        file_in=_a("check", "{X}"), fmt="dataset", fragments={"empty_file": "never sealed"}
+    ),
+    "compact": Cmd(file_in=_a("compact", "{X}"), fmt="dataset", xfail={"empty_file": _SEALS}),
     "curate": Cmd(
         file_in=_a("curate", "{X}", "--out", "{TMP}/kept.jsonl"),
         fmt="jsonl",
         out=_a("curate", "{TRAJ}", "--out", "{X}"),
+        fragments={"empty_file": "is empty", **_parsed("not a trajectory")},
     ),
     "diff": Cmd(file_in=_a("diff", "{X}", "{DB}"), fmt="sqlite"),
     "domains": Cmd(why_no_input="lists built-in domains only"),
@@ -164,6 +197,7 @@ COMMANDS: dict[str, Cmd] = {
         ray=_a("eval", _DS, "--agent", "oracle", "--executor", "ray"),
         model=_a("eval", _DS, "--agent", "{MODEL}", "--limit", "1"),
         xfail={"unknown_agent": _EVAL, "dead_endpoint": _EVAL},
+        fragments={"empty_file": "does not pass 'veritask check'"},
     ),
     "evolve report": Cmd(
         file_in=_a("evolve", "report", "{X}"),
@@ -199,22 +233,29 @@ COMMANDS: dict[str, Cmd] = {
         file_in=_a("export", "{X}", "--format", "tau2", "--out", "{TMP}/t.json"),
         fmt="dataset",
         out=_a("export", _DS, "--format", "tau2", "--out", "{X}"),
+        xfail={"empty_file": _SEALS},
     ),
     "export-sft": Cmd(
         file_in=_a("export-sft", "{X}", "--format", "openai", "--out", "{TMP}/sft.jsonl"),
         fmt="jsonl",
         out=_a("export-sft", "{TRAJ}", "--format", "openai", "--out", "{X}"),
         xfail={"empty_file": "fixed with eval/rollout (rollout_cmds.py holds export-sft)"},
+        fragments={
+            **_parsed("can't decode", "binary_file", "non_utf8"),
+            **_parsed("json_invalid", "deep_json", "huge_numbers", "truncated_json"),
+            "wrong_schema": "extra_forbidden",
+            "empty_file": "is empty",
+        },
     ),
     "fuse": Cmd(
         file_in=_a("fuse", "{X}", "mock", "--out", "{TMP}/f.yaml"),
-        fmt="yaml",
+        fmt="spec",
         out=_a("fuse", "mock", "retail", "--out", "{X}"),
         fragments=_SPEC,
     ),
     "generate": Cmd(
         file_in=_a("generate", "--domain", "{X}", "--n", "1", "--out", "{TMP}/g"),
-        fmt="yaml",
+        fmt="spec",
         fragments=_SPEC,
         model=_a(
             "generate",
@@ -235,6 +276,7 @@ COMMANDS: dict[str, Cmd] = {
         file_in=_a("import-sql", "{X}", "--name", "x"),
         fmt="sql",
         out=_a("import-sql", "{DDL}", "--name", "x", "--out", "{X}"),
+        fragments={"empty_file": "is empty", **_parsed("invalid domain spec")},
     ),
     "logic evolve": Cmd(
         file_in=_a(
@@ -253,6 +295,7 @@ COMMANDS: dict[str, Cmd] = {
             "{TMP}/le",
         ),
         xfail=dict.fromkeys(CONTENT_KINDS, _LOGIC),
+        fragments=_parsed("playbook", "empty_file", "truncated_json", "wrong_schema"),
         na={"missing_path": "a missing --playbook is where the run writes its playbook"},
     ),
     "logic gate": Cmd(
@@ -286,20 +329,33 @@ COMMANDS: dict[str, Cmd] = {
     "logic metrics": Cmd(
         why_no_input="reads built-in or --families-dir families (logic family files)"
     ),
-    "logic report": Cmd(file_in=_a("logic", "report", "{X}"), fmt="jsonl"),
+    "logic report": Cmd(
+        file_in=_a("logic", "report", "{X}"),
+        fmt="jsonl",
+        fragments={
+            "empty_file": "is empty",
+            "truncated_json": "not JSON",
+            "wrong_schema": "not an instance record",
+            **_parsed("can't decode", "binary_file", "non_utf8"),
+        },
+    ),
     "logic sandbox": Cmd(why_no_input="reports the sandbox of this machine"),
     "pack": Cmd(
         file_in=_a("pack", "{X}", "--out", "{TMP}/p.vtpack"),
         fmt="dataset",
         out=_a("pack", _DS, "--out", "{X}"),
+        xfail={"empty_file": _SEALS},
     ),
-    "policy": Cmd(file_in=_a("policy", "{X}"), fmt="yaml", fragments=_SPEC),
+    "policy": Cmd(file_in=_a("policy", "{X}"), fmt="spec", fragments=_SPEC),
     "report": Cmd(
         file_in=_a("report", _DS, "--prices", "{X}"),
         fmt="yaml",
-        fragments=dict.fromkeys(
-            ("missing_path", "dir_for_file"), "give PROMPT,COMPLETION or a YAML"
-        ),
+        fragments={
+            **_parsed("give PROMPT,COMPLETION or a YAML", "missing_path", "dir_for_file"),
+            "empty_file": "expected a mapping",
+            "truncated_json": "not valid YAML",
+            "wrong_schema": "must be [prompt, completion]",
+        },
     ),
     "rollout": Cmd(
         file_in=_a("rollout", "{X}", "--out", "{TMP}/r.jsonl"),
@@ -309,13 +365,13 @@ COMMANDS: dict[str, Cmd] = {
         ray=_a("rollout", _DS, "--agent", "oracle", "--executor", "ray", "--out", "{TMP}/r.jsonl"),
         model=_a("rollout", _DS, "--agent", "{MODEL}", "--limit", "1", "--out", "{TMP}/r.jsonl"),
         xfail={"unknown_agent": _EVAL, "dead_endpoint": _EVAL},
+        fragments={"empty_file": "does not pass 'veritask check'"},
     ),
-    "schema": Cmd(file_in=_a("schema", "{X}"), fmt="yaml", fragments=_SPEC),
+    "schema": Cmd(file_in=_a("schema", "{X}"), fmt="spec", fragments=_SPEC),
     "seed": Cmd(out=_a("seed", "mock", "{X}"), why_no_input="reads a built-in domain name"),
     "serve": Cmd(
         file_in=_a("serve", "{X}"),
-        fmt="yaml",
-        xfail=dict.fromkeys(CONTENT_KINDS, _SERVE),
+        fmt="spec",
         na={"missing_path": _SERVER_NA, "dir_for_file": _SERVER_NA},
     ),
     "serve-mcp": Cmd(
@@ -331,11 +387,13 @@ COMMANDS: dict[str, Cmd] = {
             ("deep_json", "huge_numbers", "truncated_json", "wrong_schema"),
             "a checker: rows that do not parse are its findings (reported as rejected rows)",
         ),
+        fragments={"empty_file": "is empty"},
     ),
     "simulate fidelity": Cmd(
-        file_in=_a("simulate", "fidelity", "{X}", "--model", "scripted"),
+        file_in=_a("simulate", "fidelity", "{X}", "--model", "{MODEL}"),
         fmt="dataset",
         out=_a("simulate", "fidelity", _DS, "--model", "{MODEL}", "--out", "{X}"),
+        xfail={"empty_file": _SEALS},
         na={"missing_parent": _MODEL_FIRST},
         model=_a(
             "simulate",
@@ -357,7 +415,7 @@ COMMANDS: dict[str, Cmd] = {
             "--tools",
             "mock",
             "--model",
-            "scripted",
+            "{MODEL}",
             "--n",
             "1",
             "--out",
@@ -377,21 +435,34 @@ COMMANDS: dict[str, Cmd] = {
             "--out",
             "{TMP}/s",
         ),
+        fragments={
+            **_parsed("can't decode", "binary_file", "non_utf8"),
+            **_parsed("needs at least one seed trajectory", "empty_file", *_parsed("")),
+        },
     ),
-    "simulate tools": Cmd(file_in=_a("simulate", "tools", "{X}"), fmt="jsonl", fragments=_SPEC),
+    "simulate tools": Cmd(
+        file_in=_a("simulate", "tools", "{X}"),
+        fmt="jsonl",
+        fragments={
+            **_parsed("no such spec file", "missing_path"),
+            "dir_for_file": "is a directory",
+            **_parsed("describes no tools", "empty_file", *_parsed("")),
+            **_parsed("can't decode", "binary_file", "non_utf8"),
+        },
+    ),
     "tool-graph": Cmd(
         file_in=_a("tool-graph", "{X}"),
-        fmt="yaml",
+        fmt="spec",
         out=_a("tool-graph", "mock", "--out", "{X}"),
         fragments=_SPEC,
     ),
-    "tools": Cmd(file_in=_a("tools", "{X}"), fmt="yaml", fragments=_SPEC),
+    "tools": Cmd(file_in=_a("tools", "{X}"), fmt="spec", fragments=_SPEC),
     "unpack": Cmd(file_in=_a("unpack", "{X}", "{TMP}/u"), fmt="archive"),
-    "validate": Cmd(file_in=_a("validate", "{X}"), fmt="yaml", fragments=_SPEC),
+    "validate": Cmd(file_in=_a("validate", "{X}"), fmt="spec", fragments=_SPEC),
     "view": Cmd(
         file_in=_a("view", "{X}", "--out", "{TMP}/site"),
         fmt="dataset",
-        xfail=dict.fromkeys(CONTENT_KINDS, _SEALS),
+        xfail={"empty_file": _SEALS},
     ),
 }
 
@@ -439,7 +510,8 @@ def _row(name: str, cmd: Cmd, kind: str) -> Row:
         return Row(name, kind, None, reason=cmd.na[kind])
     if argv is None:
         return Row(name, kind, None, reason=_no_slot_reason(cmd, kind))
-    default = FRAGMENTS.get(cmd.fmt, {}).get(kind) or _FRAGMENT.get(kind, "")
+    default = FRAGMENTS.get(cmd.fmt, _SPEC if cmd.fmt == "spec" else _TEXT).get(kind)
+    default = default or _FRAGMENT.get(kind, "")
     return Row(name, kind, argv, cmd.fragments.get(kind, default), xfail=cmd.xfail.get(kind, ""))
 
 
@@ -537,7 +609,7 @@ def _bad_value(row: Row, goods: Goods, tmp: Path) -> str:
         if cmd.fmt == "dataset":
             folder = tmp / "dataset"
             folder.mkdir()
-            (folder / "manifest.json").write_bytes(CONTENTS[row.kind])
+            (folder / "manifest.jsonl").write_bytes(CONTENTS[row.kind])
             return str(folder)
         path = tmp / f"{row.kind}.{cmd.fmt}"
         path.write_bytes(CONTENTS[row.kind])
@@ -573,3 +645,5 @@ def test_every_not_applicable_pair_says_why() -> None:
     assert len(table) == len(COMMANDS) * len(KINDS)
     for row in table:
         assert (row.argv is None) == bool(row.reason), row.id
+        if row.argv is not None and row.kind != "missing_parent":
+            assert row.fragment, f"{row.id}: no expected message fragment"

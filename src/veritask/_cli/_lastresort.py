@@ -15,6 +15,7 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -60,6 +61,21 @@ def _quiet_broken_pipe() -> None:
     except (OSError, ValueError):  # stdout has no descriptor (captured): nothing to redirect
         pass
     sys.exit(0)
+
+
+class PipeSafeGroup(click.Group):
+    """A command group whose commands end quietly (exit 0) when stdout's reader goes away.
+
+    Click itself turns a broken pipe into exit 1; the group catches it first, inside
+    ``invoke``, so ``veritask ... | head`` succeeds like any other Unix producer.
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Invoke the chosen command; a closed stdout ends the process with status 0."""
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            _quiet_broken_pipe()
 
 
 def _unexpected(exc: Exception) -> None:

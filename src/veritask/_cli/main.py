@@ -20,10 +20,10 @@ from veritask._cli import (
     synth_cmds,
     view_cmd,
 )
-from veritask._cli._lastresort import run
+from veritask._cli._lastresort import PipeSafeGroup, run
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=PipeSafeGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="veritask")
 def cli() -> None:
     """veritask: policy-compiled environments and certified, verifiable agent tasks."""
