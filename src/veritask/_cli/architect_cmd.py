@@ -8,8 +8,17 @@ from typing import Any
 
 import click
 
-from veritask._cli._common import cache_dir_option, echo_json, provider_arg
-from veritask.model import ModelProvider, RecordingProvider
+from veritask._cli._common import (
+    OUT_FILE,
+    cache_dir_option,
+    echo_json,
+    model_advice,
+    model_calls,
+    model_named,
+    provider_arg,
+    reading,
+)
+from veritask.model import ModelProvider, ProviderError, RecordingProvider
 from veritask.pipeline import RunConflict
 from veritask.synth import (
     ArchitectError,
@@ -25,6 +34,13 @@ from veritask.synth import (
 def _provider(model: str, record: str | None, cache_dir: str | None) -> ModelProvider:
     provider = provider_arg(model, cache_dir)
     return RecordingProvider(provider, record) if record else provider
+
+
+def _architect_failure(exc: ArchitectError, model: str) -> str:
+    """The failure line; a failed model call also names the model, its endpoint and a fix."""
+    if isinstance(exc.__cause__, ProviderError):
+        return f"{exc} ({model_named(model)}: {model_advice(model)})"
+    return str(exc)
 
 
 def _payload(report: ArchitectReport, out: str | None) -> dict[str, Any]:
@@ -73,9 +89,7 @@ def _write_artifacts(directory: str | None, result: ArchitectResult) -> None:
     help="Provider spec: openai:MODEL (endpoint and key from the environment), replay:PATH, "
     "or any registered scheme.",
 )
-@click.option(
-    "--out", type=click.Path(dir_okay=False), required=True, help="Write the spec YAML here."
-)
+@click.option("--out", type=OUT_FILE, required=True, help="Write the spec YAML here.")
 @click.option(
     "--rounds",
     type=click.IntRange(min=1),
@@ -83,10 +97,10 @@ def _write_artifacts(directory: str | None, result: ArchitectResult) -> None:
     show_default=True,
     help="Check-Fix-Verify rounds per stage.",
 )
-@click.option("--report", type=click.Path(dir_okay=False), help="Write the JSON report here.")
+@click.option("--report", type=OUT_FILE, help="Write the JSON report here.")
 @click.option(
     "--record",
-    type=click.Path(dir_okay=False),
+    type=OUT_FILE,
     help="Append every model exchange to this JSONL file (rerun it with --model replay:PATH).",
 )
 @click.option(
@@ -124,13 +138,15 @@ def architect_cmd(
     again; a rerun with other settings (seed, model, rounds) is refused.
     """
     try:
-        loaded = load_seed(seed)
+        with reading(seed):
+            loaded = load_seed(seed)
     except SeedError as exc:
         raise click.ClickException(str(exc)) from None
     provider = _provider(model, record, cache_dir)
     where = run_dir or default_run_dir(out)
     try:
-        result = run_architect(loaded, provider, rounds=rounds, run_dir=where, model=model)
+        with model_calls(model):
+            result = run_architect(loaded, provider, rounds=rounds, run_dir=where, model=model)
     except RunConflict as exc:
         raise click.ClickException(str(exc)) from None
     except ArchitectError as exc:
@@ -140,7 +156,7 @@ def architect_cmd(
             echo_json(payload)
         else:
             click.echo("\n".join(_summary_lines(exc.report)), err=True)
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(_architect_failure(exc, model)) from None
     result.write(out)
     _write_artifacts(artifacts, result)
     payload = _payload(result.report, out)

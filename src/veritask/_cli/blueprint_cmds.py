@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from veritask._cli._common import echo_json, spec_arg
+from veritask._cli._common import OUT_FILE, echo_json, spec_arg
 from veritask.blueprint import (
     FusionError,
     build_tool_graph,
@@ -31,7 +31,7 @@ from veritask.synth import fused_services
 @click.option(
     "--max-paths", type=click.IntRange(min=1), default=200, show_default=True, help="Path cap."
 )
-@click.option("--out", type=click.Path(dir_okay=False), help="Save the graph (node-link JSON).")
+@click.option("--out", type=OUT_FILE, help="Save the graph (node-link JSON).")
 @click.option(
     "--ground",
     type=click.IntRange(min=0),
@@ -124,7 +124,7 @@ def _print_summary(payload: dict[str, Any]) -> None:
 
 @click.command("fuse")
 @click.argument("domains", nargs=-1, required=True)
-@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Fused spec.yaml.")
+@click.option("--out", type=OUT_FILE, required=True, help="Fused spec.yaml.")
 @click.option("--person", default="persons", show_default=True, help="Name of the person table.")
 @click.option("--name", default=None, help="Name of the fused domain (default: a_b).")
 @click.option("--json", "as_json", is_flag=True, help="Print the fusion report as JSON.")

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from veritask._cli._common import cache_dir_option, echo_json, provider_arg
+from veritask._cli._common import cache_dir_option, echo_json, model_calls, provider_arg, reading
 from veritask.blueprint import (
     STAGES,
     BlueprintDag,
@@ -67,10 +67,8 @@ def run_cmd(
 ) -> None:
     """Run the DAG into OUT (a rerun resumes: done units are never run again, and model calls
     of a cut unit are answered from the run's cache). Prints the stage report."""
-    try:
+    with reading(seeds):
         config = load_seeds(seeds)
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
     provider = provider_arg(model)
     progress = None if as_json else (lambda line: click.echo(line, err=True))
     dag = BlueprintDag(
@@ -84,7 +82,8 @@ def run_cmd(
         make_tasks=generate_service_tasks,
     )
     try:
-        dag.run(start, until)
+        with model_calls(model):
+            dag.run(start, until)
     except (RunConflict, StageNotReady) as exc:
         raise click.ClickException(str(exc)) from None
     report = stage_report(out)
@@ -104,6 +103,8 @@ def run_cmd(
 def status_cmd(out: str, as_json: bool) -> None:
     """Show each stage's progress and the report of the complete ones."""
     rows = dag_status(out)
+    if not any(row["state"] != "waiting" for row in rows):
+        raise click.ClickException(f"{out} holds no blueprint run (see 'veritask blueprint run')")
     report = stage_report(out)
     if as_json:
         echo_json({"stages": rows, "report": report})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from veritask._cli._common import OUT_FILE
 from veritask.task import DatasetError, compact_dataset, pack_dataset, unpack_dataset
 
 
@@ -11,7 +12,7 @@ from veritask.task import DatasetError, compact_dataset, pack_dataset, unpack_da
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
 @click.option(
     "--out",
-    type=click.Path(dir_okay=False),
+    type=OUT_FILE,
     default=None,
     help="Archive file; default DIRECTORY.vtpack.",
 )

@@ -11,7 +11,15 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from veritask._cli._common import echo_json, spec_arg
+from veritask._cli._common import (
+    OUT_FILE,
+    echo_json,
+    nonempty,
+    not_a_directory,
+    reading,
+    spec_arg,
+    state_file,
+)
 from veritask.domains import builtin_domains, load_domain, spec_path
 from veritask.env import (
     CompiledDomain,
@@ -111,16 +119,14 @@ def tools_cmd(domain: str, as_json: bool) -> None:
     type=click.Path(exists=True, dir_okay=False),
     help="Start from this SQLite state.",
 )
-@click.option(
-    "--save", "save", type=click.Path(dir_okay=False), help="Write the resulting state here."
-)
+@click.option("--save", "save", type=OUT_FILE, help="Write the resulting state here.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def call_cmd(
     domain: str, tool: str, args: str, state: str | None, save: str | None, as_json: bool
 ) -> None:
     """Call one TOOL of DOMAIN with JSON ARGS; prints the result or the structured error."""
     spec = spec_arg(domain)
-    env = Environment(spec, Path(state).read_bytes()) if state else Environment(spec)
+    env = Environment(spec, state_file(state)) if state else Environment(spec)
     result = env.call(tool, args)
     if save:
         env.save(save)
@@ -151,8 +157,12 @@ def _layout(domain: str | None, path: str) -> Layout:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def diff_cmd(a: str, b: str, domain: str | None, as_json: bool) -> None:
     """Rows added and removed between two states (LOGIGEN's DIFF)."""
-    layout = _layout(domain, a)
-    result = diff(Snapshot(Path(a).read_bytes(), layout), Snapshot(Path(b).read_bytes(), layout))
+    origin, target = state_file(a), state_file(b)
+    try:
+        layout = _layout(domain, a)
+        result = diff(Snapshot(origin, layout), Snapshot(target, layout))
+    except DatabaseError as exc:  # a SQLite header over a damaged file
+        raise click.ClickException(f"{a} or {b} is not a usable SQLite database: {exc}") from None
     if as_json:
         echo_json(result.to_json())
         return
@@ -166,7 +176,7 @@ def diff_cmd(a: str, b: str, domain: str | None, as_json: bool) -> None:
 
 @click.command("seed")
 @click.argument("domain")
-@click.argument("out", type=click.Path(dir_okay=False))
+@click.argument("out", type=OUT_FILE)
 def seed_cmd(domain: str, out: str) -> None:
     """Write a domain's seed state to a SQLite file."""
     Path(out).write_bytes(CompiledDomain.from_spec(spec_arg(domain)).seed)
@@ -176,15 +186,16 @@ def seed_cmd(domain: str, out: str) -> None:
 @click.command("import-sql")
 @click.argument("ddl", type=click.Path(exists=True, dir_okay=False))
 @click.option("--name", required=True, help="Domain name for the imported spec.")
-@click.option(
-    "--out", type=click.Path(dir_okay=False), help="Write the spec YAML here (default: stdout)."
-)
+@click.option("--out", type=OUT_FILE, help="Write the spec YAML here (default: stdout).")
 def import_sql_cmd(ddl: str, name: str, out: str | None) -> None:
     """Import a domain spec from raw SQLite DDL and triggers."""
     import yaml
 
     try:
-        spec = import_sql(Path(ddl).read_text(encoding="utf-8"), name=name, source=ddl)
+        with reading(ddl):
+            spec = import_sql(
+                Path(nonempty(ddl, "SQLite DDL")).read_text(encoding="utf-8"), name=name, source=ddl
+            )
     except SpecError as exc:
         raise click.ClickException(str(exc)) from None
     text = yaml.safe_dump(
@@ -267,6 +278,7 @@ def _field(loc: tuple[str | int, ...]) -> str:
 
 
 def _spec_with_lines(spec: str) -> tuple[DomainSpec, SpecLines]:
+    not_a_directory(spec)
     try:
         return load_spec_with_lines(spec_path(spec))
     except (SpecError, ValueError) as exc:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from veritask._cli._common import echo_json, provider_arg
+from veritask._cli._common import OUT_FILE, echo_json, model_calls, nonempty, provider_arg, reading
 
 
 @click.group("evolve")
@@ -69,9 +69,10 @@ def run_cmd(**opts: Any) -> None:
         raise click.UsageError("--synthesis model needs --model")
     model = provider_arg(opts["model"]) if opts["model"] else None
     try:
-        summary = evolve(
-            config, opts["out"], Synthesizer(f"symbolic:{GENERATOR}", generate), model=model
-        )
+        with model_calls(opts["model"]):
+            summary = evolve(
+                config, opts["out"], Synthesizer(f"symbolic:{GENERATOR}", generate), model=model
+            )
     except (RunConflict, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     if opts["as_json"]:
@@ -127,7 +128,7 @@ def report_cmd(directory: str, as_json: bool) -> None:
 
 @click.command("curate")
 @click.argument("trajectories", type=click.Path(exists=True, dir_okay=False))
-@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Task ids kept (text).")
+@click.option("--out", type=OUT_FILE, required=True, help="Task ids kept (text).")
 @click.option("--json", "as_json", is_flag=True)
 def curate_cmd(trajectories: str, out: str, as_json: bool) -> None:
     """Dynamic filter: keep tasks whose pass rate over their group is strictly between 0 and 1."""
@@ -135,8 +136,9 @@ def curate_cmd(trajectories: str, out: str, as_json: bool) -> None:
     from veritask.reward import filter_groups
 
     groups: dict[str, list[float]] = {}
-    for traj in read_trajectories(trajectories):
-        groups.setdefault(traj.task_id, []).append(1.0 if traj.reward == 1.0 else 0.0)
+    with reading(nonempty(trajectories, "trajectories (JSONL)")):
+        for traj in read_trajectories(trajectories):
+            groups.setdefault(traj.task_id, []).append(1.0 if traj.reward == 1.0 else 0.0)
     kept = filter_groups(groups).kept
     Path(out).write_text("".join(f"{task_id}\n" for task_id in kept), encoding="utf-8")
     if as_json:

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from veritask._cli import logic_gate_cmds
-from veritask._cli._common import echo_json, executor_options, executor_scope
+from veritask._cli._common import OUT_FILE, echo_json, executor_options, executor_scope, nonempty
 from veritask._cli.logic_gate_cmds import (
     families_dir_option,
     family_by_id,
@@ -98,7 +98,7 @@ def list_cmd(families_dirs: tuple[str, ...], as_json: bool) -> None:
     show_default=True,
     help="Split (splits never share a question).",
 )
-@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Output JSONL.")
+@click.option("--out", type=OUT_FILE, required=True, help="Output JSONL.")
 @families_dir_option
 @unsafe_no_sandbox_option
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
@@ -243,7 +243,12 @@ def report_cmd(
     try:
         families = all_families(families_dirs)
         with sandboxed(families.values(), unsafe_no_sandbox):
-            data = report(path, families=families, max_share=max_share, min_cell=min_cell)
+            data = report(
+                nonempty(path, "logic instances (JSONL)"),
+                families=families,
+                max_share=max_share,
+                min_cell=min_cell,
+            )
             data["text_only"] = text_only_records(read_records(path), families)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from veritask._cli._common import cache_dir_option, echo_json, provider_arg
+from veritask._cli._common import OUT_FILE, cache_dir_option, echo_json, model_failure, provider_arg
 from veritask.logic._evolve import evolve
 from veritask.logic._family import Family
 from veritask.logic._filefamily import FamilyFileError, FileFamily
@@ -147,7 +147,7 @@ def _print_record(record: FamilyGateRecord) -> None:
 @families_dir_option
 @cache_dir_option
 @unsafe_no_sandbox_option
-@click.option("--record", type=click.Path(dir_okay=False), help="Also write the record here.")
+@click.option("--record", type=OUT_FILE, help="Also write the record here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the gate record as JSON.")
 def gate_cmd(
     family_id: str,
@@ -190,7 +190,7 @@ def gate_cmd(
             with sandboxed([family], unsafe_no_sandbox):
                 result = run_gates(family, provider, settings, record_path=path)
         except ProviderError as exc:
-            raise click.ClickException(f"model call failed: {exc}") from None
+            raise model_failure(model, exc) from None
         results.append(result)
         if not as_json:
             _print_record(result)
@@ -245,7 +245,7 @@ def _print_evolution(result: EvolutionResult) -> None:
 )
 @click.option(
     "--playbook",
-    type=click.Path(dir_okay=False),
+    type=OUT_FILE,
     help="Playbook JSON [default: OUT/playbook.json].",
 )
 @click.option(
@@ -310,7 +310,7 @@ def evolve_cmd(
         with sandboxed([family], unsafe_no_sandbox, always=True):
             result = evolve(family, provider, settings, model=model)
     except ProviderError as exc:
-        raise click.ClickException(f"model call failed: {exc}") from None
+        raise model_failure(model, exc) from None
     except (FamilyFileError, RunConflict) as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:

@@ -20,9 +20,10 @@ from veritask._cli import (
     synth_cmds,
     view_cmd,
 )
+from veritask._cli._lastresort import PipeSafeGroup, run
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=PipeSafeGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="veritask")
 def cli() -> None:
     """veritask: policy-compiled environments and certified, verifiable agent tasks."""
@@ -44,8 +45,9 @@ view_cmd.register(cli)
 
 
 def main() -> None:
-    """Entry point of the ``veritask`` script."""
-    cli()
+    """Entry point of the ``veritask`` script: the command group behind the last-resort
+    handler (see :func:`veritask._cli._lastresort.run`)."""
+    run(cli)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,17 @@ from typing import Any
 
 import click
 
-from veritask._cli._common import cache_dir_option, echo_json, provider_arg
+from veritask._cli._common import (
+    OUT_FILE,
+    cache_dir_option,
+    echo_json,
+    first_line,
+    model_calls,
+    nonempty,
+    not_a_directory,
+    provider_arg,
+    reading,
+)
 
 
 @click.group("simulate")
@@ -27,10 +37,11 @@ def _catalog(ref: str | None) -> Any:
 
     if ref is None:
         return None
+    not_a_directory(ref)
     try:
         return load_catalog(ref)
-    except (ValueError, OSError) as exc:
-        raise click.ClickException(f"--tools {ref}: {exc}") from None
+    except (ValueError, OSError, RecursionError) as exc:
+        raise click.ClickException(f"--tools {ref}: {first_line(exc)}") from None
 
 
 ENV_MODEL_HELP = (
@@ -108,6 +119,8 @@ def tools_cmd(source: str, as_json: bool) -> None:
     trajectories (.jsonl / .txt), or 'mcp:COMMAND ARGS...' (an MCP server over stdio).
     """
     catalog = _catalog(source)
+    if not catalog.tools:
+        raise click.ClickException(f"{source} describes no tools")
     if as_json:
         echo_json(catalog.to_json())
         return
@@ -126,7 +139,7 @@ def tools_cmd(source: str, as_json: bool) -> None:
 )
 @click.option(
     "--out",
-    type=click.Path(dir_okay=False),
+    type=OUT_FILE,
     help="Repaired file (default: FILE with .checked before its suffix).",
 )
 @click.option("--think-in-text", is_flag=True, help="Allow <think> in assistant text turns too.")
@@ -144,9 +157,10 @@ def check_cmd(
 
     path = Path(file)
     target = Path(out) if out else path.with_name(f"{path.stem}.checked{path.suffix}")
-    summary = check_file(
-        path, _catalog(tools_ref), target, CheckOptions(think_in_text=think_in_text)
-    )
+    with reading(nonempty(file, "trajectory rows")):
+        summary = check_file(
+            path, _catalog(tools_ref), target, CheckOptions(think_in_text=think_in_text)
+        )
     report = {
         **summary.to_json(),
         "out": str(target),
@@ -171,7 +185,7 @@ def check_cmd(
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
 @click.option("--model", "model", required=True, help="Provider spec of the simulator and judge.")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N tasks.")
-@click.option("--out", type=click.Path(dir_okay=False), help="Per-task records (JSONL; resumable).")
+@click.option("--out", type=OUT_FILE, help="Per-task records (JSONL; resumable).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option("--temperature", type=float, help="Sampling temperature of the simulator.")
 @click.option(
@@ -203,19 +217,24 @@ def fidelity_cmd(
     from veritask.pipeline import RunConflict
     from veritask.rollout import TaskSource
     from veritask.simulate import REPLAYS, run_fidelity
+    from veritask.task import DatasetError
 
-    source = TaskSource.load(directory, limit=limit)
+    try:
+        source = TaskSource.load(directory, limit=limit)
+    except DatasetError as exc:
+        raise click.ClickException(str(exc)) from None
     provider = provider_arg(model, cache_dir)
     try:
-        report = run_fidelity(
-            source,
-            provider,
-            model=model,
-            config=GenerateConfig(temperature=temperature),
-            out=Path(out) if out else None,
-            concurrency=concurrency,
-            replays=replays or REPLAYS,
-        )
+        with model_calls(model):
+            report = run_fidelity(
+                source,
+                provider,
+                model=model,
+                config=GenerateConfig(temperature=temperature),
+                out=Path(out) if out else None,
+                concurrency=concurrency,
+                replays=replays or REPLAYS,
+            )
     except RunConflict as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
@@ -247,16 +266,17 @@ def synthesize_cmd(seeds: str, tools_ref: str, model: str, out: str, **opts: Any
 
     root = Path(out)
     try:
-        run = run_synthesis(
-            load_seeds(Path(seeds)),
-            _catalog(tools_ref),
-            provider_arg(model, opts["cache_dir"]),
-            n=opts["n"],
-            model=model,
-            options=_synth_options(opts),
-            out=root / "records.jsonl",
-            concurrency=opts["concurrency"],
-        )
+        with model_calls(model):
+            run = run_synthesis(
+                load_seeds(Path(seeds)),
+                _catalog(tools_ref),
+                provider_arg(model, opts["cache_dir"]),
+                n=opts["n"],
+                model=model,
+                options=_synth_options(opts),
+                out=root / "records.jsonl",
+                concurrency=opts["concurrency"],
+            )
     except (RunConflict, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     report = {**run.report, "out": str(root)}

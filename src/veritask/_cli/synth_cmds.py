@@ -10,11 +10,15 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from veritask._cli._common import (
+    OUT_FILE,
     cache_dir_option,
     echo_json,
     executor_options,
     executor_scope,
+    model_calls,
+    not_a_directory,
     provider_arg,
+    reading,
 )
 from veritask.synth import GenerateSummary, generate
 from veritask.task import DatasetError, check_dataset, export_tau2, load_prices, report_dataset
@@ -94,6 +98,7 @@ def generate_cmd(
     --workers then counts units explored concurrently, and each unit's model spending is kept
     with it (see 'veritask report')."""
     _check_mode(explorer, projector, model)
+    not_a_directory(domain)
     provider = provider_arg(model, cache_dir) if model else None
     with (
         Progress(
@@ -105,6 +110,7 @@ def generate_cmd(
             disable=as_json,
         ) as bar,
         executor_scope(executor, workers, ray_address),
+        model_calls(model),
     ):
         task = bar.add_task("generate", total=n)
         try:
@@ -209,7 +215,8 @@ def report_cmd(directory: str, prices: str | None, as_json: bool) -> None:
     """Difficulty, tags, boundary density and coverage of a dataset; for LLM-mode datasets also
     what each module cost (turns, tokens, cost, success rate; in total and per package)."""
     try:
-        table = load_prices(prices) if prices else None
+        with reading(prices or "--prices"):
+            table = load_prices(prices) if prices else None
         payload = report_dataset(directory, prices=table)
     except DatasetError as exc:
         raise _dataset_error(exc) from None
@@ -267,7 +274,7 @@ def _echo_costs(costs: dict[str, Any]) -> None:
 @click.command("export")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["tau2"]), required=True, help="Export format.")
-@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Output file.")
+@click.option("--out", type=OUT_FILE, required=True, help="Output file.")
 def export_cmd(directory: str, fmt: str, out: str) -> None:
     """Export a dataset (tau2: tau2-bench Task JSON)."""
     try:

@@ -14,6 +14,7 @@ from veritask.env._examples import (
     run_example,
     run_spec_examples,
 )
+from veritask.env._image import NotADatabase, check_image, read_database
 from veritask.env._notebook import bind_new_old, evaluate_on_rows
 from veritask.env._proximity import DEFAULT_EPS, proximity
 from veritask.env._result import ToolError, ToolResult
@@ -41,6 +42,7 @@ __all__ = [
     "Environment",
     "ExampleFailure",
     "Layout",
+    "NotADatabase",
     "RowChecker",
     "RowError",
     "Snapshot",
@@ -52,6 +54,7 @@ __all__ = [
     "Tracked",
     "bind_new_old",
     "build_image",
+    "check_image",
     "diff",
     "diff_full",
     "distance",
@@ -59,6 +62,7 @@ __all__ = [
     "example_coverage",
     "insert_rows",
     "proximity",
+    "read_database",
     "read_tracked",
     "run_example",
     "run_spec_examples",

@@ -21,6 +21,7 @@ from veritask.env._args import (
 )
 from veritask.env._build import build_image
 from veritask.env._fastpath import compile_checks, compile_row
+from veritask.env._image import read_database
 from veritask.env._notebook import bind_new_old
 from veritask.env._result import ToolError, ToolResult, accepted, failure
 from veritask.env._state import (
@@ -172,8 +173,12 @@ class Environment:
 
     @classmethod
     def from_file(cls, domain: CompiledDomain | DomainSpec, path: str | Path) -> Environment:
-        """An environment whose state is loaded from a SQLite file."""
-        return cls(domain, Path(path).read_bytes())
+        """An environment whose state is loaded from a SQLite file.
+
+        Raises:
+            NotADatabase: The file is not a SQLite database.
+        """
+        return cls(domain, read_database(path))
 
     @contextmanager
     def time_limit(self, seconds: float) -> Iterator[None]:

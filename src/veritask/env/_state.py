@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from veritask.env._image import check_database_file
 from veritask.policy import DomainSpec, quote_ident
 from veritask.policy._sql import sql_literal
 
@@ -106,7 +107,12 @@ class Layout:
 
     @classmethod
     def from_file(cls, path: str | Path) -> Layout:
-        """Layout read from a database file (opened read-only)."""
+        """Layout read from a database file (opened read-only).
+
+        Raises:
+            NotADatabase: The file is not a SQLite database.
+        """
+        check_database_file(path)
         conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
         try:
             return cls.from_database(conn)
