@@ -22,9 +22,10 @@ from __future__ import annotations
 import functools
 import json
 import re
+import socket
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import anyio
 import mcp.types as types
@@ -39,10 +40,11 @@ from veritask import __version__
 from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment, ToolResult
 from veritask.policy import DomainSpec, render_wiki
+from veritask.serve._asgi import ASGIApp, bounded_body
 from veritask.serve._net import (
     ANY_HOST,
-    CONNECTION_TIMEOUT,
-    MAX_HEAD_BYTES,
+    MAX_CONNECTIONS,
+    REQUEST_TIMEOUT,
     check_bind,
     is_loopback,
 )
@@ -51,7 +53,6 @@ from veritask.task import EnvSession, Session
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
-    from starlette.applications import Starlette
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -403,17 +404,35 @@ def transport_security(hosts: frozenset[str]) -> TransportSecuritySettings:
     )
 
 
+_RPC_CODES = {"TOO_DEEP": PARSE_ERROR}
+
+
+def rpc_error_body(status: int, code: str, message: str) -> bytes:
+    """A refusal as a JSON-RPC error without an id (the SDK's own format for bad requests)."""
+    del status
+    error = {
+        "code": _RPC_CODES.get(code, INVALID_REQUEST),
+        "message": message,
+        "data": {"reason": code},
+    }
+    return json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+
+
 def http_app(
     server: Server[Any],
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
     allowed_hosts: Iterable[str] = (),
-) -> Starlette:
+) -> ASGIApp:
     """The streamable-HTTP ASGI application serving ``server`` at ``/mcp``.
 
     Requests must name the server by an allowed ``Host`` (the loopback names with ``port``,
     ``host`` itself when it is not loopback, and ``allowed_hosts``), and a browser's ``Origin``
-    must be one of them: DNS rebinding and cross-site requests are refused (421 / 403).
+    must be one of them: DNS rebinding and cross-site requests are refused (421 / 403). Each
+    body is read whole before the SDK sees it (:func:`~veritask.serve._asgi.bounded_body`): one
+    over :data:`~veritask.serve.MAX_BODY_BYTES` is a 413, one nested past
+    :data:`~veritask.serve.MAX_JSON_DEPTH` a 400, and a client leaving mid-body one log line;
+    these refusals are JSON-RPC errors without an id, like the SDK's.
 
     Args:
         server: The MCP server to expose.
@@ -422,24 +441,29 @@ def http_app(
         allowed_hosts: More names clients may use (see :func:`~veritask.serve.allowed_hosts`).
 
     Returns:
-        A Starlette application (its lifespan runs the session manager).
+        An ASGI application (its lifespan runs the session manager).
     """
     names = [*allowed_hosts, *([] if is_loopback(host) else [host])]
-    security = transport_security(host_allow_list(port, names))
+    hosts = host_allow_list(port, names)
+    security = transport_security(hosts)
+    guard = functools.partial(
+        bounded_body, make_error=rpc_error_body, hosts=None if ANY_HOST in hosts else hosts
+    )
     if hasattr(server, "streamable_http_app"):
-        app: Starlette = server.streamable_http_app(
+        app: ASGIApp = server.streamable_http_app(
             streamable_http_path=HTTP_PATH, host=host, transport_security=security
         )
-        return app
+        return guard(app)
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from starlette.applications import Starlette
     from starlette.routing import Route
 
     manager = StreamableHTTPSessionManager(app=server, security_settings=security)
-    return Starlette(
+    legacy = Starlette(
         routes=[Route(HTTP_PATH, endpoint=_HttpEndpoint(manager))],
         lifespan=lambda _app: manager.run(),
     )
+    return guard(legacy)
 
 
 async def serve_http(
@@ -449,33 +473,50 @@ async def serve_http(
     *,
     allow_remote: bool = False,
     allowed_hosts: Iterable[str] = (),
+    request_timeout: float = REQUEST_TIMEOUT,
+    max_connections: int = MAX_CONNECTIONS,
+    on_ready: Callable[[int], None] | None = None,
 ) -> None:
     """Serve ``server`` over streamable HTTP at ``http://host:port/mcp`` until interrupted.
+
+    It listens like the HTTP environment server (:mod:`veritask.serve._listen`): a deadline
+    on each request, a cap on open connections, and accepts that back off when file
+    descriptors run out.
 
     Args:
         server: The MCP server to run.
         host: The address to bind; loopback unless ``allow_remote`` (there is no
             authentication).
-        port: The TCP port to bind.
+        port: The TCP port to bind (0: any free port; see ``on_ready``).
         allow_remote: Allow a non-loopback ``host``.
         allowed_hosts: More names clients may use in ``Host`` (see :func:`http_app`).
+        request_timeout: Seconds a client has to send each request, head and body.
+        max_connections: Connections open at once; one more is answered 503 and closed.
+        on_ready: Called with the bound port once the server accepts connections.
 
     Raises:
-        ValueError: ``host`` is not loopback and ``allow_remote`` is false.
+        ValueError: ``host`` is not loopback and ``allow_remote`` is false, or a limit is
+            not positive.
     """
-    import uvicorn
+    from veritask.serve._listen import GuardedServer, bind, guarded_config
 
     check_bind(host, allow_remote)
-    app = http_app(server, host, port, allowed_hosts)
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        log_level="warning",
-        timeout_keep_alive=CONNECTION_TIMEOUT,
-        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
-    )
-    await uvicorn.Server(config).serve()
+    sock = bind(host, port)
+    bound: int = sock.getsockname()[1]
+    try:
+        app = http_app(server, host, bound, allowed_hosts)
+        config = guarded_config(
+            app, request_timeout=request_timeout, max_connections=max_connections
+        )
+        web = GuardedServer(config)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(web.serve, [cast(socket.socket, sock)])
+            while not web.started and not web.should_exit:
+                await anyio.sleep(0.01)
+            if on_ready is not None and web.started:
+                on_ready(bound)
+    finally:
+        sock.close()
 
 
 def run_stdio(
@@ -507,6 +548,8 @@ def run_http(
     allow_remote: bool = False,
     allowed_hosts: Iterable[str] = (),
     opener: Opener | None = None,
+    request_timeout: float = REQUEST_TIMEOUT,
+    max_connections: int = MAX_CONNECTIONS,
 ) -> None:
     """Build a server for ``domain`` and serve it over streamable HTTP (blocking).
 
@@ -518,6 +561,8 @@ def run_http(
         allow_remote: Allow a non-loopback ``host`` (the server has no authentication).
         allowed_hosts: More names clients may use in ``Host`` (see :func:`http_app`).
         opener: Builds the served session (see :func:`build_server`).
+        request_timeout: Seconds a client has to send each request, head and body.
+        max_connections: Connections open at once; one more is answered 503 and closed.
 
     Raises:
         ValueError: ``host`` is not loopback and ``allow_remote`` is false (checked before the
@@ -534,6 +579,8 @@ def run_http(
                 port,
                 allow_remote=allow_remote,
                 allowed_hosts=tuple(allowed_hosts),
+                request_timeout=request_timeout,
+                max_connections=max_connections,
             )
         )
     finally:
@@ -551,6 +598,7 @@ __all__ = [
     "http_app",
     "request_id",
     "rpc_error",
+    "rpc_error_body",
     "run_http",
     "run_stdio",
     "serve_http",
