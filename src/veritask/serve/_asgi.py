@@ -223,7 +223,9 @@ def quiet_websockets(app: ASGIApp, *, make_error: Callable[[str], str] = ws_erro
             if watch.closed is None:
                 raise
             limiter.log("ws after close", logging.WARNING, "websocket ended with %r", exc)
-        if watch.closed is not None and watch.closed not in NORMAL_CLOSES:
+        if watch.closed in NORMAL_CLOSES:
+            log.debug("websocket closed (%d)", watch.closed)
+        elif watch.closed is not None:
             limiter.log(
                 "ws close", logging.WARNING, "websocket closed abnormally (%d)", watch.closed
             )

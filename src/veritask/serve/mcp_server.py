@@ -25,7 +25,7 @@ import re
 import socket
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 import mcp.types as types
@@ -53,6 +53,8 @@ from veritask.task import EnvSession, Session
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
+
+    from veritask.serve._listen import GuardedServer
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -466,6 +468,47 @@ def http_app(
     return guard(legacy)
 
 
+def http_server(
+    server: Server[Any],
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    *,
+    allow_remote: bool = False,
+    allowed_hosts: Iterable[str] = (),
+    request_timeout: float = REQUEST_TIMEOUT,
+    max_connections: int = MAX_CONNECTIONS,
+) -> tuple[GuardedServer, socket.socket]:
+    """:func:`http_app` on a bound socket, ready to serve (``await web.serve([sock])``).
+
+    It listens like the HTTP environment server (:mod:`veritask.serve._listen`): a deadline
+    on each request, a cap on open connections, and accepts that back off when file
+    descriptors run out.
+
+    Args:
+        server: The MCP server to expose.
+        host: The address to bind; loopback unless ``allow_remote`` (there is no
+            authentication).
+        port: The TCP port to bind (0: any free port, read it from the socket).
+        allow_remote: Allow a non-loopback ``host``.
+        allowed_hosts: More names clients may use in ``Host`` (see :func:`http_app`).
+        request_timeout: Seconds a client has to send each request, head and body.
+        max_connections: Connections open at once; one more is answered 503 and closed.
+
+    Raises:
+        ValueError: ``host`` is not loopback and ``allow_remote`` is false, or a limit is
+            not positive.
+        OSError: The address cannot be bound.
+    """
+    from veritask.serve._listen import GuardedServer, bind, guarded_config, guarded_protocol
+
+    check_bind(host, allow_remote)
+    guarded_protocol(request_timeout, max_connections)  # refuses bad limits before binding
+    sock = bind(host, port)
+    app = http_app(server, host, sock.getsockname()[1], allowed_hosts)
+    config = guarded_config(app, request_timeout=request_timeout, max_connections=max_connections)
+    return GuardedServer(config), sock
+
+
 async def serve_http(
     server: Server[Any],
     host: str = DEFAULT_HOST,
@@ -475,46 +518,26 @@ async def serve_http(
     allowed_hosts: Iterable[str] = (),
     request_timeout: float = REQUEST_TIMEOUT,
     max_connections: int = MAX_CONNECTIONS,
-    on_ready: Callable[[int], None] | None = None,
 ) -> None:
     """Serve ``server`` over streamable HTTP at ``http://host:port/mcp`` until interrupted.
 
-    It listens like the HTTP environment server (:mod:`veritask.serve._listen`): a deadline
-    on each request, a cap on open connections, and accepts that back off when file
-    descriptors run out.
-
-    Args:
-        server: The MCP server to run.
-        host: The address to bind; loopback unless ``allow_remote`` (there is no
-            authentication).
-        port: The TCP port to bind (0: any free port; see ``on_ready``).
-        allow_remote: Allow a non-loopback ``host``.
-        allowed_hosts: More names clients may use in ``Host`` (see :func:`http_app`).
-        request_timeout: Seconds a client has to send each request, head and body.
-        max_connections: Connections open at once; one more is answered 503 and closed.
-        on_ready: Called with the bound port once the server accepts connections.
+    The arguments are :func:`http_server`'s.
 
     Raises:
         ValueError: ``host`` is not loopback and ``allow_remote`` is false, or a limit is
             not positive.
     """
-    from veritask.serve._listen import GuardedServer, bind, guarded_config
-
-    check_bind(host, allow_remote)
-    sock = bind(host, port)
-    bound: int = sock.getsockname()[1]
+    web, sock = http_server(
+        server,
+        host,
+        port,
+        allow_remote=allow_remote,
+        allowed_hosts=allowed_hosts,
+        request_timeout=request_timeout,
+        max_connections=max_connections,
+    )
     try:
-        app = http_app(server, host, bound, allowed_hosts)
-        config = guarded_config(
-            app, request_timeout=request_timeout, max_connections=max_connections
-        )
-        web = GuardedServer(config)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(web.serve, [cast(socket.socket, sock)])
-            while not web.started and not web.should_exit:
-                await anyio.sleep(0.01)
-            if on_ready is not None and web.started:
-                on_ready(bound)
+        await web.serve([sock])
     finally:
         sock.close()
 
@@ -596,6 +619,7 @@ __all__ = [
     "build_server",
     "call_result",
     "http_app",
+    "http_server",
     "request_id",
     "rpc_error",
     "rpc_error_body",
