@@ -438,6 +438,20 @@ def test_openenv_websocket_deep_message_keeps_the_session(openenv_port: int, log
     assert_quiet(log)
 
 
+def test_openenv_websocket_outlives_the_request_timeout(openenv_port: int, log: Records) -> None:
+    """The deadline covers the upgrade request only, not the WebSocket that follows it."""
+
+    async def script(ws: Any) -> str:
+        await ws.send(json.dumps({"type": "reset", "data": {}}))
+        await ws.recv()
+        await asyncio.sleep(2 * TIMEOUT)  # idle past the deadline, as a slow policy would be
+        await ws.send(json.dumps({"type": "state"}))
+        return str(json.loads(await ws.recv())["type"])
+
+    assert websocket_session(openenv_port, script) == "state"
+    assert "Traceback" not in log.text()
+
+
 def test_openenv_normal_websocket_close_logs_nothing(openenv_port: int, log: Records) -> None:
     async def script(ws: Any) -> str:
         await ws.send(json.dumps({"type": "reset", "data": {}}))
@@ -549,3 +563,22 @@ def test_out_of_descriptors_logs_a_line_a_second(tmp_path: Path) -> None:
         child.wait(WITHIN)
     assert "Traceback" not in text
     assert 2 <= text.count("\n") <= elapsed + 2, text  # about one line a second, not thousands
+
+
+def test_cli_options_and_limits_are_checked() -> None:
+    from click.testing import CliRunner
+
+    from veritask._cli.serve_http import serve_cmd
+    from veritask._cli.serve_mcp import serve_mcp_cmd
+
+    assert "--max-connections" in CliRunner().invoke(serve_cmd, ["--help"]).output
+    mcp_help = CliRunner().invoke(serve_mcp_cmd, ["--help"]).output
+    assert "--max-connections" in mcp_help and "--request-timeout" in mcp_help
+    refused = CliRunner().invoke(serve_cmd, ["mock", "--port", "0", "--max-connections", "0"])
+    assert refused.exit_code != 0 and "--max-connections" in refused.output
+    from veritask.serve._listen import guarded_protocol
+
+    with pytest.raises(ValueError, match="max_connections"):
+        guarded_protocol(1.0, 0)
+    with pytest.raises(ValueError, match="request_timeout"):
+        guarded_protocol(0, 10)

@@ -134,7 +134,8 @@ class GuardedH11(H11Protocol):
         if self.conn.their_state is h11.IDLE:
             self._arm()
         super().data_received(data)
-        if self.conn.their_state not in (h11.IDLE, h11.SEND_BODY):
+        upgraded = self.transport.get_protocol() is not self  # a WebSocket took the connection
+        if upgraded or self.conn.their_state not in (h11.IDLE, h11.SEND_BODY):
             self._disarm()
 
     def on_response_complete(self) -> None:
