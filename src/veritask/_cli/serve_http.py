@@ -13,6 +13,7 @@ from veritask.serve import (
     DEFAULT_MAX_SESSIONS,
     DEFAULT_MAX_STATE_BYTES,
     DEFAULT_PORT,
+    MAX_CONNECTIONS,
     REQUEST_TIMEOUT,
     open_source,
     require_http,
@@ -69,6 +70,13 @@ from veritask.serve import (
     show_default=True,
     help="Seconds a client has to send each request; slower connections are closed.",
 )
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    default=MAX_CONNECTIONS,
+    show_default=True,
+    help="Connections open at once; one more is answered 503 and closed.",
+)
 @click.option("--log-requests", is_flag=True, help="Log every request to stderr.")
 @env_options
 def serve_cmd(
@@ -81,6 +89,7 @@ def serve_cmd(
     max_sessions: int,
     max_state_bytes: int,
     request_timeout: float,
+    max_connections: int,
     log_requests: bool,
     env_model: str | None,
     env_tools: str | None,
@@ -121,6 +130,7 @@ def serve_cmd(
             max_sessions=max_sessions,
             max_state_bytes=max_state_bytes or None,
             request_timeout=request_timeout,
+            max_connections=max_connections,
             log_requests=log_requests,
         )
     except ValueError as exc:

@@ -8,7 +8,7 @@ import click
 
 from veritask._cli._common import spec_arg
 from veritask._cli.simulate_cmds import env_opener, env_options
-from veritask.serve import check_bind
+from veritask.serve import MAX_CONNECTIONS, REQUEST_TIMEOUT, check_bind
 
 
 @click.command("serve-mcp")
@@ -51,6 +51,20 @@ from veritask.serve import check_bind
     metavar="NAME[:PORT]",
     help="Another Host name clients use (repeatable; '*' accepts any). Loopback names are in.",
 )
+@click.option(
+    "--request-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=REQUEST_TIMEOUT,
+    show_default=True,
+    help="With --transport http: seconds a client has to send each request.",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    default=MAX_CONNECTIONS,
+    show_default=True,
+    help="With --transport http: connections open at once; one more is answered 503.",
+)
 @env_options
 def serve_mcp_cmd(
     domain: str,
@@ -60,6 +74,8 @@ def serve_mcp_cmd(
     port: int,
     allow_remote: bool,
     allowed_hosts: tuple[str, ...],
+    request_timeout: float,
+    max_connections: int,
     env_model: str | None,
     env_tools: str | None,
 ) -> None:
@@ -104,6 +120,8 @@ def serve_mcp_cmd(
             allow_remote=allow_remote,
             allowed_hosts=allowed_hosts,
             opener=opener,
+            request_timeout=request_timeout,
+            max_connections=max_connections,
         )
     except KeyboardInterrupt:
         pass

@@ -1,13 +1,20 @@
-"""Transport settings, binding rules and the Host/Origin allow-list shared by the servers.
+"""Transport settings, binding rules, the Host/Origin allow-list and the bounds on what a client
+may send, shared by the servers.
 
-No HTTP dependency: the HTTP app, the uvicorn server and the MCP server all build on these.
+No HTTP dependency: the HTTP app, the uvicorn server, the MCP server and the OpenEnv app all
+build on these (``veritask.serve._listen`` puts them on uvicorn).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
+import logging
 import socket
-from collections.abc import Iterable, Mapping
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 DEFAULT_HOST = "127.0.0.1"
@@ -21,6 +28,12 @@ CONNECTION_TIMEOUT = 300
 REQUEST_TIMEOUT = 10.0
 """Seconds a client has to send a whole request (head and body), counted from the connection's
 opening or the request's first byte; a slower connection is closed."""
+MAX_CONNECTIONS = 1000
+"""Connections a server keeps open at once; one more is answered 503 and closed on arrival."""
+MAX_JSON_DEPTH = 64
+"""Deepest nesting of arrays and objects accepted in a request body or message."""
+LOG_INTERVAL = 1.0
+"""Seconds between two log lines of the same kind of failure (see :class:`LogLimiter`)."""
 DEFAULT_MAX_STATE_BYTES = 64 << 20
 """Largest database a session may grow to by its writes; a write beyond it is rejected."""
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -133,3 +146,99 @@ def host_error(headers: Mapping[str, str], allowed: frozenset[str]) -> tuple[int
     if parts.scheme in ("http", "https") and parts.netloc in allowed:
         return None
     return 403, "ORIGIN_NOT_ALLOWED", f"cross-site requests from {origin!r} are refused"
+
+
+class TooDeep(ValueError):
+    """A JSON text nests arrays and objects deeper than allowed."""
+
+    def __init__(self, limit: int, what: str = "request body") -> None:
+        super().__init__(f"{what} nests deeper than {limit}")
+        self.limit = limit
+
+
+def nests_deeper(value: Any, limit: int) -> bool:
+    """True when ``value`` (decoded JSON) has arrays and objects nested deeper than ``limit``.
+
+    Iterative, so a value of any depth is measured without recursion; it stops at the first
+    container past ``limit``.
+    """
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if depth > limit:
+            return True
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
+def loads_bounded(
+    text: str | bytes, limit: int = MAX_JSON_DEPTH, what: str = "request body", **options: Any
+) -> Any:
+    """``json.loads`` that refuses nesting deeper than ``limit`` with :class:`TooDeep`.
+
+    Python's decoder recurses once per level and raises ``RecursionError`` (not a
+    ``ValueError``) past about a thousand; that becomes :class:`TooDeep` too, so a caller that
+    handles ``ValueError`` answers every bad body the same way.
+
+    Raises:
+        TooDeep: The text nests deeper than ``limit``.
+        ValueError: The text is not JSON (``UnicodeDecodeError`` included).
+    """
+    try:
+        value = json.loads(text, **options)
+    except RecursionError:
+        raise TooDeep(limit, what) from None
+    if isinstance(value, dict | list) and nests_deeper(value, limit):
+        raise TooDeep(limit, what)
+    return value
+
+
+class LogLimiter:
+    """At most one log line per ``interval`` seconds for each kind of failure.
+
+    A failure that repeats (an accept failing for want of file descriptors, a client flood)
+    would otherwise write one line, or one traceback, each time. Lines past the first in an
+    interval are counted instead, and the next line written for that kind ends with
+    ``(N similar messages suppressed)``. Thread-safe.
+
+    Args:
+        logger: Where lines go.
+        interval: Seconds between two lines of one kind.
+        clock: A monotonic clock in seconds (a test passes its own).
+    """
+
+    def __init__(
+        self,
+        logger: logging.Logger,
+        interval: float = LOG_INTERVAL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.logger = logger
+        self.interval = interval
+        self._clock = clock
+        self._last: dict[str, float] = {}
+        self._suppressed: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def log(self, kind: str, level: int, message: str, *args: object) -> bool:
+        """Log ``message % args`` (one line, no traceback) unless ``kind`` was logged within
+        the interval; True when the line was written."""
+        now = self._clock()
+        with self._lock:
+            last = self._last.get(kind)
+            if last is not None and now - last < self.interval:
+                self._suppressed[kind] = self._suppressed.get(kind, 0) + 1
+                return False
+            self._last[kind] = now
+            suppressed = self._suppressed.pop(kind, 0)
+        if suppressed:
+            message += " (%d similar messages suppressed)"
+            args = (*args, suppressed)
+        self.logger.log(level, message, *args)
+        return True
+
+    def suppressed(self, kind: str) -> int:
+        """Lines of ``kind`` counted but not yet reported."""
+        with self._lock:
+            return self._suppressed.get(kind, 0)

@@ -50,7 +50,14 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from veritask.serve._net import MAX_BODY_BYTES, MAX_HEAD_BYTES, host_error
+from veritask.serve._net import (
+    MAX_BODY_BYTES,
+    MAX_HEAD_BYTES,
+    MAX_JSON_DEPTH,
+    TooDeep,
+    host_error,
+    loads_bounded,
+)
 from veritask.serve._service import EnvService, json_default
 from veritask.serve._source import RequestError
 
@@ -74,8 +81,10 @@ def parse_object(body: bytes, *, allow_empty: bool) -> dict[str, Any]:
     """A request body as a JSON object (``NaN`` and friends refused).
 
     Raises:
-        RequestError: ``BAD_JSON`` for text that is not JSON, ``BAD_REQUEST`` for anything but
-            an object (or an empty body when ``allow_empty`` is false).
+        RequestError: ``BAD_JSON`` for text that is not JSON (not UTF-8, truncated, binary),
+            ``TOO_DEEP`` for arrays and objects nested past :data:`MAX_JSON_DEPTH`,
+            ``BAD_REQUEST`` for anything but an object (or an empty body when ``allow_empty``
+            is false).
     """
     if not body.strip():
         if allow_empty:
@@ -86,8 +95,10 @@ def parse_object(body: bytes, *, allow_empty: bool) -> dict[str, Any]:
         raise ValueError(f"{name} is not JSON")
 
     try:
-        value = json.loads(body, parse_constant=reject_constant)
-    except (ValueError, UnicodeDecodeError) as exc:
+        value = loads_bounded(body, MAX_JSON_DEPTH, parse_constant=reject_constant)
+    except TooDeep as exc:
+        raise RequestError(400, "TOO_DEEP", str(exc)) from None
+    except ValueError as exc:  # UnicodeDecodeError included
         raise RequestError(400, "BAD_JSON", f"malformed JSON body: {exc}") from None
     if not isinstance(value, dict):
         raise RequestError(400, "BAD_REQUEST", "the body must be a JSON object")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import socket
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -39,10 +40,11 @@ from veritask import __version__
 from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment, ToolResult
 from veritask.policy import DomainSpec, render_wiki
+from veritask.serve._asgi import ASGIApp, bounded_body
 from veritask.serve._net import (
     ANY_HOST,
-    CONNECTION_TIMEOUT,
-    MAX_HEAD_BYTES,
+    MAX_CONNECTIONS,
+    REQUEST_TIMEOUT,
     check_bind,
     is_loopback,
 )
@@ -51,7 +53,8 @@ from veritask.task import EnvSession, Session
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
-    from starlette.applications import Starlette
+
+    from veritask.serve._listen import GuardedServer
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -403,17 +406,35 @@ def transport_security(hosts: frozenset[str]) -> TransportSecuritySettings:
     )
 
 
+_RPC_CODES = {"TOO_DEEP": PARSE_ERROR}
+
+
+def rpc_error_body(status: int, code: str, message: str) -> bytes:
+    """A refusal as a JSON-RPC error without an id (the SDK's own format for bad requests)."""
+    del status
+    error = {
+        "code": _RPC_CODES.get(code, INVALID_REQUEST),
+        "message": message,
+        "data": {"reason": code},
+    }
+    return json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+
+
 def http_app(
     server: Server[Any],
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
     allowed_hosts: Iterable[str] = (),
-) -> Starlette:
+) -> ASGIApp:
     """The streamable-HTTP ASGI application serving ``server`` at ``/mcp``.
 
     Requests must name the server by an allowed ``Host`` (the loopback names with ``port``,
     ``host`` itself when it is not loopback, and ``allowed_hosts``), and a browser's ``Origin``
-    must be one of them: DNS rebinding and cross-site requests are refused (421 / 403).
+    must be one of them: DNS rebinding and cross-site requests are refused (421 / 403). Each
+    body is read whole before the SDK sees it (:func:`~veritask.serve._asgi.bounded_body`): one
+    over :data:`~veritask.serve.MAX_BODY_BYTES` is a 413, one nested past
+    :data:`~veritask.serve.MAX_JSON_DEPTH` a 400, and a client leaving mid-body one log line;
+    these refusals are JSON-RPC errors without an id, like the SDK's.
 
     Args:
         server: The MCP server to expose.
@@ -422,24 +443,70 @@ def http_app(
         allowed_hosts: More names clients may use (see :func:`~veritask.serve.allowed_hosts`).
 
     Returns:
-        A Starlette application (its lifespan runs the session manager).
+        An ASGI application (its lifespan runs the session manager).
     """
     names = [*allowed_hosts, *([] if is_loopback(host) else [host])]
-    security = transport_security(host_allow_list(port, names))
+    hosts = host_allow_list(port, names)
+    security = transport_security(hosts)
+    guard = functools.partial(
+        bounded_body, make_error=rpc_error_body, hosts=None if ANY_HOST in hosts else hosts
+    )
     if hasattr(server, "streamable_http_app"):
-        app: Starlette = server.streamable_http_app(
+        app: ASGIApp = server.streamable_http_app(
             streamable_http_path=HTTP_PATH, host=host, transport_security=security
         )
-        return app
+        return guard(app)
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from starlette.applications import Starlette
     from starlette.routing import Route
 
     manager = StreamableHTTPSessionManager(app=server, security_settings=security)
-    return Starlette(
+    legacy = Starlette(
         routes=[Route(HTTP_PATH, endpoint=_HttpEndpoint(manager))],
         lifespan=lambda _app: manager.run(),
     )
+    return guard(legacy)
+
+
+def http_server(
+    server: Server[Any],
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    *,
+    allow_remote: bool = False,
+    allowed_hosts: Iterable[str] = (),
+    request_timeout: float = REQUEST_TIMEOUT,
+    max_connections: int = MAX_CONNECTIONS,
+) -> tuple[GuardedServer, socket.socket]:
+    """:func:`http_app` on a bound socket, ready to serve (``await web.serve([sock])``).
+
+    It listens like the HTTP environment server (:mod:`veritask.serve._listen`): a deadline
+    on each request, a cap on open connections, and accepts that back off when file
+    descriptors run out.
+
+    Args:
+        server: The MCP server to expose.
+        host: The address to bind; loopback unless ``allow_remote`` (there is no
+            authentication).
+        port: The TCP port to bind (0: any free port, read it from the socket).
+        allow_remote: Allow a non-loopback ``host``.
+        allowed_hosts: More names clients may use in ``Host`` (see :func:`http_app`).
+        request_timeout: Seconds a client has to send each request, head and body.
+        max_connections: Connections open at once; one more is answered 503 and closed.
+
+    Raises:
+        ValueError: ``host`` is not loopback and ``allow_remote`` is false, or a limit is
+            not positive.
+        OSError: The address cannot be bound.
+    """
+    from veritask.serve._listen import GuardedServer, bind, guarded_config, guarded_protocol
+
+    check_bind(host, allow_remote)
+    guarded_protocol(request_timeout, max_connections)  # refuses bad limits before binding
+    sock = bind(host, port)
+    app = http_app(server, host, sock.getsockname()[1], allowed_hosts)
+    config = guarded_config(app, request_timeout=request_timeout, max_connections=max_connections)
+    return GuardedServer(config), sock
 
 
 async def serve_http(
@@ -449,33 +516,30 @@ async def serve_http(
     *,
     allow_remote: bool = False,
     allowed_hosts: Iterable[str] = (),
+    request_timeout: float = REQUEST_TIMEOUT,
+    max_connections: int = MAX_CONNECTIONS,
 ) -> None:
     """Serve ``server`` over streamable HTTP at ``http://host:port/mcp`` until interrupted.
 
-    Args:
-        server: The MCP server to run.
-        host: The address to bind; loopback unless ``allow_remote`` (there is no
-            authentication).
-        port: The TCP port to bind.
-        allow_remote: Allow a non-loopback ``host``.
-        allowed_hosts: More names clients may use in ``Host`` (see :func:`http_app`).
+    The arguments are :func:`http_server`'s.
 
     Raises:
-        ValueError: ``host`` is not loopback and ``allow_remote`` is false.
+        ValueError: ``host`` is not loopback and ``allow_remote`` is false, or a limit is
+            not positive.
     """
-    import uvicorn
-
-    check_bind(host, allow_remote)
-    app = http_app(server, host, port, allowed_hosts)
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        log_level="warning",
-        timeout_keep_alive=CONNECTION_TIMEOUT,
-        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+    web, sock = http_server(
+        server,
+        host,
+        port,
+        allow_remote=allow_remote,
+        allowed_hosts=allowed_hosts,
+        request_timeout=request_timeout,
+        max_connections=max_connections,
     )
-    await uvicorn.Server(config).serve()
+    try:
+        await web.serve([sock])
+    finally:
+        sock.close()
 
 
 def run_stdio(
@@ -507,6 +571,8 @@ def run_http(
     allow_remote: bool = False,
     allowed_hosts: Iterable[str] = (),
     opener: Opener | None = None,
+    request_timeout: float = REQUEST_TIMEOUT,
+    max_connections: int = MAX_CONNECTIONS,
 ) -> None:
     """Build a server for ``domain`` and serve it over streamable HTTP (blocking).
 
@@ -518,6 +584,8 @@ def run_http(
         allow_remote: Allow a non-loopback ``host`` (the server has no authentication).
         allowed_hosts: More names clients may use in ``Host`` (see :func:`http_app`).
         opener: Builds the served session (see :func:`build_server`).
+        request_timeout: Seconds a client has to send each request, head and body.
+        max_connections: Connections open at once; one more is answered 503 and closed.
 
     Raises:
         ValueError: ``host`` is not loopback and ``allow_remote`` is false (checked before the
@@ -534,6 +602,8 @@ def run_http(
                 port,
                 allow_remote=allow_remote,
                 allowed_hosts=tuple(allowed_hosts),
+                request_timeout=request_timeout,
+                max_connections=max_connections,
             )
         )
     finally:
@@ -549,8 +619,10 @@ __all__ = [
     "build_server",
     "call_result",
     "http_app",
+    "http_server",
     "request_id",
     "rpc_error",
+    "rpc_error_body",
     "run_http",
     "run_stdio",
     "serve_http",

@@ -17,15 +17,19 @@ The action kind is ``kind``, not OpenEnv's ``type``, so OpenEnv's own MCP routin
 
 :func:`make_openenv_app` wraps the FastAPI app in the Host/Origin checks of the other servers
 (DNS rebinding, cross-site requests; ``docs/design/0020-server-hardening.md``), WebSocket
-handshakes included, and :func:`serve_openenv` binds loopback unless told otherwise. Needs the
-``openenv`` extra (``pip install 'veritask[openenv]'``).
+handshakes included; bodies are read whole and bounded (:func:`~veritask.serve._asgi.bounded_body`)
+and WebSocket endings kept quiet (:func:`~veritask.serve._asgi.quiet_websockets`: a normal close
+logs nothing). :func:`openenv_server` listens like the other servers (a request deadline, a
+connection cap, accepts that back off when descriptors run out) and binds loopback unless told
+otherwise. Needs the ``openenv`` extra (``pip install 'veritask[openenv]'``).
 """
 
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.interfaces import Environment
@@ -33,8 +37,20 @@ from openenv.core.env_server.types import Action, EnvironmentMetadata, Observati
 from pydantic import Field
 
 from veritask.integrations._session import VeritaskEnv
-from veritask.serve._net import DEFAULT_HOST, DEFAULT_PORT, allowed_hosts, check_bind, host_error
+from veritask.serve._asgi import bounded_body, quiet_websockets
+from veritask.serve._net import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    MAX_CONNECTIONS,
+    REQUEST_TIMEOUT,
+    allowed_hosts,
+    check_bind,
+    host_error,
+)
 from veritask.serve._service import state_digest
+
+if TYPE_CHECKING:
+    from veritask.serve._listen import GuardedServer
 
 __all__ = [
     "VeritaskAction",
@@ -43,6 +59,7 @@ __all__ = [
     "VeritaskState",
     "make_openenv_app",
     "openenv_factory",
+    "openenv_server",
     "serve_openenv",
 ]
 
@@ -248,7 +265,43 @@ def make_openenv_app(
         env_name="veritask",
         max_concurrent_envs=max_concurrent_envs,
     )
-    return guard_hosts(app, allowed_hosts(port, allowed_host))
+    guarded = quiet_websockets(bounded_body(app))
+    return guard_hosts(guarded, allowed_hosts(port, allowed_host))
+
+
+def openenv_server(
+    dataset: str,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    allow_remote: bool = False,
+    allowed_host: Iterable[str] = (),
+    max_concurrent_envs: int = DEFAULT_MAX_ENVS,
+    request_timeout: float = REQUEST_TIMEOUT,
+    max_connections: int = MAX_CONNECTIONS,
+) -> tuple[GuardedServer, socket.socket]:
+    """The OpenEnv app on a bound socket, ready to serve (``server.run([sock])``).
+
+    Loopback unless ``allow_remote``; a non-loopback ``host`` is added to the allowed hosts.
+    ``port`` 0 picks a free port (read it from the socket).
+
+    Raises:
+        ValueError: ``host`` is not loopback and ``allow_remote`` is false.
+        OSError: The address cannot be bound.
+    """
+    from veritask.serve._listen import GuardedServer, bind, guarded_config
+
+    check_bind(host, allow_remote)
+    sock = bind(host, port)
+    bound = sock.getsockname()[1]
+    extra = [*allowed_host, host] if allow_remote else list(allowed_host)
+    app = make_openenv_app(
+        dataset, port=bound, allowed_host=extra, max_concurrent_envs=max_concurrent_envs
+    )
+    config = guarded_config(
+        app, request_timeout=request_timeout, max_connections=max_connections, ws="auto"
+    )
+    return GuardedServer(config), sock
 
 
 def serve_openenv(
@@ -260,17 +313,20 @@ def serve_openenv(
     allowed_host: Iterable[str] = (),
     max_concurrent_envs: int = DEFAULT_MAX_ENVS,
 ) -> None:
-    """Serve the OpenEnv app with uvicorn until interrupted (loopback unless
-    ``allow_remote``; a non-loopback ``host`` is added to the allowed hosts).
+    """Serve the OpenEnv app until interrupted (see :func:`openenv_server`).
 
     Raises:
         ValueError: ``host`` is not loopback and ``allow_remote`` is false.
     """
-    import uvicorn
-
-    check_bind(host, allow_remote)
-    extra = [*allowed_host, host] if allow_remote else list(allowed_host)
-    app = make_openenv_app(
-        dataset, port=port, allowed_host=extra, max_concurrent_envs=max_concurrent_envs
+    server, sock = openenv_server(
+        dataset,
+        host=host,
+        port=port,
+        allow_remote=allow_remote,
+        allowed_host=allowed_host,
+        max_concurrent_envs=max_concurrent_envs,
     )
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    try:
+        server.run([sock])
+    finally:
+        sock.close()

@@ -7,12 +7,11 @@ arrived whole). The server binds loopback by default and refuses a non-loopback 
 ``allow_remote=True``: there is no authentication, only unguessable session ids. Requests must
 name an allowed ``Host`` (the loopback names with the bound port, plus ``allowed_hosts``).
 
-uvicorn's keep-alive timeout covers only the idle time between requests, and any byte resets
-it, so a client trickling a request head byte by byte would hold its connection for ever. The
-protocol here is uvicorn's h11 protocol with one addition, a deadline on receiving each request
-(:data:`~veritask.serve.REQUEST_TIMEOUT`, from the connection's opening or the request's first
-byte to its last), and one change: a request that is not HTTP gets a JSON 400, like every other
-error, instead of uvicorn's plain text.
+The server listens the way every veritask server does (:mod:`veritask.serve._listen`): a
+deadline on receiving each request (:data:`~veritask.serve.REQUEST_TIMEOUT`, from the
+connection's opening or the request's first byte to its last), a cap on open connections
+(:data:`~veritask.serve.MAX_CONNECTIONS`, a JSON 503 beyond), a JSON 400 for bytes that are not
+HTTP, and accepts that back off, logging one line a second, when file descriptors run out.
 
 Every accepted connection gets ``TCP_NODELAY``. uvicorn writes a response's head and body in two
 ``send`` calls; with Nagle's algorithm on, the body waits for the client to acknowledge the head,
@@ -24,22 +23,21 @@ protocol 0, so the protocol sets it (see ``docs/design/0020-server-hardening.md`
 
 from __future__ import annotations
 
-import asyncio
-import json
-import socket
 import threading
 from collections.abc import Callable, Iterable
 
-import h11
-import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
-
+from veritask.serve._listen import (
+    GuardedServer,
+    bind,
+    guarded_config,
+    guarded_protocol,
+    set_nodelay,
+)
 from veritask.serve._net import (
-    CONNECTION_TIMEOUT,
     DEFAULT_HOST,
     DEFAULT_MAX_STATE_BYTES,
     DEFAULT_PORT,
-    MAX_HEAD_BYTES,
+    MAX_CONNECTIONS,
     REQUEST_TIMEOUT,
     check_bind,
     is_loopback,
@@ -48,95 +46,6 @@ from veritask.serve._net import allowed_hosts as host_allow_list
 from veritask.serve._service import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, EnvService
 from veritask.serve._source import EnvSource
 from veritask.serve.app import make_app
-
-
-def set_nodelay(transport: asyncio.BaseTransport) -> bool:
-    """Turn Nagle's algorithm off on a TCP transport's socket; True when the option is set.
-
-    Other sockets (Unix, or a transport without one) are left alone.
-    """
-    sock = transport.get_extra_info("socket")
-    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
-        return False
-    try:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    except OSError:
-        return False
-    return True
-
-
-class _GuardedH11(H11Protocol):
-    """uvicorn's h11 protocol with a deadline on receiving each request, JSON 400s and
-    ``TCP_NODELAY`` on every connection."""
-
-    request_timeout = REQUEST_TIMEOUT
-    tcp_nodelay = True
-    """Set ``TCP_NODELAY`` on each connection (off only to measure the cost of Nagle)."""
-    _deadline: asyncio.TimerHandle | None = None
-
-    def _arm(self) -> None:
-        """Start the deadline, unless it is running."""
-        if self._deadline is None:
-            self._deadline = self.loop.call_later(self.request_timeout, self._too_slow)
-
-    def _disarm(self) -> None:
-        """Stop the deadline: the request arrived whole, or the connection is gone."""
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
-
-    def _too_slow(self) -> None:
-        """The deadline passed with the request still incomplete: hang up."""
-        self._deadline = None
-        if not self.transport.is_closing():
-            self.transport.close()
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        """A new connection: no Nagle delay; its first request must arrive within the deadline."""
-        if self.tcp_nodelay:
-            set_nodelay(transport)
-        super().connection_made(transport)
-        self._arm()
-
-    def data_received(self, data: bytes) -> None:
-        """Bytes of a request: start the deadline on its first byte, stop it on its last."""
-        if self.conn.their_state is h11.IDLE:
-            self._arm()
-        super().data_received(data)
-        if self.conn.their_state not in (h11.IDLE, h11.SEND_BODY):
-            self._disarm()
-
-    def on_response_complete(self) -> None:
-        """An answer went out; a pipelined request already buffered gets its own deadline."""
-        super().on_response_complete()
-        if self.conn.their_state is h11.IDLE and self.conn.trailing_data[0]:
-            self._arm()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        """The connection closed: no deadline to keep."""
-        self._disarm()
-        super().connection_lost(exc)
-
-    def send_400_response(self, msg: str) -> None:
-        """Answer a request that is not HTTP (or whose head is too long) in JSON and hang up."""
-        body = json.dumps({"error": {"code": "BAD_REQUEST", "message": msg}}).encode()
-        headers = [
-            (b"content-type", b"application/json; charset=utf-8"),
-            (b"content-length", str(len(body)).encode()),
-            (b"connection", b"close"),
-        ]
-        for event in (
-            h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
-            h11.Data(data=body),
-            h11.EndOfMessage(),
-        ):
-            self.transport.write(self.conn.send(event) or b"")
-        self.transport.close()
-
-
-def guarded_protocol(request_timeout: float) -> type[H11Protocol]:
-    """The protocol class given to uvicorn (``http=``), with its request deadline in seconds."""
-    return type("GuardedH11", (_GuardedH11,), {"request_timeout": request_timeout})
 
 
 class EnvHTTPServer:
@@ -157,6 +66,7 @@ class EnvHTTPServer:
         max_sessions: Open sessions allowed at once.
         max_state_bytes: Largest database a session's writes may leave (None: no cap).
         request_timeout: Seconds a client has to send each request, head and body.
+        max_connections: Connections open at once; one more is answered 503 and closed.
         log_requests: Log every request at INFO level (DEBUG otherwise).
 
     Raises:
@@ -176,38 +86,32 @@ class EnvHTTPServer:
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         max_state_bytes: int | None = DEFAULT_MAX_STATE_BYTES,
         request_timeout: float = REQUEST_TIMEOUT,
+        max_connections: int = MAX_CONNECTIONS,
         log_requests: bool = False,
     ) -> None:
         check_bind(host, allow_remote)
-        if request_timeout <= 0:
-            raise ValueError("request_timeout must be positive")
+        guarded_protocol(request_timeout, max_connections)  # refuses bad limits before binding
         self.service = EnvService(
             source,
             idle_timeout=idle_timeout,
             max_sessions=max_sessions,
             max_state_bytes=max_state_bytes,
         )
-        bind_host = host.strip("[]")
-        family = socket.AF_INET6 if ":" in bind_host else socket.AF_INET
-        self._sock = socket.create_server((bind_host, port), family=family, backlog=1024)
+        self._sock = bind(host, port)
         self._address: tuple[str, int] = self._sock.getsockname()[:2]
         names = [*allowed_hosts, *([] if is_loopback(host) else [host])]
         self.allowed_hosts = host_allow_list(self.port, names)
         """The ``Host`` values this server answers."""
-        config = uvicorn.Config(
+        config = guarded_config(
             make_app(self.service, hosts=self.allowed_hosts, log_requests=log_requests),
-            http=guarded_protocol(request_timeout),
+            request_timeout=request_timeout,
+            max_connections=max_connections,
             ws="none",
             lifespan="on",
-            log_config=None,
-            log_level="warning",
-            access_log=False,
             server_header=False,
             headers=[("Server", "veritask")],
-            timeout_keep_alive=CONNECTION_TIMEOUT,
-            h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         )
-        self._server = uvicorn.Server(config)
+        self._server = GuardedServer(config)
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -282,3 +186,6 @@ def serve(server: EnvHTTPServer, on_ready: Callable[[str], None] | None = None) 
         pass
     finally:
         server.shutdown()
+
+
+__all__ = ["EnvHTTPServer", "guarded_protocol", "serve", "set_nodelay"]
