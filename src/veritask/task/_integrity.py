@@ -3,8 +3,7 @@
 A dataset is *sealed* when its manifest is assembled: ``digest.json`` records the sha256 of
 ``run.json``; for every package, in manifest order, a short hash of each of its fields and the
 sha256 of its manifest line (``line``); and the sha256 of every file under the directory
-(``files``, by relative path) except the seal itself and run locks (``*.lock``, which hold only
-the id of the process writing the directory). The file's own ``digest`` is the sha256 of the
+(``files``, by relative path) except the seal itself. The file's own ``digest`` is the sha256 of the
 rest of it. ``veritask check`` recomputes all of it and names the package and field that
 changed, the package out of place, and each extra, missing or changed file. A package whose
 manifest line still hashes to its sealed ``line`` has every field as sealed, so its fields are
@@ -40,8 +39,6 @@ from veritask.task._schema_pages import SchemaKey, has_schema, schema_key
 
 DIGEST_FILE = "digest.json"
 DIGEST_VERSION = 2
-LOCK_SUFFIX = ".lock"
-"""Files with this suffix are run locks: not sealed (see ``veritask.pipeline``)."""
 _WHOLE_STATE = re.compile(r"states/([0-9a-f]{64})\.sqlite")
 _KEYS_KEPT = 64
 """Schema keys a ``StateVerifier`` keeps (about 40 KB each): the origins of the packages being
@@ -87,16 +84,19 @@ def _entry(pkg: TaskPackage) -> dict[str, Any]:
 
 def file_listing(root: Path) -> dict[str, str]:
     """The sha256 of every file under ``root`` by relative POSIX path, sorted by path, except
-    the seal and run locks (``*.lock``)."""
+    the seal; a symbolic link (to a file or a folder, not followed) as ``link:<target>``."""
     found: dict[str, str] = {}
     for folder, dirs, names in os.walk(root):
         dirs.sort()
-        for name in sorted(names):
+        for name in sorted(names) + [d for d in dirs if (Path(folder) / d).is_symlink()]:
             path = Path(folder) / name
             rel = path.relative_to(root).as_posix()
-            if rel == DIGEST_FILE or name.endswith(LOCK_SUFFIX):
+            if rel == DIGEST_FILE:
                 continue
-            found[rel] = sha256(path.read_bytes())
+            if path.is_symlink():
+                found[rel] = f"link:{os.readlink(path)}"
+            else:
+                found[rel] = sha256(path.read_bytes())
     return dict(sorted(found.items()))
 
 
