@@ -4,8 +4,9 @@
 an environment of the package's domain (each domain compiled once, one environment per domain
 reused across packages), replays the witness calls in order, compares each outcome with the
 recorded one and diffs the final state against s_target. It also checks that the domain spec is
-still the one the package was generated from, that the task text is spoiler-free and that no two
-packages share an (origin, target) pair.
+still the one the package was generated from, that the task text is spoiler-free, that no two
+packages share an (origin, target) pair, that the directory is as sealed (fields, manifest
+order, every file) and that every package's policy is the one its spec renders.
 """
 
 from __future__ import annotations
