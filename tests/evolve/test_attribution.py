@@ -9,6 +9,7 @@ from typing import Any
 
 from veritask.env import CompiledDomain, Environment
 from veritask.evolve import FaithfulSolver, attribute, run_role
+from veritask.policy import render_wiki
 from veritask.rollout import RoleFactory, TaskSource
 from veritask.task import (
     Ask,
@@ -45,7 +46,7 @@ def _dataset(root: Path, compiled: CompiledDomain, ask: Ask, request: str, due: 
         id="mock-t-000000",
         domain="mock",
         spec_hash=compiled.spec.spec_hash(),
-        policy=ds.put_policy("policy"),
+        policy=ds.put_policy(render_wiki(compiled.spec)),
         task=task,
         task_description=task.render(),
         user_profile=UserProfile(user_id="m_ana", name="Ana", archetype="rookie"),

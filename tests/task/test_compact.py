@@ -75,7 +75,14 @@ def test_an_edited_pack_is_caught(compact: Path, tmp_path: Path) -> None:
     pack.write_bytes(bytes(raw))
     report = check_dataset(data)
     assert not report.ok
-    assert all(f["kind"] == "integrity" and "target: state" in f["detail"] for f in report.failures)
+    name = f"states/{pack.name}"
+    assert {"id": name, "kind": "integrity", "detail": "file: differs from the sealed file"} in (
+        report.failures
+    )
+    others = [f for f in report.failures if f["id"] != name]
+    assert others and all(
+        f["kind"] == "integrity" and "target: state" in f["detail"] for f in others
+    )
 
 
 def test_a_dataset_with_whole_states_loads_and_compacts(compact: Path, tmp_path: Path) -> None:
@@ -93,6 +100,7 @@ def test_a_dataset_with_whole_states_loads_and_compacts(compact: Path, tmp_path:
     for part in (data / "parts").glob("*.jsonl.gz"):
         part.with_suffix("").write_bytes(gzip.decompress(part.read_bytes()))
         part.unlink()
+    ds.seal(packages)  # as a dataset written whole was sealed
     manifest = (data / "manifest.jsonl").read_bytes()
     assert check_dataset(data).ok and DatasetDir(data).has_part(0)
     assert compact_dataset(data) > 0

@@ -344,9 +344,12 @@ def test_check_duplicate_origin_target_pair(built: Built) -> None:
 
 
 def test_check_garbage_target_file_is_an_integrity_failure(built: Built) -> None:
-    DatasetDir(built.root).state_path(built.packages[1].target).write_bytes(b"not a database")
+    path = DatasetDir(built.root).state_path(built.packages[1].target)
+    path.write_bytes(b"not a database")
     report = check_dataset(built.root)
-    assert _kinds(report) == [("t2", "integrity")]
+    name = f"states/{path.name}"
+    assert _kinds(report) == [(name, "integrity"), ("t2", "integrity")]
+    assert report.failures.pop(0)["detail"] == "file: differs from the sealed file"
     assert "target: state" in report.failures[0]["detail"]
     assert "does not hash to its name" in report.failures[0]["detail"]
 

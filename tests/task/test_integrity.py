@@ -131,7 +131,7 @@ def test_a_missing_or_edited_seal_is_caught(data: Path, damage: str) -> None:
     if damage == "delete":
         path.unlink()
     else:
-        path.write_text(path.read_text().replace('"version": 1', '"version": 1, "x": 0', 1))
+        path.write_text(path.read_text().replace('"version": 2', '"version": 2, "x": 0', 1))
     code, failures = _check(data)
     assert code == 1
     assert failures[0]["id"] == "digest.json"

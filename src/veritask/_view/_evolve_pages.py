@@ -16,6 +16,7 @@ from typing import Any
 from veritask._view._charts import bars
 from veritask._view._compose import manifest_ids
 from veritask._view._pages import Page, Query, slug
+from veritask._view._site import inside
 from veritask.evolve import RUN_DIR, read_report, status
 from veritask.pipeline import RunManifest
 
@@ -103,10 +104,11 @@ class EvolvePages:
         units = manifest.units if manifest is not None else []
         self.units: dict[str, dict[str, Any]] = {}
         for unit_id in units:
-            path = root / RUN_DIR / f"{unit_id}.json"
-            if path.is_file():
-                self.units[unit_id] = json.loads(path.read_text(encoding="utf-8"))
+            body = _unit_body(root / RUN_DIR, unit_id)
+            if body is not None:
+                self.units[unit_id] = body
         self.iterations = [u for u in self.units if u != "plans"]
+        self.by_slug = {slug(u): u for u in self.iterations}
         finished = self.status["finished"]
         self.report = read_report(root) if finished else None
         has_dataset = (root / "manifest.jsonl").is_file()
@@ -116,7 +118,7 @@ class EvolvePages:
 
     def paths(self) -> list[str]:
         """The run's overview, the initial plans and one page per finished iteration."""
-        return ["index.html", "plans.html", *[f"iteration/{u}.html" for u in self.iterations]]
+        return ["index.html", "plans.html", *[f"iteration/{s}.html" for s in self.by_slug]]
 
     def page(self, path: str, query: Query) -> Page | None:
         """The page at ``path``."""
@@ -124,8 +126,8 @@ class EvolvePages:
             return self.index_page(query)
         if path == "plans.html":
             return self.plans_page()
-        name = path.removeprefix("iteration/").removesuffix(".html")
-        if path.startswith("iteration/") and name in self.iterations:
+        name = self.by_slug.get(path.removeprefix("iteration/").removesuffix(".html"))
+        if path.startswith("iteration/") and name is not None:
             return self.iteration_page(name, query)
         return None
 
@@ -134,6 +136,7 @@ class EvolvePages:
         unit = self.units[unit_id]
         return {
             "unit": unit_id,
+            "slug": slug(unit_id),
             "stream": unit["stream"],
             "iteration": unit["iteration"],
             "counts": unit["counts"],
@@ -190,6 +193,7 @@ class EvolvePages:
             {
                 "unit": unit,
                 "unit_id": unit_id,
+                "unit_slug": slug(unit_id),
                 "plan": _plan_view(unit["plan"]),
                 "rows": [r for r in rows if not wanted or r["status"] == wanted],
                 "total": len(rows),
@@ -199,7 +203,26 @@ class EvolvePages:
                 "tasks_at": self.tasks_at if self.final else None,
                 "trajectories": self.trajectories if self.tasks_at is not None else {},
                 "finished": self.status["finished"],
-                "previous": self.iterations[index - 1] if index else None,
-                "next": self.iterations[index + 1] if index + 1 < len(self.iterations) else None,
+                "previous": self._neighbour(index - 1),
+                "next": self._neighbour(index + 1),
             },
         )
+
+    def _neighbour(self, index: int) -> tuple[str, str] | None:
+        """``(unit id, slug)`` of the iteration at ``index``, if there is one."""
+        if 0 <= index < len(self.iterations):
+            return self.iterations[index], slug(self.iterations[index])
+        return None
+
+
+def _unit_body(folder: Path, unit_id: str) -> dict[str, Any] | None:
+    """A unit's artifact, or None when it has none yet or its id would name a file outside
+    ``folder`` (or one the file system cannot name)."""
+    try:
+        path = inside(folder, f"{unit_id}.json")
+        if not path.is_file():
+            return None
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, OSError):
+        return None
+    return data

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -41,9 +42,27 @@ class Pages(Protocol):
         ...
 
 
+SLUG_MAX = 100
+"""Longest file name ``slug`` returns (before ``.html``); longer ids end in a hash."""
+_SLUG_KEPT = 80
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]|^\.|\.$")
+"""A character not kept as it is: anything but a letter, a digit, ``_``, ``-`` and an inner
+``.`` (``.`` first or last would make ``.`` or ``..`` names)."""
+
+
 def slug(text: str) -> str:
-    """A file-name-safe form of an id (letters, digits, ``.``, ``_`` and ``-`` are kept)."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", text) or "_"
+    """The one file-name-safe form of an id that the viewer uses in every path it writes.
+
+    Letters, digits, ``_``, ``-`` and inner dots are kept; every other character (``/``,
+    ``\\``, NUL, ``~``, a leading or trailing ``.``...) is written ``~`` and its UTF-8 bytes in
+    hex, so distinct ids get distinct names and none is absolute, ``.``, ``..`` or holds a
+    separator. An encoded id longer than ``SLUG_MAX`` keeps its first characters and ends
+    with ``~`` and 16 hex digits of the id's sha256 (file systems refuse long names).
+    """
+    encoded = _UNSAFE.sub(lambda m: "~" + m.group().encode("utf-8").hex(), text) or "~"
+    if len(encoded) <= SLUG_MAX:
+        return encoded
+    return f"{encoded[:_SLUG_KEPT]}~{hashlib.sha256(text.encode('utf-8')).hexdigest()[:16]}"
 
 
 def pretty(value: Any) -> str:

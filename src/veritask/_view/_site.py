@@ -37,6 +37,22 @@ def static_file(name: str) -> bytes:
     return resources.files("veritask._view").joinpath("static", name).read_bytes()
 
 
+def inside(base: Path, relative: str) -> Path:
+    """``base / relative``, refused unless it stays under ``base``.
+
+    Raises:
+        ValueError: ``relative`` is absolute, holds NUL, or leads outside ``base`` (``..``, or
+            a symbolic link already there pointing out).
+    """
+    if "\0" in relative or Path(relative).is_absolute():
+        raise ValueError(f"unsafe page path {relative!r}")
+    path = base / relative
+    root = base.resolve()
+    if not path.resolve().is_relative_to(root) or ".." in Path(relative).parts:
+        raise ValueError(f"page path {relative!r} leads outside {base}")
+    return path
+
+
 class Site:
     """A source's pages as HTML."""
 
@@ -63,12 +79,17 @@ class Site:
 
     def write(self, out: Path) -> int:
         """Write every page (unfiltered) and the static files under ``out``; return how many
-        pages were written."""
+        pages were written.
+
+        Raises:
+            ValueError: A page path would lead outside ``out`` (ids are made safe with
+                ``slug``; this refuses any path that was not).
+        """
         paths = self.pages.paths()
         for path in paths:
             html = self.render(path, {})
             if html is not None:
-                atomic_write(out / path, html.encode("utf-8"))
+                atomic_write(inside(out, path), html.encode("utf-8"))
         for name in STATIC_FILES:
             atomic_write(out / "static" / name, static_file(name))
         return len(paths)

@@ -109,7 +109,6 @@ def assemble(stage: FinishedRun, out: Path, config: dict[str, Any]) -> tuple[int
                 trajectories.append(_json_line(item["trajectory"]))
     ds.write_run({"job": "evolve", **config})
     write_lines_atomic(ds.manifest, (p.model_dump_json().encode() + b"\n" for p in packages))
-    ds.seal(packages)
     write_lines_atomic(ds.root / "checkers.jsonl", checkers)
     write_lines_atomic(ds.root / "trajectories.jsonl", trajectories)
     plans = stage.read("plans")
@@ -121,6 +120,7 @@ def assemble(stage: FinishedRun, out: Path, config: dict[str, Any]) -> tuple[int
         "tasks": len(packages),
     }
     atomic_write_text(ds.root / REPORT, json.dumps(report, indent=2, sort_keys=True) + "\n")
+    ds.seal(packages)  # last: the seal lists every file of the directory
     return len(packages), report
 
 

@@ -320,9 +320,9 @@ class TaskAgent:
         write_lines_atomic(
             s.ds.manifest, (p.model_dump_json().encode() + b"\n" for p in s.packages)
         )
-        s.ds.seal(s.packages)
         if domain not in builtin_domains():
             s.ds.put_spec(Path(domain).read_text(encoding="utf-8"))
+        s.ds.seal(s.packages)  # last: the seal lists every file of the directory
         self.logs[str(out)] = s.log
         return s.log
 

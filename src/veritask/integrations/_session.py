@@ -275,7 +275,7 @@ def opening_prompts(
         if domain is not None and pkg.domain != domain:
             continue
         if pkg.policy not in policies:
-            policies[pkg.policy] = source.dataset.read_policy(pkg.policy)
+            policies[pkg.policy] = source.dataset.verified_policy(pkg.policy, pkg.domain)
         opening = drive_user(ScriptedUser(pkg).open()).message
         prompt = [
             {"role": "system", "content": policies[pkg.policy]},

@@ -563,7 +563,7 @@ def verl_rows(
     rows = []
     for index, pkg in enumerate(source.packages):
         if pkg.policy not in policies:
-            policies[pkg.policy] = source.dataset.read_policy(pkg.policy)
+            policies[pkg.policy] = source.dataset.verified_policy(pkg.policy, pkg.domain)
         opening = drive_user(ScriptedUser(pkg).open()).message
         ref: dict[str, Any] = {"task_id": pkg.id, "dataset_dir": dataset_dir}
         extra_info: dict[str, Any] = dict(ref, index=index)

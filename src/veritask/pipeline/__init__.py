@@ -3,7 +3,8 @@
 - ``Stage`` / ``AsyncStage``: a job's units, which are done, a per-worker ``setup`` and
   ``run(unit)`` writing the unit's artifact atomically.
 - ``RunManifest``: the run's config, its hash and the unit ids, stored with the outputs; a rerun
-  with another config raises ``RunConflict`` naming the fields that differ.
+  with another config raises ``RunConflict`` naming the fields that differ; a second live
+  process writing the same output raises ``RunInUse`` at once (an OS lock, ``release_runs``).
 - Executors: ``InProcessExecutor`` and ``ProcessPoolExecutor`` behind ``Executor.map``;
   ``AsyncExecutor`` for stages that await model calls; ``RayExecutor`` for both (a
   ``RecordingStage``'s async units run on Ray actors while the caller writes their results).
@@ -32,7 +33,14 @@ from veritask.pipeline._executors import (
     use_executor,
 )
 from veritask.pipeline._jsonl import JsonlUnits
-from veritask.pipeline._manifest import RunConflict, RunManifest, config_diff, config_hash
+from veritask.pipeline._manifest import (
+    RunConflict,
+    RunInUse,
+    RunManifest,
+    config_diff,
+    config_hash,
+    release_runs,
+)
 from veritask.pipeline._ray import RayExecutor
 from veritask.pipeline._rollout import RolloutStage, rollout_config, run_batch
 from veritask.pipeline._stage import (
@@ -58,6 +66,7 @@ __all__ = [
     "RecordingStage",
     "RolloutStage",
     "RunConflict",
+    "RunInUse",
     "RunManifest",
     "Stage",
     "Step",
@@ -66,6 +75,7 @@ __all__ = [
     "config_hash",
     "executor_for",
     "pending",
+    "release_runs",
     "remote_executor",
     "rollout_config",
     "run_batch",

@@ -2,12 +2,27 @@
 
 A run writes its manifest next to its outputs before any unit runs. A rerun into the same place
 opens the manifest again: the same config resumes, another config is refused with the fields
-that differ, so two runs' outputs never mix.
+that differ, so two runs' outputs never mix. Opening also claims the output for the process
+(``claim_run``): a second live run into it stops at once.
+
+The claim is an exclusive ``flock`` on a lock file named by the sha256 of the manifest's
+resolved path. Lock files live in a folder of the system's temporary directory
+(``VERITASK_LOCK_DIR`` overrides it), not among the outputs, so a run's files stay
+byte-identical from run to run and a dataset's seal lists nothing that varies. The kernel
+releases a ``flock`` when its last descriptor closes, so a killed process (even by ``kill -9``)
+never leaves a lock that blocks: a stale lock file is simply claimed again. The holder writes
+its process id into the file, and a refused run names it. A process keeps what it claimed
+until it exits (or calls ``release_runs``); claiming the same output again in the same process
+is allowed (a rerun resumes). Children forked by a process pool share the parent's lock while
+they live.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +56,71 @@ def _show(value: Any) -> str:
 
 
 _ABSENT: Any = object()
+
+
+LOCK_DIR_ENV = "VERITASK_LOCK_DIR"
+_HELD: dict[str, int] = {}
+"""Descriptors of the locks this process holds, by lock file path."""
+
+
+class RunInUse(RunConflict):
+    """Another live process is writing the same run output (a ``RunConflict``, so every
+    command that reports conflicts reports this one)."""
+
+    def __init__(self, where: str, pid: str) -> None:
+        self.where = where
+        self.job = ""
+        self.fields = {}
+        self.pid = pid
+        ValueError.__init__(
+            self,
+            f"{where} is in use by another veritask run (pid {pid}); "
+            "wait for it or choose another --out",
+        )
+
+
+def lock_dir() -> Path:
+    """The folder of the lock files (``VERITASK_LOCK_DIR``, or one in the temporary folder)."""
+    configured = os.environ.get(LOCK_DIR_ENV)
+    if configured:
+        return Path(configured)
+    return Path(tempfile.gettempdir()) / f"veritask-locks-{os.getuid()}"
+
+
+def lock_path(manifest: Path) -> Path:
+    """The lock file of the run whose manifest lives at ``manifest``."""
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    key = str(manifest.parent.resolve() / manifest.name)
+    return lock_dir() / f"{sha256_text(key)}.lock"
+
+
+def claim_run(manifest: Path, where: str) -> None:
+    """Claim the run whose manifest lives at ``manifest`` for this process, or refuse at once.
+
+    Raises:
+        RunInUse: Another live process holds it (the message names its process id).
+    """
+    path = lock_path(manifest)
+    if str(path) in _HELD:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+        os.close(fd)
+        raise RunInUse(where, holder) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+    _HELD[str(path)] = fd
+
+
+def release_runs() -> None:
+    """Release every run this process claimed (the process's exit does it too)."""
+    while _HELD:
+        _, fd = _HELD.popitem()
+        os.close(fd)
 
 
 def config_hash(config: Mapping[str, Any]) -> str:
@@ -121,7 +201,8 @@ class RunManifest:
             raise RunConflict(where, self.job, config_diff(previous.config, self.config))
 
     def open(self, path: Path, *, where: str | None = None, grow: bool = False) -> RunManifest:
-        """Claim ``path`` for this run: write the manifest, or check the one already there.
+        """Claim ``path`` for this run: lock it for this process (``claim_run``), then write
+        the manifest, or check the one already there.
 
         Args:
             path: Where the manifest lives (in the output directory, or a sidecar file).
@@ -134,11 +215,13 @@ class RunManifest:
             The manifest as stored (with ``grow``, the union of the unit ids).
 
         Raises:
+            RunInUse: Another live process is running into ``path`` (``claim_run``).
             RunConflict: Another job, another config, or (without ``grow``) other units.
         """
         path = Path(path)
-        previous = RunManifest.read(path)
         shown = where or str(path.parent)
+        claim_run(path, shown)
+        previous = RunManifest.read(path)
         if previous is None:
             self.write(path)
             return self

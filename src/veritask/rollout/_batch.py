@@ -60,7 +60,7 @@ class TaskSource:
         return EpisodeTask(
             package=package,
             domain=self.domain(package.domain),
-            policy=ds.read_policy(package.policy),
+            policy=ds.verified_policy(package.policy, package.domain),
             origin=ds.read_state(package.origin),
             target=ds.read_state(package.target),
         )

@@ -2,8 +2,9 @@
 
 ``compact_dataset`` turns a dataset made before compact storage (every state a whole SQLite
 image) into the compact layout: each target a delta from its origin, origins compressed. The
-manifest, the seal and every package field stay as they were, so certificates keep their
-meaning. ``pack_dataset`` writes the directory as one gzip-compressed tar file with fixed
+manifest and every package field stay as they were, so certificates keep their meaning; the
+seal is written again over the new files, after its packages, their order and ``run.json``
+were found as sealed. ``pack_dataset`` writes the directory as one gzip-compressed tar file with fixed
 metadata (the same directory gives the same bytes); ``unpack_dataset`` restores it.
 """
 
@@ -13,7 +14,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from veritask.task._compact import PackError, extract_archive, write_archive
-from veritask.task._dataset import DatasetDir, load_dataset
+from veritask.task._dataset import DatasetDir, DatasetError, load_dataset
+from veritask.task._integrity import OLDER_SEAL, Dataset, compare_seal
 from veritask.task._package import TaskPackage
 
 
@@ -27,12 +29,29 @@ def compact_dataset(root: str | Path) -> int:
         DatasetError: The manifest is invalid or refers to missing states.
     """
     ds = DatasetDir(Path(root))
+    packages = load_dataset(ds.root)
+    _refuse_tampered(ds, packages)
     by_origin: dict[str, list[TaskPackage]] = defaultdict(list)
-    for pkg in load_dataset(ds.root):
+    for pkg in packages:
         by_origin[pkg.origin].append(pkg)
     changed = sum(ds.compact(group) for _, group in sorted(by_origin.items()))
     _drop_redundant_copies(ds)
+    ds.seal(packages)  # the files changed; the packages and their order are as sealed
     return changed
+
+
+def _refuse_tampered(ds: DatasetDir, packages: list[TaskPackage]) -> None:
+    """Compacting seals the directory again: refuse one whose packages, their order, its run
+    file or (for a current seal) its files differ from its seal, so a new seal never covers an
+    edit. A version-1 seal is compared on its packages and run file."""
+    recorded = ds.digest_path.read_text("utf-8", "replace") if ds.digest_path.exists() else None
+    run_path = ds.root / "run.json"
+    run = run_path.read_bytes() if run_path.exists() else None
+    lines = ds.manifest.read_bytes().splitlines()
+    now = Dataset(ds.root, run, packages, lines, ds.stored_compactly)
+    found = [t for t in compare_seal(recorded, now) if t.detail != OLDER_SEAL]
+    if found:
+        raise DatasetError([f"{t.subject}: {t.describe()}" for t in found])
 
 
 def _drop_redundant_copies(ds: DatasetDir) -> None:

@@ -4,8 +4,9 @@
 an environment of the package's domain (each domain compiled once, one environment per domain
 reused across packages), replays the witness calls in order, compares each outcome with the
 recorded one and diffs the final state against s_target. It also checks that the domain spec is
-still the one the package was generated from, that the task text is spoiler-free and that no two
-packages share an (origin, target) pair.
+still the one the package was generated from, that the task text is spoiler-free, that no two
+packages share an (origin, target) pair, that the directory is as sealed (fields, manifest
+order, every file) and that every package's policy is the one its spec renders.
 """
 
 from __future__ import annotations
@@ -16,12 +17,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from veritask._util import sha256
+from veritask._util import sha256, sha256_text
 from veritask.env import CompiledDomain, Environment, Snapshot
+from veritask.policy import render_wiki
 from veritask.task._asks import AskChecker
 from veritask.task._dataset import DatasetDir, loaded_apart
 from veritask.task._grounded import certify_grounded
-from veritask.task._integrity import RootPages, StateVerifier, compare_seal, reference_schema
+from veritask.task._integrity import (
+    Dataset,
+    RootPages,
+    StateVerifier,
+    compare_seal,
+    reference_schema,
+)
 from veritask.task._lint import LintFinding, lint_dataset, lint_package
 from veritask.task._package import TaskPackage
 from veritask.task._spoiler import (
@@ -118,6 +126,8 @@ class _Domain:
     verifier: StateVerifier
     identifiers: frozenset[str]
     asks: AskChecker
+    policy: str
+    """The sha256 of the policy rendered from the spec."""
 
 
 class _Checker:
@@ -148,7 +158,10 @@ class _Checker:
                 env = Environment(compiled)
                 names = spec_identifiers(compiled.spec)
                 asks = AskChecker(compiled.spec, compiled.tools)
-                self.domains[name] = _Domain(name, compiled, hash_, env, verifier, names, asks)
+                policy = sha256_text(render_wiki(compiled.spec))
+                self.domains[name] = _Domain(
+                    name, compiled, hash_, env, verifier, names, asks, policy
+                )
         return self.domains[name]
 
     def state_problem(self, dom: _Domain, digest: str, like: str | None = None) -> str | None:
@@ -164,14 +177,23 @@ class _Checker:
                 self.files[key] = dom.verifier.problem(data, digest, like)
         return self.files[key]
 
-    def policy_problem(self, digest: str) -> str | None:
-        """Why a stored policy text cannot be trusted, once per policy."""
+    def policy_problem(self, dom: _Domain, digest: str) -> str | None:
+        """Why a package of ``dom`` cannot name the stored policy ``digest`` (None when it
+        can): the file must hash to its name and hold the policy rendered from the spec."""
         key = ("policy", digest)
         if key not in self.files:
-            data = self.ds.policy_path(digest).read_bytes()
-            edited = sha256(data) != digest
-            self.files[key] = f"{digest[:12]}… does not hash to its name" if edited else None
-        return self.files[key]
+            path = self.ds.policy_path(digest)
+            data = path.read_bytes()
+            if sha256(data) != digest:
+                self.files[key] = f"{path.name}: {digest[:12]}… does not hash to its name"
+            else:
+                self.files[key] = None
+        if self.files[key] is not None or digest == dom.policy:
+            return self.files[key]
+        return (
+            f"policies/{digest}.md: is not the policy rendered from domain {dom.key!r}'s spec "
+            f"({dom.policy[:12]}…)"
+        )
 
     def origin(self, dom: _Domain, digest: str) -> _Origin:
         """Origin bytes and their internal ids, read once per (domain, origin) while recent."""
@@ -225,7 +247,7 @@ def _check_spoilers(dom: _Domain, pkg: TaskPackage, origin: _Origin, report: Che
 def _check_files(checker: _Checker, dom: _Domain, pkg: TaskPackage, report: CheckReport) -> bool:
     """Integrity of the package's states and policy; False when a state cannot be trusted
     (then nothing is replayed on it)."""
-    problem = checker.policy_problem(pkg.policy)
+    problem = checker.policy_problem(dom, pkg.policy)
     if problem is not None:
         report.add_failure(pkg.id, "integrity", f"policy: {problem}")
     if not pkg.reward_basis:
@@ -246,7 +268,8 @@ def _check_seal(checker: _Checker, packages: list[TaskPackage], report: CheckRep
     run = run_path.read_bytes() if run_path.exists() else None
     recorded = ds.digest_path.read_text("utf-8", "replace") if ds.digest_path.exists() else None
     lines = ds.manifest.read_bytes().splitlines()
-    for tamper in compare_seal(recorded, run, packages, lines):
+    now = Dataset(ds.root, run, packages, lines, ds.stored_compactly)
+    for tamper in compare_seal(recorded, now):
         report.add_failure(tamper.subject, "integrity", tamper.describe())
     try:
         info = ds.read_run()
@@ -263,6 +286,20 @@ def _check_seal(checker: _Checker, packages: list[TaskPackage], report: CheckRep
             f"spec_hash: run.json names spec {str(info['spec_hash'])[:12]}…, "
             f"domain {dom.key!r} is {dom.spec_hash[:12]}…",
         )
+
+
+def _check_unused_policies(
+    ds: DatasetDir, packages: list[TaskPackage], report: CheckReport
+) -> None:
+    """Every file in ``policies/`` must be the policy of some package (each of those is
+    compared with its spec's rendered policy)."""
+    folder = ds.root / "policies"
+    used = {f"{p.policy}.md" for p in packages}
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if path.name not in used:
+            report.add_failure(
+                f"policies/{path.name}", "integrity", "policy: no package names this policy file"
+            )
 
 
 def _check_package(checker: _Checker, pkg: TaskPackage, report: CheckReport) -> None:
@@ -328,6 +365,7 @@ def check_dataset(root: str | Path) -> CheckReport:
                 else:
                     seen[pair] = pkg.id
                 _check_package(checker, pkg, report)
+            _check_unused_policies(ds, packages, report)
             report.add_lint(lint_dataset(packages))
         finally:
             checker.close()

@@ -12,7 +12,8 @@ Layout::
     DIR/policies/<sha256>.md      the wiki policy text
     DIR/parts/<unit>.jsonl.gz     finished work units; the manifest is assembled from them
     DIR/costs/<unit>.json         what each unit spent on model calls, per module (LLM mode only)
-    DIR/digest.json               the seal: hashes of run.json and of every package field
+    DIR/digest.json               the seal: hashes of run.json, of every package field (in
+                                  manifest order) and of every other file
     DIR/spec.yaml                 the domain spec, when the run was given a spec file (not a
                                   built-in name): readers load the domain from it
 
@@ -40,7 +41,7 @@ from pydantic import ValidationError
 
 from veritask._util import atomic_write, read_json, sha256
 from veritask.domains import load_domain
-from veritask.policy import DomainSpec
+from veritask.policy import DomainSpec, render_wiki
 from veritask.task._compact import (
     PACK_SUFFIX,
     ZIP_SUFFIX,
@@ -87,6 +88,7 @@ class DatasetDir:
     _pack_files: dict[Path, bytes] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    _policies: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
@@ -101,6 +103,7 @@ class DatasetDir:
         self._cache_bytes = 0
         self._listing = None
         self._pack_files = {}
+        self._policies = {}
 
     @property
     def manifest(self) -> Path:
@@ -310,8 +313,38 @@ class DatasetDir:
         path.unlink(missing_ok=True)
 
     def read_policy(self, digest: str) -> str:
-        """The text of a stored policy."""
+        """The text of a stored policy, as stored (for display; see ``verified_policy``)."""
         return self.policy_path(digest).read_text(encoding="utf-8")
+
+    def rendered_policy(self, domain: str) -> str:
+        """The policy the spec of ``domain`` renders to (the only policy its packages may
+        name).
+
+        Raises:
+            ValueError: The spec cannot be loaded.
+        """
+        if domain not in self._policies:
+            self._policies[domain] = render_wiki(self.domain_spec(domain))
+        return self._policies[domain]
+
+    def verified_policy(self, digest: str, domain: str) -> str:
+        """The policy text for a package of ``domain`` naming ``digest``: the policy rendered
+        from the domain's spec, when it hashes to ``digest`` and the stored file holds exactly
+        it. This is the text that may reach an agent's system prompt.
+
+        Raises:
+            DatasetError: The package names another policy, or the stored file differs.
+        """
+        text = self.rendered_policy(domain)
+        data = text.encode("utf-8")
+        if sha256(data) != digest:
+            raise DatasetError(
+                [f"policy {digest[:12]}… is not the policy of domain {domain!r}'s spec"]
+            )
+        path = self.policy_path(digest)
+        if not path.is_file() or path.read_bytes() != data:
+            raise DatasetError([f"{path}: differs from the policy of domain {domain!r}'s spec"])
+        return text
 
     def write_part(self, unit: int, packages: Iterable[TaskPackage]) -> None:
         """Atomically write one finished work unit, after compacting its states."""
@@ -348,10 +381,10 @@ class DatasetDir:
         return self.root / DIGEST_FILE
 
     def seal(self, packages: list[TaskPackage]) -> None:
-        """Record the digest of ``run.json`` and of the manifest's packages (in this order), so
-        ``check`` can name any field edited afterwards."""
-        run = self.root / "run.json"
-        write_seal(self.digest_path, run.read_bytes() if run.exists() else None, packages)
+        """Record the digest of ``run.json``, of the manifest's packages (in this order) and of
+        every file in the directory, so ``check`` can name any field, package or file changed
+        afterwards. Call it last: a file written after it is reported as extra."""
+        write_seal(self.root, packages)
 
     def write_run(self, info: dict[str, Any]) -> None:
         """Record what the run was asked to do."""

@@ -1,27 +1,34 @@
 """Tamper evidence for dataset directories: a digest sealed at generation, and file checks.
 
 A dataset is *sealed* when its manifest is assembled: ``digest.json`` records the sha256 of
-``run.json`` and, for every package in manifest order, a short hash of each of its fields and
-the sha256 of its manifest line (``line``; seals written before it have only the fields). The
-file's own ``digest`` is the sha256 of the rest of it. ``veritask check`` recomputes all of it
-and names the package and field that changed: a package whose manifest line still hashes to
-its sealed ``line`` has every field as sealed (the line hash is recorded only for packages that
-read back from their line with the same field hashes), so its fields are compared only when
-the line differs or no line hash was sealed. States and policies are content-addressed, so
-their bytes are checked against their names, and every state's schema against the schema the
-current domain spec compiles to (a dropped trigger is a changed schema).
+``run.json``; for every package, in manifest order, a short hash of each of its fields and the
+sha256 of its manifest line (``line``); and the sha256 of every file under the directory
+(``files``, by relative path) except the seal itself. The file's own ``digest`` is the sha256 of the
+rest of it. ``veritask check`` recomputes all of it and names the package and field that
+changed, the package out of place, and each extra, missing or changed file. A package whose
+manifest line still hashes to its sealed ``line`` has every field as sealed, so its fields are
+compared only when the line differs. A whole image ``states/<sha256>.sqlite`` the seal does not
+list is accepted when the seal lists that state in compact form and the image hashes to its
+name: it is a copy made for tools that open files (``DatasetDir.materialize``). Seals of
+version 1 (no order, no file listing) are refused with a request to seal again.
 
-The digest detects edits, not a forger who also recomputes it; the replay, diff and schema
-checks do not depend on it.
+States and policies are content-addressed, so their bytes are checked against their names, and
+every state's schema against the schema the current domain spec compiles to (a dropped trigger
+is a changed schema).
+
+The digest detects edits, not a forger who also recomputes it; the replay, diff, schema and
+policy checks do not depend on it.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import sqlite3
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +38,8 @@ from veritask.task._package import TaskPackage
 from veritask.task._schema_pages import SchemaKey, has_schema, schema_key
 
 DIGEST_FILE = "digest.json"
-DIGEST_VERSION = 1
+DIGEST_VERSION = 2
+_WHOLE_STATE = re.compile(r"states/([0-9a-f]{64})\.sqlite")
 _KEYS_KEPT = 64
 """Schema keys a ``StateVerifier`` keeps (about 40 KB each): the origins of the packages being
 checked, which come scene by scene."""
@@ -74,23 +82,49 @@ def _entry(pkg: TaskPackage) -> dict[str, Any]:
     return entry
 
 
-def _body(run: bytes | None, packages: Iterable[TaskPackage]) -> dict[str, Any]:
+def file_listing(root: Path) -> dict[str, str]:
+    """The sha256 of every file under ``root`` by relative POSIX path, sorted by path, except
+    the seal; a symbolic link (to a file or a folder, not followed) as ``link:<target>``."""
+    found: dict[str, str] = {}
+    for folder, dirs, names in os.walk(root):
+        dirs.sort()
+        for name in sorted(names) + [d for d in dirs if (Path(folder) / d).is_symlink()]:
+            path = Path(folder) / name
+            rel = path.relative_to(root).as_posix()
+            if rel == DIGEST_FILE:
+                continue
+            if path.is_symlink():
+                found[rel] = f"link:{os.readlink(path)}"
+            else:
+                found[rel] = sha256(path.read_bytes())
+    return dict(sorted(found.items()))
+
+
+def _body(
+    run: bytes | None, packages: Iterable[TaskPackage], files: dict[str, str]
+) -> dict[str, Any]:
     return {
         "version": DIGEST_VERSION,
         "run": sha256(run) if run is not None else None,
         "packages": [_entry(p) for p in packages],
+        "files": files,
     }
 
 
-def seal_text(run: bytes | None, packages: Iterable[TaskPackage]) -> str:
-    """The text of ``digest.json`` for a run file and the packages of a manifest."""
-    body = _body(run, packages)
+def seal_text(run: bytes | None, packages: Iterable[TaskPackage], files: dict[str, str]) -> str:
+    """The text of ``digest.json`` for a run file, the packages of a manifest (in order) and
+    the directory's file listing (:func:`file_listing`)."""
+    body = _body(run, packages, files)
     return json.dumps({**body, "digest": sha256_text(canonical_json(body))}, indent=1) + "\n"
 
 
-def write_seal(path: Path, run: bytes | None, packages: Sequence[TaskPackage]) -> None:
-    """Write ``digest.json`` atomically."""
-    atomic_write_text(path, seal_text(run, packages), durable=True)
+def write_seal(root: Path, packages: Sequence[TaskPackage]) -> None:
+    """Seal the dataset directory ``root``: write its ``digest.json`` atomically, covering
+    ``run.json``, ``packages`` in this order and every file under ``root`` as it is now."""
+    run_path = root / "run.json"
+    run = run_path.read_bytes() if run_path.exists() else None
+    text = seal_text(run, packages, file_listing(root))
+    atomic_write_text(root / DIGEST_FILE, text, durable=True)
 
 
 def _read_seal(text: str) -> dict[str, Any] | str:
@@ -99,40 +133,78 @@ def _read_seal(text: str) -> dict[str, Any] | str:
         data = parse_json(text, what=DIGEST_FILE)
     except ValueError as exc:
         return f"not JSON: {exc}"
-    if not isinstance(data, dict) or data.get("version") != DIGEST_VERSION:
+    if not isinstance(data, dict) or data.get("version") not in (1, DIGEST_VERSION):
         return f"not a version-{DIGEST_VERSION} digest"
     body = {k: v for k, v in data.items() if k != "digest"}
     if data.get("digest") != sha256_text(canonical_json(body)):
         return "its own digest does not match its content (the file was edited)"
     if not isinstance(data.get("packages"), list):
         return "has no package list"
+    if data["version"] == DIGEST_VERSION and not isinstance(data.get("files"), dict):
+        return "has no file listing"
     return data
 
 
-def compare_seal(
-    recorded: str | None,
-    run: bytes | None,
-    packages: Sequence[TaskPackage],
-    lines: Sequence[bytes] | None = None,
-) -> list[Tamper]:
-    """Every difference between a recorded digest and the dataset as it is now.
+OLDER_SEAL = (
+    "sealed by an older version (no manifest order, no file listing): "
+    "re-run generate/compact to seal it again"
+)
 
-    Args:
-        recorded: The text of ``digest.json``, or None when the file is missing.
+
+@dataclass(frozen=True)
+class Dataset:
+    """What a seal is compared with: a dataset directory as it is now.
+
+    Attributes:
+        root: The directory (its files are listed again).
         run: The bytes of ``run.json``, or None when it is missing.
         packages: The packages of the manifest, in order.
         lines: The manifest lines the packages were read from (same order, no newlines); a
             package whose line hashes to its sealed ``line`` skips the field comparison. None,
             or a list of another length, compares every field.
+        compact: Tells whether a state is stored compressed or as a delta (a whole image of
+            such a state is a copy for tools, accepted when it hashes to its name).
+    """
+
+    root: Path
+    run: bytes | None
+    packages: Sequence[TaskPackage]
+    lines: Sequence[bytes] | None = None
+    compact: Callable[[str], bool] = field(default=lambda _: False)
+
+
+def compare_seal(recorded: str | None, now: Dataset) -> list[Tamper]:
+    """Every difference between a recorded digest and the dataset as it is now.
+
+    Args:
+        recorded: The text of ``digest.json``, or None when the file is missing.
+        now: The dataset directory, its run file and its packages.
 
     Returns:
-        One :class:`Tamper` per changed field, missing or added package, or changed run file.
+        One :class:`Tamper` per changed field, missing, added or moved package, extra, missing
+        or changed file, or changed run file; one naming the older seal for a version-1 seal
+        (its packages and run file are still compared).
     """
     if recorded is None:
         return [Tamper(DIGEST_FILE, "digest", "missing: the dataset was never sealed")]
     seal = _read_seal(recorded)
     if isinstance(seal, str):
         return [Tamper(DIGEST_FILE, "digest", seal)]
+    found = compare_packages(seal, now.run, now.packages, now.lines)
+    if seal["version"] != DIGEST_VERSION:
+        return [Tamper(DIGEST_FILE, "digest", OLDER_SEAL), *found]
+    found += _compare_order(seal["packages"], now.packages)
+    found += compare_files(seal["files"], now.root, now.compact)
+    return found
+
+
+def compare_packages(
+    seal: dict[str, Any],
+    run: bytes | None,
+    packages: Sequence[TaskPackage],
+    lines: Sequence[bytes] | None = None,
+) -> list[Tamper]:
+    """The run file and each package's fields against a parsed seal (any version)."""
     found: list[Tamper] = []
     if seal.get("run") != (sha256(run) if run is not None else None):
         found.append(Tamper("run.json", "run.json", "differs from the sealed run file"))
@@ -142,6 +214,58 @@ def compare_seal(
         found += _compare_package(pkg, sealed.pop(pkg.id, None), line)
     found += [Tamper(str(i), "id", "sealed package is missing from the manifest") for i in sealed]
     return found
+
+
+def _compare_order(entries: list[Any], packages: Sequence[TaskPackage]) -> list[Tamper]:
+    """One ``order`` tamper naming the first package whose place differs from the seal's
+    (among packages both have; added or missing ones are reported apart)."""
+    sealed = [e.get("id") for e in entries if isinstance(e, dict)]
+    present = {p.id for p in packages}
+    kept = [i for i in sealed if i in present]
+    known = set(kept)
+    now = [p.id for p in packages if p.id in known]
+    for place, (was, is_) in enumerate(zip(kept, now, strict=False)):
+        if was != is_:
+            return [
+                Tamper(
+                    is_,
+                    "order",
+                    f"manifest line {place + 1} was {was!r} when sealed (manifest reordered)",
+                )
+            ]
+    return []
+
+
+def compare_files(
+    sealed: dict[str, Any], root: Path, compact: Callable[[str], bool]
+) -> list[Tamper]:
+    """Each file under ``root`` that is not in the sealed listing, missing from it or changed.
+
+    A whole image of a state the seal lists in compact form is accepted when it hashes to its
+    name (see the module docstring)."""
+    now = file_listing(root)
+    found: list[Tamper] = []
+    for rel in sorted(set(sealed) | set(now)):
+        if rel not in now:
+            found.append(Tamper(rel, "file", "missing (it was sealed)"))
+        elif rel not in sealed:
+            if not _sealed_copy(rel, now[rel], sealed, compact):
+                found.append(Tamper(rel, "file", "extra: not in the sealed file listing"))
+        elif sealed[rel] != now[rel]:
+            found.append(Tamper(rel, "file", "differs from the sealed file"))
+    return found
+
+
+def _sealed_copy(
+    rel: str, digest: str, sealed: dict[str, Any], compact: Callable[[str], bool]
+) -> bool:
+    """True for a whole image ``states/<d>.sqlite`` whose bytes hash to ``d`` when ``d`` is
+    stored compressed or as a delta in sealed files (the same state, made whole for tools)."""
+    match = _WHOLE_STATE.fullmatch(rel)
+    if match is None or match.group(1) != digest:
+        return False
+    packs = any(k.startswith("states/") and k.endswith(".pack") for k in sealed)
+    return (f"states/{digest}.sqlite.z" in sealed or packs) and compact(digest)
 
 
 def _compare_package(
