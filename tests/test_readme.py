@@ -186,3 +186,9 @@ def test_the_demo_hint_runs_from_a_new_shell() -> None:
     assert script.name == "veritask" and script.is_file()
     assert next_hint().startswith(f"next: {script} check out/demo-travel;")
     assert f"; {script} export out/demo-travel --format tau2" in next_hint()
+
+
+def test_transcripts_run_the_console_script_s_command_group() -> None:
+    # `veritask` in a transcript is the click group the installed console script calls.
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert re.search(r'(?m)^veritask = "veritask\._cli\.main:main"$', pyproject)
