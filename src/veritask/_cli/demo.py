@@ -41,6 +41,29 @@ def _summary_table(check: dict[str, object], report: dict[str, object]) -> Table
     return table
 
 
+def script_path() -> str:
+    """The ``veritask`` script of the running interpreter, as a new shell in this directory runs it.
+
+    ``make demo`` runs without activating the virtualenv, so a bare ``veritask`` may not be on
+    the PATH of the shell that reads the hint; the script beside ``sys.executable`` is. The path
+    is relative to the working directory when it lies under it (``.venv/bin/veritask``).
+    """
+    script = Path(sys.executable).parent / "veritask"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
+
+
+def next_hint() -> str:
+    """The commands the demo suggests next, runnable as printed from the working directory."""
+    cmd = script_path()
+    return (
+        f"next: {cmd} check {OUT}; {cmd} report {OUT}; "
+        f"{cmd} export {OUT} --format tau2 --out tasks.json"
+    )
+
+
 def main() -> None:
     """Generate, check and report a travel dataset, then show one task."""
     spec = load_domain("travel")
@@ -71,9 +94,7 @@ def main() -> None:
         )
         lines.append(f"{call.tool}({json.dumps(call.args)}) -> {verdict}")
     console.print(Panel("\n".join(lines), title="witness episode (replayed by `veritask check`)"))
-    console.print(
-        f"next: veritask check {OUT}; veritask report {OUT}; veritask export {OUT} --format tau2 --out tasks.json"
-    )
+    console.print(next_hint(), soft_wrap=True)
     if check["certified"] != check["tasks"]:
         sys.exit(1)
 
