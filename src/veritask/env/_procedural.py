@@ -18,6 +18,7 @@ from veritask.env._result import ToolError, ToolResult, accepted
 from veritask.policy import RAISE_PATTERN, ToolSpec
 from veritask.policy._procedure import (
     CCompute,
+    CDecode,
     CEach,
     CForeach,
     CompiledProcedure,
@@ -88,13 +89,30 @@ def _vt_count(text: Any, value: Any) -> int:
     return found.count(value) if isinstance(found, list) else 0
 
 
+def _vt_sorted(text: Any) -> str | None:
+    found = _json_load(text)
+    if not isinstance(found, list):
+        return None
+    try:
+        return json.dumps(sorted(found))
+    except TypeError:  # elements of types Python cannot order
+        return None
+
+
+def _py_lower(value: Any) -> Any:
+    """Python's ``str.lower`` (SQLite's ``lower`` folds ASCII letters only)."""
+    return value.lower() if isinstance(value, str) else value
+
+
 def register_functions(conn: sqlite3.Connection) -> None:
     """Register the engine's deterministic helpers (``ENGINE_FUNCTIONS``) on a connection."""
     conn.create_function("py_round", -1, _py_round, deterministic=True)
+    conn.create_function("py_lower", 1, _py_lower, deterministic=True)
     conn.create_function("vt_len", 1, _vt_len, deterministic=True)
     conn.create_function("vt_at", 2, _vt_at, deterministic=True)
     conn.create_function("vt_contains", 2, _vt_contains, deterministic=True)
     conn.create_function("vt_count", 2, _vt_count, deterministic=True)
+    conn.create_function("vt_sorted", 1, _vt_sorted, deterministic=True)
 
 
 def _bindable(value: Any) -> Any:
@@ -135,8 +153,8 @@ class _Run:
             self.read(step)
         elif isinstance(step, CRequire):
             if not self.value(step.expr):
-                s = step.step
-                raise _Rejected(ToolError(s.code, s.message))
+                text = step.step.message if step.message is None else self.value(step.message)
+                raise _Rejected(ToolError(step.step.code, str(text)))
         elif isinstance(step, CCompute):
             found = self.value(step.expr)
             self.vars[step.step.into] = _json_load(found) if step.step.decode else found
@@ -181,15 +199,23 @@ class _Run:
                 self.vars[step.step.index] = index
             self.block(step.body)
 
+    def each(self, value: CEach) -> list[Any] | dict[str, Any]:
+        pairs = []
+        for item in _lookup(self.vars, value.over) or []:
+            self.vars[value.item] = item
+            key = self.value(value.key) if value.key is not None else None
+            pairs.append((key, self.template(value.value)))
+        if value.key is None:
+            return [v for _, v in pairs]
+        return {str(k): v for k, v in pairs}
+
     def template(self, value: Any) -> Any:
         if isinstance(value, Expr):
             return self.value(value)
+        if isinstance(value, CDecode):
+            return _json_load(self.value(value.expr))
         if isinstance(value, CEach):
-            out = []
-            for item in _lookup(self.vars, value.over) or []:
-                self.vars[value.item] = item
-                out.append(self.template(value.value))
-            return out
+            return self.each(value)
         if isinstance(value, list):
             return [self.template(v) for v in value]
         if isinstance(value, dict):

@@ -31,7 +31,9 @@ from veritask.policy._spec import (
 )
 from veritask.policy._sql import quote_ident
 
-ENGINE_FUNCTIONS = frozenset({"py_round", "vt_len", "vt_at", "vt_contains", "vt_count"})
+ENGINE_FUNCTIONS = frozenset(
+    {"py_round", "py_lower", "vt_len", "vt_at", "vt_contains", "vt_count", "vt_sorted"}
+)
 """Deterministic helpers the engine registers for procedures (see ``veritask.env``)."""
 _SQLITE_FUNCTIONS = frozenset(
     {
@@ -89,11 +91,13 @@ _ALLOWED: tuple[type[exp.Expression], ...] = (
     exp.DPipe,
     exp.Anonymous,
     exp.Tuple,
+    exp.JSONKeyValue,
 )
 _FUNCTION_NODES: dict[type[exp.Expression], str] = {
     exp.Greatest: "max",
     exp.Least: "min",
     exp.Substring: "substr",
+    exp.StrPosition: "instr",
     exp.Trim: "trim",
     exp.JSONExtract: "json_extract",
     exp.JSONArray: "json_array",
@@ -176,6 +180,7 @@ class CRequire:
 
     step: RequireStep
     expr: Expr
+    message: Expr | None = None
 
 
 @dataclass(frozen=True)
@@ -208,11 +213,19 @@ class CForeach:
 
 @dataclass(frozen=True)
 class CEach:
-    """``{"each": var, "as": x, "value": t}`` in a return template."""
+    """``{"each": var, "as": x, "value": t}`` in a return template (a mapping when ``key``)."""
 
     over: Ref
     item: str
     value: Any
+    key: Expr | None = None
+
+
+@dataclass(frozen=True)
+class CDecode:
+    """``{"$json": expr}`` in a return template: the JSON text the expression gives, decoded."""
+
+    expr: Expr
 
 
 @dataclass(frozen=True)
@@ -273,7 +286,12 @@ class _Compiler:
             compiled: CompiledStep = self.read(step, frozen, where)
             scope.add(step.into)
         elif isinstance(step, RequireStep):
-            compiled = CRequire(step, compile_expression(step.condition, frozen, where))
+            message = step.message_expr
+            compiled = CRequire(
+                step,
+                compile_expression(step.condition, frozen, where),
+                compile_expression(message, frozen, where) if message else None,
+            )
         elif isinstance(step, ComputeStep):
             compiled = CCompute(step, compile_expression(step.expr, frozen, where))
             scope.add(step.into)
@@ -345,16 +363,21 @@ class _Compiler:
         if isinstance(value, list):
             return [self.template(v, scope, where) for v in value]
         if isinstance(value, dict):
-            if set(value) == {"each", "as", "value"}:
-                over = compile_expression(str(value["each"]), scope, where)
-                if over.var is None:
-                    raise ProcedureError(f"{where}: 'each' must name a list variable")
-                inner = scope | {str(value["as"])}
-                return CEach(
-                    over.var, str(value["as"]), self.template(value["value"], inner, where)
-                )
+            if set(value) == {"$json"}:
+                return CDecode(compile_expression(str(value["$json"]), scope, where))
+            if set(value) in ({"each", "as", "value"}, {"each", "as", "key", "value"}):
+                return self.each(value, scope, where)
             return {str(k): self.template(v, scope, where) for k, v in value.items()}
         return value
+
+    def each(self, value: dict[str, Any], scope: frozenset[str], where: str) -> CEach:
+        over = compile_expression(str(value["each"]), scope, where)
+        if over.var is None:
+            raise ProcedureError(f"{where}: 'each' must name a list variable")
+        inner = scope | {str(value["as"])}
+        key = compile_expression(str(value["key"]), inner, where) if "key" in value else None
+        body = self.template(value["value"], inner, where)
+        return CEach(over.var, str(value["as"]), body, key)
 
 
 def compile_procedure(spec: DomainSpec, proc: Procedure) -> CompiledProcedure:

@@ -264,11 +264,13 @@ class ReadStep(_Model):
 
 
 class RequireStep(_Model):
-    """Fail the call with ``code`` and exactly ``message`` unless ``condition`` is true."""
+    """Fail the call with ``code`` and exactly ``message`` unless ``condition`` is true
+    (``message_expr``, when set, is an expression giving the text instead)."""
 
     op: Literal["require"]
     condition: str
-    message: str
+    message: str = ""
+    message_expr: str | None = None
     code: ErrorCode = "REJECTED"
 
 
