@@ -305,3 +305,30 @@ def test_a_read_only_table_is_still_guarded_by_the_authorizer() -> None:
     result = env.call("probe", {"grower_id": "l1"})
     assert result.error is not None and result.error.code == "FORBIDDEN"
     assert env.image() == before
+
+
+def test_template_forms_decode_compact_and_key(domain: CompiledDomain) -> None:
+    step = {
+        "op": "return",
+        "value": {
+            "compact": {"$compact": {"id": "grower_id", "none": "NULL", "n": "2.5500000000000007"}},
+            "decoded": {"$json": "json_array(1, 'a')"},
+            "keyed": {"each": "lots", "as": "l", "key": "l.id", "value": "l.grams"},
+        },
+    }
+    read = {"op": "read", "table": "lots", "into": "lots", "many": True}
+    data = _with_step(read)
+    data["procedures"][0]["steps"].append(step)
+    env = Environment(CompiledDomain.from_spec(spec_from_data(data)))
+    assert env.call("probe", {"grower_id": "g1"}).result == {
+        "compact": {"id": "g1", "n": 2.5500000000000007},  # the double, all 17 digits
+        "decoded": [1, "a"],
+        "keyed": {"l1": 100, "l2": 20},
+    }
+
+
+def test_a_require_message_can_be_an_expression() -> None:
+    step = {"op": "require", "condition": "0", "message_expr": "'No grower ' || grower_id"}
+    env = Environment(CompiledDomain.from_spec(spec_from_data(_with_step(step))))
+    result = env.call("probe", {"grower_id": "g7"})
+    assert result.error is not None and result.error.message == "No grower g7"

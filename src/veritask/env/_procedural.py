@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from veritask.env._result import ToolError, ToolResult, accepted
 from veritask.policy import RAISE_PATTERN, ToolSpec
 from veritask.policy._procedure import (
+    CCompact,
     CCompute,
     CDecode,
     CEach,
@@ -212,6 +213,9 @@ class _Run:
     def template(self, value: Any) -> Any:
         if isinstance(value, Expr):
             return self.value(value)
+        if isinstance(value, CCompact):
+            full = self.template(value.value)
+            return {k: v for k, v in full.items() if v is not None}
         if isinstance(value, CDecode):
             return _json_load(self.value(value.expr))
         if isinstance(value, CEach):

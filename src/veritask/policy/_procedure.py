@@ -222,6 +222,13 @@ class CEach:
 
 
 @dataclass(frozen=True)
+class CCompact:
+    """``{"$compact": {...}}`` in a return template: the mapping without its null values."""
+
+    value: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class CDecode:
     """``{"$json": expr}`` in a return template: the JSON text the expression gives, decoded."""
 
@@ -363,6 +370,8 @@ class _Compiler:
         if isinstance(value, list):
             return [self.template(v, scope, where) for v in value]
         if isinstance(value, dict):
+            if set(value) == {"$compact"} and isinstance(value["$compact"], dict):
+                return CCompact(self.template(value["$compact"], scope, where))
             if set(value) == {"$json"}:
                 return CDecode(compile_expression(str(value["$json"]), scope, where))
             if set(value) in ({"each", "as", "value"}, {"each", "as", "key", "value"}):

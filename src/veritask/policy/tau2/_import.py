@@ -95,13 +95,15 @@ def _order_return() -> tuple[list[dict[str, Any]], Any]:
     return steps, template
 
 
-_PAYMENT_METHOD = (
-    "CASE pm.source "
-    "WHEN 'credit_card' THEN json_object('source', pm.source, 'id', pm.id, "
-    "'brand', pm.brand, 'last_four', pm.last_four) "
-    "WHEN 'gift_card' THEN json_object('source', pm.source, 'id', pm.id, 'balance', pm.balance) "
-    "ELSE json_object('source', pm.source, 'id', pm.id) END"
-)
+_PAYMENT_METHOD = {  # the fields of its source only (an absent field is null in the row)
+    "$compact": {
+        "source": "pm.source",
+        "id": "pm.id",
+        "brand": "pm.brand",
+        "last_four": "pm.last_four",
+        "balance": "pm.balance",
+    }
+}
 
 
 def _user_return() -> tuple[list[dict[str, Any]], Any]:
@@ -133,7 +135,7 @@ def _user_return() -> tuple[list[dict[str, Any]], Any]:
             "each": "pms",
             "as": "pm",
             "key": "pm.id",
-            "value": {"$json": _PAYMENT_METHOD},
+            "value": _PAYMENT_METHOD,
         },
         "orders": {"each": "uos", "as": "uo", "value": "uo.order_id"},
     }
