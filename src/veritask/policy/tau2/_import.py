@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from veritask.policy._spec import DomainSpec
-from veritask.policy.tau2._retail import KEYED, TABLES, flatten_retail
+from veritask.policy.tau2._retail import KEYED, REFERENCES, TABLES, flatten_retail
 
 DOMAINS = ("retail",)
 
@@ -220,6 +220,9 @@ def _table(name: str) -> dict[str, Any]:
     columns: list[dict[str, Any]] = [{"name": c, "type": t} for c, t in cols]
     if name in KEYED:
         columns[0]["primary_key"] = True
+    for col in columns:
+        if (name, col["name"]) in REFERENCES:
+            col["references"] = REFERENCES[(name, col["name"])]
     return {"name": name, "tier": tier, "access": access, "columns": columns}
 
 

@@ -111,6 +111,15 @@ TABLES: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
 """Per table: tier, access and (column, SQL type) in order; the first column of products,
 users and orders is the dict key (primary key)."""
 KEYED = frozenset({"products", "users", "orders"})
+REFERENCES = {
+    ("variants", "product_id"): "products.product_id",
+    ("payment_methods", "user_id"): "users.user_id",
+    ("user_orders", "user_id"): "users.user_id",
+    ("order_items", "order_id"): "orders.order_id",
+    ("fulfillments", "order_id"): "orders.order_id",
+    ("payments", "order_id"): "orders.order_id",
+}
+"""Child rows name their parent (a foreign key, so also an index on the column reads use)."""
 _JSON_LISTS = ("exchange_items", "exchange_new_items", "return_items")
 
 
