@@ -190,6 +190,8 @@ def test_refused_gold_writes_say_what_tau2_says_and_change_nothing(domain: Compi
         "Error: Non-pending order cannot be cancelled",
         "Error: New item 2000000003 not found or available",
         "Transfer successful",
+        "0.15",  # str(round(0.15000000000000213, 2)), as Python computes it
+        "Error: Invalid characters in expression",
     ]
     short = replay(env, _tasks()["modify_items_short_balance"])
     assert short == [
@@ -216,10 +218,10 @@ def test_reads_return_tau2_shaped_objects(domain: CompiledDomain, seed: DB) -> N
 
 def test_the_import_reads_descriptions_and_reports_what_it_leaves_out() -> None:
     imported = import_tau2(ROOT, "retail")
-    assert imported.unsupported.keys() == {"calculate"}
+    assert imported.unsupported == {}
     assert imported.policy.startswith("# Retail agent policy")
     names = [p.name for p in imported.spec.procedures]
-    assert len(names) == 15 and "modify_pending_order_items" in names
+    assert len(names) == 16 and "modify_pending_order_items" in names
     writes = [p.name for p in imported.spec.procedures if p.access == "write"]
     assert len(writes) == 7
 
@@ -235,7 +237,29 @@ def test_import_tau2_writes_a_spec_that_loads_and_runs(tmp_path: Path, seed: DB)
         cli, ["import-tau2", str(ROOT), "--domain", "retail", "--out", str(out)]
     )
     assert result.exit_code == 0, result.output
-    assert "15 tools" in result.output and "left out calculate" in result.output
+    assert "16 tools" in result.output and "left out" not in result.output
     assert (out / "policy.md").read_text() == (DATA / "policy.md").read_text()
     env = Environment(CompiledDomain.from_spec(load_spec(out / "spec.yaml")))
     assert tau2_db(env) == seed
+
+
+@pytest.mark.parametrize(
+    ("expression", "content"),
+    [
+        ("2 + 2", "4.0"),
+        ("7 / 2", "3.5"),
+        ("-(1.005 * 100) // 3", "-34.0"),
+        ("2 ** 10", "1024.0"),
+        ("0.125 + 0", "0.12"),  # Python's round
+        ("1 / 0", "Error: Invalid expression"),  # τ²-bench says "division by zero"
+        ("9 ** 9 ** 9", "Error: Invalid expression"),  # refused, not computed
+        ("__import__('os')", "Error: Invalid characters in expression"),
+    ],
+)
+def test_calculate_is_pythons_arithmetic_without_eval(
+    domain: CompiledDomain, expression: str, content: str
+) -> None:
+    env = Environment(domain)
+    assert replay(env, [{"name": "calculate", "arguments": {"expression": expression}}]) == [
+        ("calculate", content)
+    ]

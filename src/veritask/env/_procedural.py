@@ -9,7 +9,9 @@ back, leaving the state byte-identical.
 
 from __future__ import annotations
 
+import ast
 import json
+import operator
 import sqlite3
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -105,6 +107,51 @@ def _py_lower(value: Any) -> Any:
     return value.lower() if isinstance(value, str) else value
 
 
+_ARITH: dict[type, Any] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Pow: operator.pow,
+}
+_MAX_EXPONENT = 1024  # a larger power is refused (NULL) rather than computed
+
+
+def _arith(node: ast.AST) -> int | float:
+    """Python's value of an arithmetic tree of numbers, + - * / // ** and parentheses."""
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        number: int | float = node.value  # type: ignore[assignment]
+        return number
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd | ast.USub):
+        value = _arith(node.operand)
+        return -value if isinstance(node.op, ast.USub) else +value
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
+        left, right = _arith(node.left), _arith(node.right)
+        if isinstance(node.op, ast.Pow) and abs(right) > _MAX_EXPONENT:
+            raise ValueError("exponent too large")
+        return _ARITH[type(node.op)](left, right)  # type: ignore[no-any-return]
+    raise ValueError("not arithmetic")
+
+
+def _py_calc(text: Any) -> str | None:
+    """``str(round(float(value), 2))`` of an arithmetic expression as Python computes it, or
+    NULL when the text is not one. Parsed with ``ast`` and evaluated node by node (never
+    ``eval``): numbers, + - * / // **, unary signs and parentheses only."""
+    if not isinstance(text, str) or len(text) > 1000:
+        return None
+    try:
+        value = _arith(ast.parse(text.strip(), mode="eval").body)
+        return str(round(float(value), 2))
+    except (SyntaxError, ValueError, ArithmeticError, RecursionError, TypeError):
+        return None
+
+
+def _vt_only(text: Any, allowed: Any) -> int:
+    """1 when every character of ``text`` is one of ``allowed``."""
+    return int(isinstance(text, str) and isinstance(allowed, str) and set(text) <= set(allowed))
+
+
 def register_functions(conn: sqlite3.Connection) -> None:
     """Register the engine's deterministic helpers (``ENGINE_FUNCTIONS``) on a connection."""
     conn.create_function("py_round", -1, _py_round, deterministic=True)
@@ -114,6 +161,8 @@ def register_functions(conn: sqlite3.Connection) -> None:
     conn.create_function("vt_contains", 2, _vt_contains, deterministic=True)
     conn.create_function("vt_count", 2, _vt_count, deterministic=True)
     conn.create_function("vt_sorted", 1, _vt_sorted, deterministic=True)
+    conn.create_function("py_calc", 1, _py_calc, deterministic=True)
+    conn.create_function("vt_only", 2, _vt_only, deterministic=True)
 
 
 def _bindable(value: Any) -> Any:

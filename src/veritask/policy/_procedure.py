@@ -32,7 +32,17 @@ from veritask.policy._spec import (
 from veritask.policy._sql import quote_ident
 
 ENGINE_FUNCTIONS = frozenset(
-    {"py_round", "py_lower", "vt_len", "vt_at", "vt_contains", "vt_count", "vt_sorted"}
+    {
+        "py_round",
+        "py_lower",
+        "py_calc",
+        "vt_len",
+        "vt_at",
+        "vt_contains",
+        "vt_count",
+        "vt_sorted",
+        "vt_only",
+    }
 )
 """Deterministic helpers the engine registers for procedures (see ``veritask.env``)."""
 _SQLITE_FUNCTIONS = frozenset(
