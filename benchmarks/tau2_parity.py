@@ -86,7 +86,7 @@ def _compare(
     for i, (mine, (content, _error)) in enumerate(
         zip(ours["contents"], theirs["contents"], strict=True)
     ):
-        if mine != _parsed(content):
+        if (_parsed(mine) if isinstance(mine, str) else mine) != _parsed(content):
             name = actions[i]["name"]
             problems.append(
                 f"{task_id} action {i} {name}: ours {str(mine)[:120]!r} vs τ² {content[:120]!r}"
