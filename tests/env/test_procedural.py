@@ -243,6 +243,8 @@ def test_arguments_are_checked_against_the_declared_schema(domain: CompiledDomai
     assert schema["properties"]["lot_ids"] == {"type": "array", "items": {"type": "string"}}
     assert schema["required"] == ["grower_id", "lot_ids", "grams"]
     assert env.tools["withdraw_seeds"].writes and not env.tools["grower_report"].writes
+    extra = env.call("withdraw_seeds", {"grower_id": "g1", "lot_ids": [], "grams": 1, "pin": 1})
+    assert extra.error is not None and extra.error.code == "UNKNOWN_ARGUMENT"
 
 
 def test_atomic_tools_can_be_left_out() -> None:

@@ -149,7 +149,7 @@ def _check_value(tool: ToolSpec, param: Param, value: Any) -> tuple[Any, ToolErr
 
 
 def _unknown(tool: ToolSpec, name: object, spec: DomainSpec) -> ToolError:
-    if tool.writes and isinstance(name, str):
+    if tool.writes and tool.kind != "procedure" and isinstance(name, str):
         table = spec.table(tool.table)
         if name in table.column_names:
             col = table.column(name)
