@@ -18,6 +18,7 @@ from veritask._cli import (
     serve_mcp,
     simulate_cmds,
     synth_cmds,
+    tau2_cmds,
     view_cmd,
 )
 from veritask._cli._lastresort import PipeSafeGroup, run
@@ -42,6 +43,7 @@ blueprint_cmds.register(cli)
 blueprint_run_cmds.register(cli)
 evolve_cmds.register(cli)
 view_cmd.register(cli)
+tau2_cmds.register(cli)
 
 
 def main() -> None:

@@ -44,7 +44,18 @@ def _type_ok(param: Param, value: Any) -> bool:
         return isinstance(value, str)
     if jt == "boolean":
         return isinstance(value, bool)
+    if jt == "array":
+        return isinstance(value, list) and all(_item_ok(param.items, v) for v in value)
+    if jt == "object":
+        return isinstance(value, dict)
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _item_ok(json_type: str | None, value: Any) -> bool:
+    """Whether an array element has the declared element type (any JSON value when unset)."""
+    if json_type is None:
+        return True
+    return _type_ok(Param("item", json_type, "value"), value)
 
 
 def _type_error(tool: ToolSpec, param: Param, value: Any) -> ToolError:
@@ -111,7 +122,7 @@ def _storable(tool: ToolSpec, param: Param, value: Any) -> tuple[Any, ToolError 
         return value, _type_error(tool, param, value)
     if isinstance(value, str):
         return value, _text(tool, param, value)
-    if isinstance(value, bool):
+    if isinstance(value, bool | list | dict):
         return value, None
     return _number(tool, param, value)
 
@@ -138,7 +149,7 @@ def _check_value(tool: ToolSpec, param: Param, value: Any) -> tuple[Any, ToolErr
 
 
 def _unknown(tool: ToolSpec, name: object, spec: DomainSpec) -> ToolError:
-    if tool.writes and isinstance(name, str):
+    if tool.writes and tool.kind != "procedure" and isinstance(name, str):
         table = spec.table(tool.table)
         if name in table.column_names:
             col = table.column(name)

@@ -23,6 +23,7 @@ from veritask.env._build import build_image
 from veritask.env._fastpath import compile_checks, compile_row
 from veritask.env._image import read_database
 from veritask.env._notebook import bind_new_old
+from veritask.env._procedural import register_functions, run_procedure
 from veritask.env._result import ToolError, ToolResult, accepted, failure
 from veritask.env._state import (
     Layout,
@@ -44,6 +45,7 @@ from veritask.policy import (
     compile_sql,
     quote_ident,
 )
+from veritask.policy._procedure import CompiledProcedure, compile_procedures
 from veritask.policy._tools import DEFAULT_LIMIT
 
 Mode = Literal["read", "write", "admin"]
@@ -79,6 +81,8 @@ class CompiledDomain:
     """Tables no trigger writes to: a write's ``RETURNING`` clause is the stored row there."""
     plain: dict[str, dict[str, type]] = field(default_factory=dict)
     """Per tool, the parameters checked by type alone (``plain_params``)."""
+    procedures: dict[str, CompiledProcedure] = field(default_factory=dict)
+    """The spec's procedural tools, compiled (docs/design/0043-procedural-tools.md)."""
 
     @classmethod
     def from_spec(cls, spec: DomainSpec) -> CompiledDomain:
@@ -98,6 +102,7 @@ class CompiledDomain:
                 t.name for t in spec.tables if not _written_by_triggers(t.name, triggers)
             ),
             plain={name: plain_params(tool) for name, tool in tools.items()},
+            procedures=compile_procedures(spec),
         )
 
     @functools.cached_property
@@ -161,6 +166,8 @@ class Environment:
         self._conn.set_authorizer(self._authorize)
         self._conn.set_progress_handler(self._past_deadline, _PROGRESS_OPCODES)
         self._conn.execute("PRAGMA foreign_keys = ON")
+        if self.domain.procedures:
+            register_functions(self._conn)
         self._cur = self._conn.cursor()  # the write path's statements (one cursor, reused)
         self._sql_cache: dict[tuple[str, tuple[str, ...]], str] = {}
         self._insert_cache: dict[tuple[str, tuple[str, ...]], tuple[str, tuple[str, ...]]] = {}
@@ -309,7 +316,9 @@ class Environment:
                 return self._query(spec, clean)
             if spec.kind == "insert":
                 return self._insert(spec, clean)
-            return self._update(spec, clean)
+            if spec.kind == "update":
+                return self._update(spec, clean)
+            return run_procedure(self, spec, self.domain.procedures[spec.name], clean)
         except sqlite3.Error as exc:  # a read outside the savepoint failed (e.g. interrupted)
             return ToolResult(tool=spec.name, ok=False, error=_schema_error(spec, exc))
 

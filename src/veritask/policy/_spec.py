@@ -237,6 +237,115 @@ class Transaction(_Model):
     notes: list[str] = Field(default_factory=list)
 
 
+ProcType = Literal["string", "integer", "number", "boolean", "array", "object"]
+
+
+class ProcParam(_Model):
+    """An argument of a procedural tool (``items``: the JSON type of an array's elements)."""
+
+    name: Identifier
+    type: ProcType
+    description: str = ""
+    required: bool = True
+    enum: list[Scalar] | None = None
+    items: ProcType | None = None
+
+
+class ReadStep(_Model):
+    """Read rows of ``table`` whose columns equal the ``where`` expressions into ``into``.
+
+    One row (a dict) unless ``many`` (a list of dicts, in ``order_by`` then rowid order). A
+    missing single row fails the call with ``code`` / ``missing`` when ``missing`` is set, and
+    leaves ``into`` null otherwise.
+    """
+
+    op: Literal["read"]
+    table: Identifier
+    where: dict[Identifier, str] = Field(default_factory=dict)
+    into: Identifier
+    many: bool = False
+    order_by: list[Identifier] = Field(default_factory=list)
+    missing: str | None = None
+    code: ErrorCode = "NOT_FOUND"
+
+
+class RequireStep(_Model):
+    """Fail the call with ``code`` and exactly ``message`` unless ``condition`` is true
+    (``message_expr``, when set, is an expression giving the text instead)."""
+
+    op: Literal["require"]
+    condition: str
+    message: str = ""
+    message_expr: str | None = None
+    code: ErrorCode = "REJECTED"
+
+
+class ComputeStep(_Model):
+    """Bind (or rebind) the variable ``into`` to the value of ``expr``.
+
+    ``decode: true`` reads a JSON text result as the value it encodes (a list or an object).
+    """
+
+    op: Literal["compute"]
+    into: Identifier
+    expr: str
+    decode: bool = False
+
+
+class InsertStep(_Model):
+    """Insert one row into ``table`` (triggers, tracking and savepoint as for ``insert_<t>``);
+    ``into`` receives the row as stored."""
+
+    op: Literal["insert"]
+    table: Identifier
+    values: dict[Identifier, str] = Field(min_length=1)
+    into: Identifier | None = None
+
+
+class UpdateStep(_Model):
+    """Set ``values`` on the rows of ``table`` whose columns equal the ``where`` expressions."""
+
+    op: Literal["update"]
+    table: Identifier
+    where: dict[Identifier, str] = Field(min_length=1)
+    values: dict[Identifier, str] = Field(min_length=1)
+
+
+class ForeachStep(_Model):
+    """Run ``steps`` once per element of the list variable ``over`` (bound to ``item``, its
+    position to ``index`` when set)."""
+
+    op: Literal["foreach"]
+    over: Identifier
+    item: Identifier
+    index: Identifier | None = None
+    steps: list[Step] = Field(min_length=1)
+
+
+class ReturnStep(_Model):
+    """End the call with ``value``: a template whose strings are expressions, whose lists and
+    mappings keep their order, and where ``{"each": var, "as": x, "value": t}`` maps a list."""
+
+    op: Literal["return"]
+    value: Any
+
+
+Step = Annotated[
+    ReadStep | RequireStep | ComputeStep | InsertStep | UpdateStep | ForeachStep | ReturnStep,
+    Field(discriminator="op"),
+]
+
+
+class Procedure(_Model):
+    """A procedural tool: declarative steps that read and write only through the engine."""
+
+    name: Identifier
+    description: str
+    access: Literal["read", "write"]
+    params: list[ProcParam] = Field(default_factory=list)
+    steps: list[Step] = Field(min_length=1)
+
+
 class Wiki(_Model):
     """Free-text sections of the wiki policy."""
 
@@ -274,6 +383,10 @@ class DomainSpec(_Model):
     rules: list[Rule] = Field(default_factory=list)
     effects: list[Effect] = Field(default_factory=list)
     transactions: list[Transaction] = Field(default_factory=list)
+    procedures: list[Procedure] = Field(default_factory=list)
+    """Procedural tools (docs/design/0043-procedural-tools.md), beside the atomic ones."""
+    atomic_tools: bool = True
+    """False: agents get only the procedural tools (an imported toolkit), no ``query_<t>``."""
     seed: dict[Identifier, list[dict[str, Scalar | None]]] = Field(default_factory=dict)
 
     def table(self, name: str) -> Table:
@@ -331,3 +444,6 @@ def _table_index(tables: list[Table]) -> dict[str, Table]:
             _TABLE_INDEXES.pop(next(iter(_TABLE_INDEXES)))
         _TABLE_INDEXES[id(tables)] = (tables, len(tables), index)
         return index
+
+
+ForeachStep.model_rebuild()

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from veritask.policy._spec import Column, DomainSpec, Effect, Rule, Scalar, Table
+from veritask.policy._spec import Column, DomainSpec, Effect, Procedure, Rule, Scalar, Table
 
-ToolKind = Literal["query", "insert", "update"]
+ToolKind = Literal["query", "insert", "update", "procedure"]
 ParamRole = Literal["eq", "min", "max", "value", "key", "limit", "offset", "order_by", "descending"]
 JSON_TYPES = {"TEXT": "string", "INTEGER": "integer", "REAL": "number"}
 DEFAULT_LIMIT = 20
@@ -28,12 +28,17 @@ class Param:
     description: str = ""
     minimum: int | None = None
     maximum: int | None = None
+    items: str | None = None
+    """The JSON type of an array argument's elements (procedural tools)."""
 
     def schema(self) -> dict[str, Any]:
         """JSON schema of this argument."""
-        return argument_schema(
+        out = argument_schema(
             self.json_type, self.description, self.enum, self.minimum, self.maximum
         )
+        if self.json_type == "array":
+            out["items"] = {"type": self.items} if self.items else {}
+        return out
 
 
 def argument_schema(
@@ -69,11 +74,14 @@ class ToolSpec:
     rules: tuple[str, ...] = ()
     effects: tuple[str, ...] = ()
     key: str | None = None
+    access: Literal["read", "write"] | None = None
+    """A procedural tool's declared access (None for the atomic tools)."""
     writes: bool = field(init=False)
     required: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "writes", self.kind != "query")
+        writes = self.access == "write" if self.kind == "procedure" else self.kind != "query"
+        object.__setattr__(self, "writes", writes)
         object.__setattr__(self, "required", tuple(n for n, p in self.params.items() if p.required))
 
     def json_schema(self) -> dict[str, Any]:
@@ -225,10 +233,40 @@ def _query_description(table: Table) -> str:
     )
 
 
+def procedure_tool(proc: Procedure) -> ToolSpec:
+    """The tool of a procedural tool: its name, description and argument schema."""
+    params = {
+        p.name: Param(
+            p.name,
+            p.type,
+            "value",
+            enum=tuple(p.enum) if p.enum is not None else None,
+            required=p.required,
+            description=p.description,
+            items=p.items,
+        )
+        for p in proc.params
+    }
+    return ToolSpec(proc.name, "procedure", "", proc.description, params, access=proc.access)
+
+
 def build_tools(spec: DomainSpec) -> dict[str, ToolSpec]:
     """All tools of a spec: ``query_<t>`` for every table, ``insert_<t>`` for read-write tables
-    and ``update_<t>`` for those of them with a primary key that are not insert-only. There is
-    no delete tool."""
+    and ``update_<t>`` for those of them with a primary key that are not insert-only (none of
+    these when ``atomic_tools`` is off), then the procedural tools. There is no delete tool.
+
+    Raises:
+        ValueError: A procedural tool has the name of another tool.
+    """
+    tools = _atomic_tools(spec) if spec.atomic_tools else {}
+    for proc in spec.procedures:
+        if proc.name in tools:
+            raise ValueError(f"procedure {proc.name!r} has the name of another tool")
+        tools[proc.name] = procedure_tool(proc)
+    return tools
+
+
+def _atomic_tools(spec: DomainSpec) -> dict[str, ToolSpec]:
     tools: dict[str, ToolSpec] = {}
     for table in spec.tables:
         tools[f"query_{table.name}"] = ToolSpec(
