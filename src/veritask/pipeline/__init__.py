@@ -7,7 +7,8 @@
 - Executors: ``InProcessExecutor`` and ``ProcessPoolExecutor`` behind ``Executor.map``;
   ``AsyncExecutor`` for stages that await model calls; ``RayExecutor`` for both (a
   ``RecordingStage``'s async units run on Ray actors while the caller writes their results).
-- ``run_batch``: the rollout job (episodes on ``veritask.rollout``'s loop).
+- ``run_batch``: the rollout job (episodes on ``veritask.rollout``'s loop); ``run_rollout``
+  also returns the errored episodes.
 - ``Evolution`` / ``EvolutionStage`` / ``run_evolution``: the self-evolving loop (streams of
   iterations that synthesize, verify and reflect, each committed as a unit) that ``evolve`` and
   ``logic evolve`` both run on.
@@ -34,7 +35,14 @@ from veritask.pipeline._executors import (
 from veritask.pipeline._jsonl import JsonlUnits
 from veritask.pipeline._manifest import RunConflict, RunManifest, config_diff, config_hash
 from veritask.pipeline._ray import RayExecutor
-from veritask.pipeline._rollout import RolloutStage, rollout_config, run_batch
+from veritask.pipeline._rollout import (
+    RolloutReport,
+    RolloutStage,
+    errors_path,
+    rollout_config,
+    run_batch,
+    run_rollout,
+)
 from veritask.pipeline._stage import (
     AsyncStage,
     RecordingStage,
@@ -56,6 +64,7 @@ __all__ = [
     "ProcessPoolExecutor",
     "RayExecutor",
     "RecordingStage",
+    "RolloutReport",
     "RolloutStage",
     "RunConflict",
     "RunManifest",
@@ -64,12 +73,14 @@ __all__ = [
     "Unit",
     "config_diff",
     "config_hash",
+    "errors_path",
     "executor_for",
     "pending",
     "remote_executor",
     "rollout_config",
     "run_batch",
     "run_evolution",
+    "run_rollout",
     "unit_ids",
     "use_executor",
 ]
