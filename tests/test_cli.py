@@ -191,7 +191,7 @@ def test_eval_rollout_export_sft(tmp_path: Path) -> None:
     summary = json.loads(text)
     assert code == 0 and set(summary) == {
         *("tasks", "trials", "pass^1", "pass^2", "per_task"),
-        *("episodes", "scored", "errors", "first_error", "ok"),
+        *("episodes", "scored", "errors", "first_error", "not_run", "ok"),
     }
     assert (summary["scored"], summary["errors"], summary["first_error"]) == (20, 0, None)
     assert summary["pass^1"] == summary["pass^2"] == 1.0

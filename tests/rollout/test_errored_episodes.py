@@ -144,3 +144,16 @@ def test_a_failing_simulator_or_judge_is_an_environment_failure(
     assert outcome.failure is not None
     assert (outcome.failure.role, outcome.failure.kind) == ("environment", "timeout")
     assert outcome.trajectory.task_id == pkg.id and not outcome.scored
+
+
+def test_past_max_errors_the_run_stops_starting_episodes(
+    source: TaskSource, dead_scheme: str, tmp_path: Path
+) -> None:
+    roles = FlakyRoles(agent="oracle")
+    roles.doomed = frozenset({source.packages[0].id})
+    out = tmp_path / "t.jsonl"
+    report = asyncio.run(run_rollout(source, roles, concurrency=1, out=out, max_errors=0))
+    assert (len(report.errors), report.not_run, report.trajectories) == (1, 3, [])
+    seen: list[str] = []
+    again = rollout(source, RoleFactory(agent="oracle"), out, seen)
+    assert len(seen) == 4 and len(again.trajectories) == 4 and again.not_run == 0

@@ -193,6 +193,7 @@ def _run_batch(
             limits=EpisodeLimits(max_turns=opts["max_turns"]),
             progress=lambda _t: bar.advance(task),
             environment=environment,
+            max_errors=opts["max_errors"],
         )
     )
 
@@ -238,6 +239,7 @@ def eval_cmd(directory: str, out: str | None, as_json: bool, **opts: Any) -> Non
     report = _run(directory, opts, Path(out) if out else None)
     trials = opts["trials"]
     summary = summarize(report.trajectories, trials, report.errors)
+    summary["not_run"] = report.not_run
     problem = run_problem(summary, opts["max_errors"])
     if problem is not None:
         summary.update({f"pass^{k}": None for k in range(1, trials + 1)})
@@ -269,6 +271,7 @@ def rollout_cmd(directory: str, out: str, **opts: Any) -> None:
     opts["quiet"] = False
     report = _run(directory, opts, Path(out))
     summary = summarize(report.trajectories, opts["trials"], report.errors)
+    summary["not_run"] = report.not_run
     verified = sum(1 for t in report.trajectories if t.reward == 1.0)
     line = f"{len(report.trajectories)} trajectories in {out} ({verified} verified)"
     if report.errors:
@@ -361,11 +364,14 @@ def metric_line(summary: dict[str, Any], agent: str) -> str:
 
 def run_problem(summary: dict[str, Any], max_errors: int) -> str | None:
     """Why the run's metric must not be reported (one line), or None when it may be: more
-    errored episodes than tolerated, or none scored at all."""
+    errored episodes than tolerated (the run then stopped starting episodes: ``not_run``), or
+    none scored at all."""
     errors, episodes = summary["errors"], summary["episodes"]
     if errors == 0 or (errors <= max_errors and summary["scored"] > 0):
         return None
     tail = f"{errors} of {episodes} episodes errored"
+    if summary.get("not_run"):
+        tail += f", {summary['not_run']} more not run (a rerun runs them)"
     if errors <= max_errors:
         tail += ", none was scored"
     else:

@@ -78,6 +78,8 @@ class RolloutReport:
 
     trajectories: list[Trajectory]
     errors: list[EpisodeOutcome]
+    not_run: int = 0
+    """Units left pending because more episodes errored than ``max_errors`` tolerates."""
 
 
 def rollout_config(
@@ -120,6 +122,10 @@ class RolloutStage:
     name: str = "rollout"
     results: dict[str, Trajectory] = field(default_factory=dict)
     failures: dict[str, EpisodeOutcome] = field(default_factory=dict)
+    max_errors: int | None = None
+    """Once more episodes than this errored, units not yet started are not run (None: all
+    run). Counted by this process: Ray workers run what they were handed."""
+    not_run: int = 0
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def units(self) -> Sequence[Unit[Episode]]:
@@ -150,9 +156,12 @@ class RolloutStage:
             environment_name=self.environment_name,
         )
 
-    def record(self, unit: Unit[Episode], outcome: EpisodeOutcome) -> EpisodeOutcome:
+    def record(self, unit: Unit[Episode], outcome: EpisodeOutcome | None) -> EpisodeOutcome | None:
         """Keep and persist one finished episode (the run's one writer); an errored one is kept
-        apart and not persisted, so the unit stays pending for a rerun."""
+        apart and not persisted, so the unit stays pending for a rerun (as does one not run)."""
+        if outcome is None:
+            self.not_run += 1
+            return None
         if outcome.failure is not None:
             self.failures[unit.id] = outcome
             return outcome
@@ -161,8 +170,15 @@ class RolloutStage:
             self.store.append(unit.id, outcome.trajectory.model_dump_json())
         return outcome
 
-    async def run(self, unit: Unit[Episode]) -> EpisodeOutcome:
-        """Run, verify (unless it errored) and persist one episode."""
+    def _given_up(self) -> bool:
+        return self.max_errors is not None and len(self.failures) > self.max_errors
+
+    async def run(self, unit: Unit[Episode]) -> EpisodeOutcome | None:
+        """Run, verify (unless it errored) and persist one episode; None, without running it,
+        once more episodes errored than tolerated."""
+        if self._given_up():
+            async with self._lock:
+                return self.record(unit, None)
         pkg, trial, episode_seed = unit.params
         task = self.source.episode_task(pkg)
         agent, user = self.roles.build(task, trial, episode_seed)
@@ -256,6 +272,7 @@ async def run_rollout(
     limits: EpisodeLimits | None = None,
     progress: Callable[[Trajectory], None] | None = None,
     environment: tuple[str, SessionFactory] | None = None,
+    max_errors: int | None = None,
 ) -> RolloutReport:
     """Run every (task, trial), verify each trajectory, append it to ``out`` as it finishes, and
     skip those ``out`` already holds (resume). Returns the scored trajectories and the errored
@@ -265,6 +282,8 @@ async def run_rollout(
     it in ``OUT.errors.jsonl`` and a rerun into ``out`` retries it. When the run completes,
     ``out`` is rewritten in unit order, so a resumed run ends with the bytes of an
     uninterrupted one. ``progress`` sees every finished episode's trajectory, errored or not.
+    With ``max_errors``, once more episodes than that errored the units not yet started are
+    left pending (counted in ``RolloutReport.not_run``): a dead endpoint ends the run early.
 
     ``environment`` is a name and a session factory for a simulated environment (its judge
     gives the reward); by default episodes run on the SQLite environment and are verified.
@@ -277,13 +296,14 @@ async def run_rollout(
         RunConflict: ``out`` holds trajectories of another config (agent, user, seed, ...).
     """
     stage = RolloutStage(source, roles, trials, seed, limits or EpisodeLimits())
+    stage.max_errors = max_errors
     if environment is not None:
         stage.environment_name, stage.environment = environment
     units = stage.units()
     manifest = open_rollout(stage, out, units)
 
-    def seen(outcome: EpisodeOutcome) -> None:
-        if progress is not None:
+    def seen(outcome: EpisodeOutcome | None) -> None:
+        if progress is not None and outcome is not None:
             progress(outcome.trajectory)
 
     remote = remote_executor()
@@ -296,4 +316,4 @@ async def run_rollout(
     errors = stage.errored(units)
     if out is not None:
         write_errors(out, errors)
-    return RolloutReport(stage.collected(units), errors)
+    return RolloutReport(stage.collected(units), errors, stage.not_run)
