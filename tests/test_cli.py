@@ -193,7 +193,11 @@ def test_eval_rollout_export_sft(tmp_path: Path) -> None:
     run("generate", "--domain", "mock", "--n", "10", "--seed", "2", "--out", str(data), "--json")
     code, text = run("eval", str(data), "--agent", "oracle", "--trials", "2", "--json")
     summary = json.loads(text)
-    assert code == 0 and set(summary) == {"tasks", "trials", "pass^1", "pass^2", "per_task"}
+    assert code == 0 and set(summary) == {
+        *("tasks", "trials", "pass^1", "pass^2", "per_task"),
+        *("episodes", "scored", "errors", "first_error", "not_run", "ok"),
+    }
+    assert (summary["scored"], summary["errors"], summary["first_error"]) == (20, 0, None)
     assert summary["pass^1"] == summary["pass^2"] == 1.0
     assert set(summary["per_task"][0]) >= {"id", "successes", "trials", "rewards"}
     traj = tmp_path / "t.jsonl"

@@ -62,6 +62,14 @@ def _roles_options(fn: Any) -> Any:
         ),
         click.option("--temperature", type=float, help="Sampling temperature for model roles."),
         click.option(
+            "--max-errors",
+            type=click.IntRange(min=0),
+            default=0,
+            show_default=True,
+            help="Errored episodes (unreachable model, rejected key, timeout...) to tolerate; "
+            "they are never scored, and pass^k is over the scored episodes.",
+        ),
+        click.option(
             "--allow-uncertified",
             is_flag=True,
             help="Run even when the dataset fails 'veritask check' (edited, unsealed or stale).",
@@ -117,9 +125,10 @@ def _require_certified(directory: str) -> None:
         )
 
 
-def _run(directory: str, opts: dict[str, Any], out: Path | None) -> tuple[list[Any], int]:
+def _run(directory: str, opts: dict[str, Any], out: Path | None) -> Any:
+    """Run the episodes; the pipeline's ``RolloutReport`` (scored and errored episodes)."""
     from veritask.pipeline import RunConflict
-    from veritask.rollout import RoleFactory, TaskSource
+    from veritask.rollout import RoleError, RoleFactory, TaskSource
 
     if not opts["allow_uncertified"]:
         _require_certified(directory)
@@ -131,16 +140,17 @@ def _run(directory: str, opts: dict[str, Any], out: Path | None) -> tuple[list[A
         provider_options["cache_dir"] = opts["cache_dir"]
     if os.environ.get("VERITASK_API_KEY"):
         provider_options.setdefault("api_key", os.environ["VERITASK_API_KEY"])
-    try:
-        source = TaskSource.load(directory, limit=opts["limit"])
-    except DatasetError as exc:
-        raise click.ClickException(str(exc)) from None
     roles = RoleFactory(
         agent=opts["agent"],
         user=opts["user"],
         provider_options=provider_options,
         temperature=opts["temperature"],
     )
+    try:
+        roles.check()
+        source = TaskSource.load(directory, limit=opts["limit"])
+    except (RoleError, DatasetError) as exc:
+        raise click.ClickException(str(exc)) from None
     environment = _environment(opts, provider_options)
     total = len(source.packages) * opts["trials"]
     with Progress(
@@ -155,10 +165,9 @@ def _run(directory: str, opts: dict[str, Any], out: Path | None) -> tuple[list[A
         scope = executor_scope(opts["executor"], opts["workers"], opts["ray_address"])
         try:
             with scope:
-                trajectories = _run_batch(source, roles, opts, out, environment, bar, task)
+                return _run_batch(source, roles, opts, out, environment, bar, task)
         except RunConflict as exc:
             raise click.ClickException(str(exc)) from None
-    return trajectories, opts["trials"]
 
 
 def _run_batch(
@@ -169,12 +178,12 @@ def _run_batch(
     environment: Any,
     bar: Progress,
     task: Any,
-) -> list[Any]:
-    from veritask.pipeline import run_batch
+) -> Any:
+    from veritask.pipeline import run_rollout
     from veritask.rollout import EpisodeLimits
 
     return asyncio.run(
-        run_batch(
+        run_rollout(
             source,
             roles,
             trials=opts["trials"],
@@ -184,6 +193,7 @@ def _run_batch(
             limits=EpisodeLimits(max_turns=opts["max_turns"]),
             progress=lambda _t: bar.advance(task),
             environment=environment,
+            max_errors=opts["max_errors"],
         )
     )
 
@@ -218,17 +228,29 @@ def _environment(opts: dict[str, Any], provider_options: dict[str, Any]) -> Any:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def eval_cmd(directory: str, out: str | None, as_json: bool, **opts: Any) -> None:
-    """Run an agent on a task dataset and report pass^k (success: the verified reward is 1)."""
+    """Run an agent on a task dataset and report pass^k (success: the verified reward is 1).
+
+    Episodes that errored (the model unreachable, the key refused, a timeout...) are never
+    scored: they are counted apart, and any beyond --max-errors fail the command.
+    """
     from veritask.rollout import summarize
 
     opts["quiet"] = as_json
-    trajectories, trials = _run(directory, opts, Path(out) if out else None)
-    summary = summarize(trajectories, trials)
+    report = _run(directory, opts, Path(out) if out else None)
+    trials = opts["trials"]
+    summary = summarize(report.trajectories, trials, report.errors)
+    summary["not_run"] = report.not_run
+    problem = run_problem(summary, opts["max_errors"])
+    if problem is not None:
+        summary.update({f"pass^{k}": None for k in range(1, trials + 1)})
+    summary["ok"] = problem is None
     if as_json:
         echo_json(summary)
-        return
-    ks = ", ".join(f"pass^{k} {summary[f'pass^{k}']:.3f}" for k in range(1, trials + 1))
-    click.echo(f"{summary['tasks']} tasks x {trials} trials with agent {opts['agent']}: {ks}")
+    elif problem is None:
+        click.echo(metric_line(summary, opts["agent"]))
+        _warn_errors(summary)
+    if problem is not None:
+        raise click.ClickException(problem)
 
 
 @click.command("rollout")
@@ -238,11 +260,30 @@ def eval_cmd(directory: str, out: str | None, as_json: bool, **opts: Any) -> Non
     "--out", type=click.Path(dir_okay=False), required=True, help="Trajectories JSONL (resumable)."
 )
 def rollout_cmd(directory: str, out: str, **opts: Any) -> None:
-    """Run an agent on a task dataset and write verified trajectories (JSONL)."""
+    """Run an agent on a task dataset and write verified trajectories (JSONL).
+
+    Errored episodes are not written there but listed in OUT.errors.jsonl; a rerun into the
+    same OUT retries them. Any beyond --max-errors fail the command.
+    """
+    from veritask.pipeline import errors_path
+    from veritask.rollout import summarize
+
     opts["quiet"] = False
-    trajectories, _ = _run(directory, opts, Path(out))
-    verified = sum(1 for t in trajectories if t.reward == 1.0)
-    click.echo(f"{len(trajectories)} trajectories in {out} ({verified} verified)")
+    report = _run(directory, opts, Path(out))
+    summary = summarize(report.trajectories, opts["trials"], report.errors)
+    summary["not_run"] = report.not_run
+    verified = sum(1 for t in report.trajectories if t.reward == 1.0)
+    line = f"{len(report.trajectories)} trajectories in {out} ({verified} verified)"
+    if report.errors:
+        line += (
+            f"; {len(report.errors)} errored episode(s) listed in "
+            f"{errors_path(Path(out))} (a rerun retries them)"
+        )
+    click.echo(line)
+    problem = run_problem(summary, opts["max_errors"])
+    if problem is not None:
+        raise click.ClickException(problem)
+    _warn_errors(summary)
 
 
 @click.command("export-sft")
@@ -305,6 +346,74 @@ def export_sft_cmd(trajectories: str, fmt: str, out: str, **opts: Any) -> None:
     except (DatasetError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"{count} rows -> {out} ({fmt}, {role} turns as targets)")
+
+
+def metric_line(summary: dict[str, Any], agent: str) -> str:
+    """The pass^k line of an acceptable run, saying what was left out when episodes errored."""
+    trials = summary["trials"]
+    ks = ", ".join(
+        f"pass^{k} {summary[f'pass^{k}']:.3f}"
+        for k in range(1, trials + 1)
+        if summary[f"pass^{k}"] is not None
+    )
+    line = f"{summary['tasks']} tasks x {trials} trials with agent {agent}: {ks}"
+    if summary["errors"]:
+        line += f" over {summary['scored']} scored episodes; {summary['errors']} errored (excluded)"
+    return line
+
+
+def run_problem(summary: dict[str, Any], max_errors: int) -> str | None:
+    """Why the run's metric must not be reported (one line), or None when it may be: more
+    errored episodes than tolerated (the run then stopped starting episodes: ``not_run``), or
+    none scored at all."""
+    errors, episodes = summary["errors"], summary["episodes"]
+    if errors == 0 or (errors <= max_errors and summary["scored"] > 0):
+        return None
+    tail = f"{errors} of {episodes} episodes errored"
+    if summary.get("not_run"):
+        tail += f", {summary['not_run']} more not run (a rerun runs them)"
+    if errors <= max_errors:
+        tail += ", none was scored"
+    else:
+        tail += f", --max-errors is {max_errors}"
+    return f"{describe_failure(summary['first_error'])} [{tail}]"
+
+
+_ROLE_FLAG = {"agent": "--agent", "user": "--user", "environment": "--env-model"}
+
+
+def describe_failure(record: dict[str, Any]) -> str:
+    """One line for people: what failed, where, and what to do."""
+    url, kind = record.get("base_url"), record.get("kind")
+    where = f"the model at {url}" if url else f"the {record.get('role', 'agent')}'s model"
+    if kind == "connection":
+        reason = record.get("reason") or "connection failed"
+        return f"could not reach {where} ({reason}); check --base-url or start the server"
+    if kind == "auth":
+        return (
+            f"{where} refused the API key; set VERITASK_API_KEY or OPENAI_API_KEY "
+            f"({record['message']})"
+        )
+    if kind == "not_found":
+        return f"{where} has no model {record.get('model')!r} (404); check the model name in " + (
+            f"{_ROLE_FLAG.get(record.get('role') or '', '--agent')} and --base-url"
+        )
+    if kind == "timeout":
+        return f"{where} did not answer in time; check the server or lower --concurrency"
+    return f"the {record.get('role')} failed ({kind}): {record['message']}"
+
+
+def _warn_errors(summary: dict[str, Any]) -> None:
+    """Name the first tolerated error on stderr."""
+    if summary["errors"]:
+        first = summary["first_error"]
+        _err.print(
+            f"{summary['errors']} episode(s) errored and were not scored; first "
+            f"({first['task_id']} trial {first['trial']}): {describe_failure(first)}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def register(group: click.Group) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from veritask.model._cache import CachedProvider, RequestCache
 from veritask.model._convert import from_chat_completion, normalize_message, to_chat_request
+from veritask.model._errors import ErrorInfo, classify_error, connection_reason
 from veritask.model._hash import TRANSPORT_FIELDS, canonical_request, request_hash
 from veritask.model._registry import get_provider, register_provider, registered_schemes
 from veritask.model._replay import RecordingProvider, ReplayProvider, load_recording
@@ -24,6 +25,7 @@ from veritask.model._structured import (
     parse_model,
 )
 from veritask.model._types import (
+    ErrorKind,
     GenerateConfig,
     ModelOutput,
     ModelProvider,
@@ -46,6 +48,8 @@ __all__ = [
     "TRANSPORT_FIELDS",
     "CachedProvider",
     "CostLedger",
+    "ErrorInfo",
+    "ErrorKind",
     "GenerateConfig",
     "ModelOutput",
     "ModelProvider",
@@ -64,6 +68,8 @@ __all__ = [
     "Usage",
     "ask",
     "canonical_request",
+    "classify_error",
+    "connection_reason",
     "extract_block",
     "extract_json",
     "from_chat_completion",

@@ -106,11 +106,11 @@ def from_chat_completion(payload: Mapping[str, Any], prices: Prices | None = Non
     """
     choices = payload.get("choices") or []
     if not choices or not isinstance(choices[0], Mapping):
-        raise ProviderError("chat completion response has no choices")
+        raise ProviderError("chat completion response has no choices", kind="parse")
     choice = choices[0]
     message = choice.get("message")
     if not isinstance(message, Mapping):
-        raise ProviderError("chat completion choice has no message")
+        raise ProviderError("chat completion choice has no message", kind="parse")
     return ModelOutput(
         message=normalize_message(message),
         usage=usage_from(payload.get("usage"), prices),

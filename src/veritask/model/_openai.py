@@ -15,10 +15,35 @@ from typing import Any
 import openai
 
 from veritask.model._convert import from_chat_completion, to_chat_request
-from veritask.model._types import GenerateConfig, ModelOutput, Prices, ProviderError
+from veritask.model._errors import connection_reason
+from veritask.model._types import ErrorKind, GenerateConfig, ModelOutput, Prices, ProviderError
 
 _RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError)
 """429, 5xx, connection failures and timeouts (``APITimeoutError`` is a connection error)."""
+
+SDK_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+"""Where the SDK sends requests when no base URL is set (named in error messages)."""
+
+
+def error_kind(exc: openai.OpenAIError) -> ErrorKind:
+    """The :data:`~veritask.model.ErrorKind` of an SDK error."""
+    if isinstance(exc, openai.APITimeoutError):
+        return "timeout"
+    if isinstance(exc, openai.APIConnectionError):
+        return "connection"
+    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+        return "auth"
+    if isinstance(exc, openai.NotFoundError):
+        return "not_found"
+    if isinstance(exc, openai.RateLimitError):
+        return "rate_limit"
+    if isinstance(exc, openai.InternalServerError):
+        return "server"
+    if isinstance(exc, openai.APIStatusError):
+        return "request"
+    if isinstance(exc, openai.APIResponseValidationError):
+        return "parse"
+    return "provider"
 
 
 def resolve_endpoint(
@@ -93,8 +118,15 @@ class OpenAIProvider:
 
     The SDK's own retries are disabled; this provider retries 429, 5xx, connection errors and
     timeouts with exponential backoff and seeded jitter (honouring ``Retry-After`` up to
-    ``max_delay``), and never retries other 4xx. Each event loop gets its own SDK client and
-    concurrency limit; ``await aclose()`` before a loop ends releases its connections.
+    ``max_delay``), and never retries other 4xx. An endpoint that has never answered fails
+    fast: a connection error before the first response is retried only ``connect_retries``
+    times, ``connect_delay`` apart (doubling), and once those run out every later call raises
+    the same error at once (with ``fail_fast``), so a dead ``--base-url`` costs a second, not
+    minutes per episode. Each event loop gets its own SDK client and concurrency limit;
+    ``await aclose()`` before a loop ends releases its connections.
+
+    Errors are :class:`~veritask.model.ProviderError` with ``kind``, ``base_url`` and ``model``
+    set (and ``reason`` ``connection refused`` when the server refused the connection).
 
     Args:
         model: Model name sent to the server.
@@ -110,6 +142,10 @@ class OpenAIProvider:
         http_client: An ``httpx.AsyncClient`` for the SDK to send requests with (a trainer's
             own pooled client, or an in-process transport in tests). The caller owns it:
             ``aclose`` leaves it open.
+        connect_retries: Retries of a connection error before the endpoint first answered.
+        connect_delay: First delay between those retries in seconds (doubles each retry).
+        fail_fast: Once the endpoint has never answered and the connect retries ran out, fail
+            every later call at once with the same error.
     """
 
     def __init__(
@@ -126,6 +162,9 @@ class OpenAIProvider:
         max_delay: float = 60.0,
         retry_seed: int = 0,
         http_client: Any | None = None,
+        connect_retries: int = 2,
+        connect_delay: float = 0.25,
+        fail_fast: bool = True,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
@@ -139,6 +178,11 @@ class OpenAIProvider:
         self._max_delay = max_delay
         self._rng = random.Random(retry_seed)
         self._max_concurrency = max_concurrency
+        self._connect_retries = max(0, connect_retries)
+        self._connect_delay = connect_delay
+        self._fail_fast = fail_fast
+        self._reached = False
+        self._dead: ProviderError | None = None
         self._client_options: dict[str, Any] = {
             "base_url": url,
             "api_key": key,
@@ -196,16 +240,56 @@ class OpenAIProvider:
 
     async def _create_with_retries(self, request: dict[str, Any]) -> dict[str, Any]:
         """Call the endpoint, retrying retryable failures; the response as a JSON dict."""
-        for attempt in range(self._max_retries + 1):
+        if self._dead is not None:
+            raise self._copy(self._dead)
+        attempt = 0
+        while True:
             try:
-                return await self._create_once(request)
-            except _RETRYABLE as exc:
-                if attempt >= self._max_retries:
-                    raise self._error(exc, f"gave up after {attempt + 1} attempts") from None
-                await asyncio.sleep(self._delay(attempt, exc))
+                payload = await self._create_once(request)
             except openai.OpenAIError as exc:
-                raise self._error(exc, "not retried") from None
-        raise AssertionError("unreachable")  # pragma: no cover
+                if attempt >= self._retries_for(exc):
+                    raise self._give_up(exc, attempt) from None
+                await asyncio.sleep(self._delay(attempt, exc))
+                attempt += 1
+            else:
+                self._reached = True
+                return payload
+
+    def _unreached_connection(self, exc: openai.OpenAIError) -> bool:
+        """A connection (not timeout) error from an endpoint that has never answered."""
+        return (
+            not self._reached
+            and isinstance(exc, openai.APIConnectionError)
+            and not isinstance(exc, openai.APITimeoutError)
+        )
+
+    def _retries_for(self, exc: openai.OpenAIError) -> int:
+        """How many retries an error of this type gets."""
+        if not isinstance(exc, _RETRYABLE):
+            return 0
+        if self._unreached_connection(exc):
+            return min(self._max_retries, self._connect_retries)
+        return self._max_retries
+
+    def _give_up(self, exc: openai.OpenAIError, attempt: int) -> ProviderError:
+        """The error to raise once ``exc`` is not retried (again); latches a dead endpoint."""
+        note = f"gave up after {attempt + 1} attempts" if attempt else "not retried"
+        error = self._error(exc, note)
+        if self._fail_fast and self._unreached_connection(exc):
+            self._dead = error
+        return error
+
+    @staticmethod
+    def _copy(error: ProviderError) -> ProviderError:
+        """A fresh exception with ``error``'s message and facts (no shared traceback)."""
+        return ProviderError(
+            str(error),
+            status_code=error.status_code,
+            kind=error.kind,
+            base_url=error.base_url,
+            model=error.model,
+            reason=error.reason,
+        )
 
     async def _create_once(self, request: dict[str, Any]) -> dict[str, Any]:
         """One attempt, under the concurrency limit."""
@@ -217,6 +301,8 @@ class OpenAIProvider:
 
     def _delay(self, attempt: int, exc: Exception) -> float:
         """How long to wait before the next attempt."""
+        if isinstance(exc, openai.OpenAIError) and self._unreached_connection(exc):
+            return self._connect_delay * (2.0**attempt)
         jittered = backoff_delay(attempt, self._base_delay, self._max_delay, self._rng)
         return max(jittered, _retry_after(exc, self._max_delay))
 
@@ -228,5 +314,16 @@ class OpenAIProvider:
         not chained, so no traceback or log line carries it.
         """
         status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
+        kind = error_kind(exc)
+        reason = connection_reason(exc) if kind == "connection" else None
         text = redact(_describe(exc), self._client_options["api_key"])
-        return ProviderError(f"{self.name} request failed ({note}): {text}", status_code=status)
+        url = self.base_url or SDK_DEFAULT_BASE_URL
+        detail = f" ({reason})" if reason else ""
+        return ProviderError(
+            f"{self.name} request to {url} failed ({note}): {text}{detail}",
+            status_code=status,
+            kind=kind,
+            base_url=url,
+            model=self.model,
+            reason=reason,
+        )

@@ -5,9 +5,28 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from veritask.model._usage import Usage
+
+ErrorKind = Literal[
+    "connection",
+    "timeout",
+    "auth",
+    "not_found",
+    "rate_limit",
+    "server",
+    "request",
+    "parse",
+    "script",
+    "replay",
+    "provider",
+]
+"""What kind of failure a :class:`ProviderError` is: ``connection`` (the endpoint could not be
+reached), ``timeout``, ``auth`` (401/403), ``not_found`` (404: a wrong model name or path),
+``rate_limit`` (429 after retries), ``server`` (5xx after retries), ``request`` (another 4xx),
+``parse`` (an unusable response), ``script``/``replay`` (a test double ran out) and
+``provider`` (anything else)."""
 
 
 class ProviderError(RuntimeError):
@@ -16,19 +35,42 @@ class ProviderError(RuntimeError):
     Attributes:
         status_code: The HTTP status of the failed response, or None when there was none
             (connection error, timeout, malformed payload, scripted failure).
+        kind: What kind of failure it is (see :data:`ErrorKind`).
+        base_url: The endpoint the call went to, when the provider has one.
+        model: The model the call asked for, when the provider names one.
+        reason: A short cause for people (``connection refused``), or None.
     """
 
-    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+    default_kind: ErrorKind = "provider"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        kind: ErrorKind | None = None,
+        base_url: str | None = None,
+        model: str | None = None,
+        reason: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.status_code = status_code
+        self.kind: ErrorKind = kind or self.default_kind
+        self.base_url = base_url
+        self.model = model
+        self.reason = reason
 
 
 class ScriptExhausted(ProviderError):
     """A scripted provider was asked for more responses than its script holds."""
 
+    default_kind: ErrorKind = "script"
+
 
 class ReplayMiss(ProviderError):
     """A replay provider has no recorded response for a request."""
+
+    default_kind: ErrorKind = "replay"
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@
 - Executors: ``InProcessExecutor`` and ``ProcessPoolExecutor`` behind ``Executor.map``;
   ``AsyncExecutor`` for stages that await model calls; ``RayExecutor`` for both (a
   ``RecordingStage``'s async units run on Ray actors while the caller writes their results).
-- ``run_batch``: the rollout job (episodes on ``veritask.rollout``'s loop).
+- ``run_batch``: the rollout job (episodes on ``veritask.rollout``'s loop); ``run_rollout``
+  also returns the errored episodes.
 - ``Evolution`` / ``EvolutionStage`` / ``run_evolution``: the self-evolving loop (streams of
   iterations that synthesize, verify and reflect, each committed as a unit) that ``evolve`` and
   ``logic evolve`` both run on.
@@ -42,7 +43,14 @@ from veritask.pipeline._manifest import (
     release_runs,
 )
 from veritask.pipeline._ray import RayExecutor
-from veritask.pipeline._rollout import RolloutStage, rollout_config, run_batch
+from veritask.pipeline._rollout import (
+    RolloutReport,
+    RolloutStage,
+    errors_path,
+    rollout_config,
+    run_batch,
+    run_rollout,
+)
 from veritask.pipeline._stage import (
     AsyncStage,
     RecordingStage,
@@ -64,6 +72,7 @@ __all__ = [
     "ProcessPoolExecutor",
     "RayExecutor",
     "RecordingStage",
+    "RolloutReport",
     "RolloutStage",
     "RunConflict",
     "RunInUse",
@@ -73,6 +82,7 @@ __all__ = [
     "Unit",
     "config_diff",
     "config_hash",
+    "errors_path",
     "executor_for",
     "pending",
     "release_runs",
@@ -80,6 +90,7 @@ __all__ = [
     "rollout_config",
     "run_batch",
     "run_evolution",
+    "run_rollout",
     "unit_ids",
     "use_executor",
 ]

@@ -7,11 +7,18 @@ trajectory's own ``key``). With an output file, the run manifest is a sidecar
 the temperature, the base seed and the episode limits. A rerun into the same file with the same
 config resumes (more tasks or trials may be added); another config is refused, naming the fields
 that differ, instead of returning the old trajectories.
+
+An episode that errored (a role raised: the model was unreachable, refused the key, timed out,
+answered what could not be parsed) is not scored and not written to ``OUT``: it goes to
+``OUT.errors.jsonl`` (rewritten by each run, removed when a run has none), and since ``OUT``
+does not hold its unit, a rerun retries it. ``OUT`` lines of errored episodes written by older
+versions are dropped on opening for the same reason.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -19,17 +26,19 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from veritask._util import derive_seed, sha256
+from veritask._util import derive_seed, sha256, write_lines_atomic
 from veritask.pipeline._executors import AsyncExecutor, remote_executor
 from veritask.pipeline._jsonl import JsonlUnits
 from veritask.pipeline._manifest import RunManifest
 from veritask.pipeline._stage import Unit, pending
 from veritask.rollout import (
     EpisodeLimits,
+    EpisodeOutcome,
     RoleFactory,
     SessionFactory,
     TaskSource,
-    run_episode,
+    failure_record,
+    play_episode,
     score,
 )
 from veritask.task import TaskPackage, Trajectory
@@ -44,15 +53,33 @@ def unit_id(task_id: str, trial: int, seed: int) -> str:
 
 
 def _line_key(line: str) -> str | None:
+    """The unit of a scored trajectory line (None for an errored one: it is to be retried)."""
     try:
-        return unit_id(*Trajectory.model_validate_json(line).key)
+        traj = Trajectory.model_validate_json(line)
     except (ValidationError, ValueError):
         return None
+    return None if traj.stop_reason == "agent_error" else unit_id(*traj.key)
 
 
 def manifest_path(out: Path) -> Path:
     """Where the run manifest of a trajectories file lives (``OUT.run.json``)."""
     return out.with_name(out.name + ".run.json")
+
+
+def errors_path(out: Path) -> Path:
+    """Where a run lists its errored episodes (``OUT.errors.jsonl``)."""
+    return out.with_name(out.name + ".errors.jsonl")
+
+
+@dataclass(frozen=True)
+class RolloutReport:
+    """What a rollout produced: the scored trajectories and the errored episodes, both in
+    task/trial order."""
+
+    trajectories: list[Trajectory]
+    errors: list[EpisodeOutcome]
+    not_run: int = 0
+    """Units left pending because more episodes errored than ``max_errors`` tolerates."""
 
 
 def rollout_config(
@@ -94,6 +121,11 @@ class RolloutStage:
     environment_name: str | None = None
     name: str = "rollout"
     results: dict[str, Trajectory] = field(default_factory=dict)
+    failures: dict[str, EpisodeOutcome] = field(default_factory=dict)
+    max_errors: int | None = None
+    """Once more episodes than this errored, units not yet started are not run (None: all
+    run). Counted by this process: Ray workers run what they were handed."""
+    not_run: int = 0
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def units(self) -> Sequence[Unit[Episode]]:
@@ -124,26 +156,40 @@ class RolloutStage:
             environment_name=self.environment_name,
         )
 
-    def record(self, unit: Unit[Episode], traj: Trajectory) -> Trajectory:
-        """Keep and persist one finished episode (the run's one writer)."""
-        self.results[unit.id] = traj
+    def record(self, unit: Unit[Episode], outcome: EpisodeOutcome | None) -> EpisodeOutcome | None:
+        """Keep and persist one finished episode (the run's one writer); an errored one is kept
+        apart and not persisted, so the unit stays pending for a rerun (as does one not run)."""
+        if outcome is None:
+            self.not_run += 1
+            return None
+        if outcome.failure is not None:
+            self.failures[unit.id] = outcome
+            return outcome
+        self.results[unit.id] = outcome.trajectory
         if self.store is not None:
-            self.store.append(unit.id, traj.model_dump_json())
-        return traj
+            self.store.append(unit.id, outcome.trajectory.model_dump_json())
+        return outcome
 
-    async def run(self, unit: Unit[Episode]) -> Trajectory:
-        """Run, verify and persist one episode."""
+    def _given_up(self) -> bool:
+        return self.max_errors is not None and len(self.failures) > self.max_errors
+
+    async def run(self, unit: Unit[Episode]) -> EpisodeOutcome | None:
+        """Run, verify (unless it errored) and persist one episode; None, without running it,
+        once more episodes errored than tolerated."""
+        if self._given_up():
+            async with self._lock:
+                return self.record(unit, None)
         pkg, trial, episode_seed = unit.params
         task = self.source.episode_task(pkg)
         agent, user = self.roles.build(task, trial, episode_seed)
         session = self.environment(task, trial, episode_seed) if self.environment else None
-        traj = await run_episode(
+        outcome = await play_episode(
             task, agent, user, trial=trial, seed=episode_seed, limits=self.limits, session=session
         )
-        if session is None:
-            traj = score(traj, self.source, pkg)
+        if session is None and outcome.failure is None:
+            outcome = EpisodeOutcome(score(outcome.trajectory, self.source, pkg))
         async with self._lock:
-            return self.record(unit, traj)
+            return self.record(unit, outcome)
 
     def collected(self, units: Sequence[Unit[Episode]]) -> list[Trajectory]:
         """The trajectories of ``units`` in unit order (resumed ones read from the store)."""
@@ -155,6 +201,21 @@ class RolloutStage:
             if traj is not None:
                 out.append(traj)
         return out
+
+    def errored(self, units: Sequence[Unit[Episode]]) -> list[EpisodeOutcome]:
+        """The errored episodes of ``units`` in unit order."""
+        return [self.failures[u.id] for u in units if u.id in self.failures]
+
+
+def write_errors(out: Path, errors: Sequence[EpisodeOutcome]) -> None:
+    """List a run's errored episodes next to ``out`` (one :func:`failure_record` a line), or
+    remove the list of an earlier run when there are none."""
+    path = errors_path(out)
+    if not errors:
+        path.unlink(missing_ok=True)
+        return
+    lines = (json.dumps(failure_record(e), sort_keys=True) + "\n" for e in errors)
+    write_lines_atomic(path, (line.encode("utf-8") for line in lines))
 
 
 def open_rollout(
@@ -184,11 +245,45 @@ async def run_batch(
     progress: Callable[[Trajectory], None] | None = None,
     environment: tuple[str, SessionFactory] | None = None,
 ) -> list[Trajectory]:
-    """Run every (task, trial), verify each trajectory, append it to ``out`` as it finishes, and
-    skip those ``out`` already holds (resume). Returns all trajectories in task/trial order.
+    """:func:`run_rollout`, returning only the scored trajectories (errored episodes are left
+    out: see :func:`run_rollout` to get them)."""
+    report = await run_rollout(
+        source,
+        roles,
+        trials=trials,
+        seed=seed,
+        concurrency=concurrency,
+        out=out,
+        limits=limits,
+        progress=progress,
+        environment=environment,
+    )
+    return report.trajectories
 
-    When the run completes, ``out`` is rewritten in unit order, so a resumed run ends with the
-    bytes of an uninterrupted one.
+
+async def run_rollout(
+    source: TaskSource,
+    roles: RoleFactory,
+    *,
+    trials: int = 1,
+    seed: int = 0,
+    concurrency: int = 8,
+    out: Path | None = None,
+    limits: EpisodeLimits | None = None,
+    progress: Callable[[Trajectory], None] | None = None,
+    environment: tuple[str, SessionFactory] | None = None,
+    max_errors: int | None = None,
+) -> RolloutReport:
+    """Run every (task, trial), verify each trajectory, append it to ``out`` as it finishes, and
+    skip those ``out`` already holds (resume). Returns the scored trajectories and the errored
+    episodes, in task/trial order.
+
+    An errored episode (a role raised) is not verified nor written to ``out``; the run lists
+    it in ``OUT.errors.jsonl`` and a rerun into ``out`` retries it. When the run completes,
+    ``out`` is rewritten in unit order, so a resumed run ends with the bytes of an
+    uninterrupted one. ``progress`` sees every finished episode's trajectory, errored or not.
+    With ``max_errors``, once more episodes than that errored the units not yet started are
+    left pending (counted in ``RolloutReport.not_run``): a dead endpoint ends the run early.
 
     ``environment`` is a name and a session factory for a simulated environment (its judge
     gives the reward); by default episodes run on the SQLite environment and are verified.
@@ -201,15 +296,24 @@ async def run_batch(
         RunConflict: ``out`` holds trajectories of another config (agent, user, seed, ...).
     """
     stage = RolloutStage(source, roles, trials, seed, limits or EpisodeLimits())
+    stage.max_errors = max_errors
     if environment is not None:
         stage.environment_name, stage.environment = environment
     units = stage.units()
     manifest = open_rollout(stage, out, units)
+
+    def seen(outcome: EpisodeOutcome | None) -> None:
+        if progress is not None and outcome is not None:
+            progress(outcome.trajectory)
+
     remote = remote_executor()
     if remote is not None:  # e.g. Ray actors run the episodes; this process writes them
-        await remote.map_async(stage, pending(stage), concurrency, on_result=progress)
+        await remote.map_async(stage, pending(stage), concurrency, on_result=seen)
     else:
-        await AsyncExecutor(concurrency).map(stage, pending(stage), on_result=progress)
+        await AsyncExecutor(concurrency).map(stage, pending(stage), on_result=seen)
     if stage.store is not None and manifest is not None:
         stage.store.finish(manifest.units)
-    return stage.collected(units)
+    errors = stage.errored(units)
+    if out is not None:
+        write_errors(out, errors)
+    return RolloutReport(stage.collected(units), errors, stage.not_run)

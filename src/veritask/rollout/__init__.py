@@ -5,21 +5,40 @@ metrics over them (pass^k, pass@k) in ``veritask.verify``. The batch runner (sch
 persistence, resume) is the rollout job of ``veritask.pipeline``.
 """
 
-from veritask.rollout._batch import RoleFactory, TaskSource, score, summarize
+from veritask.rollout._batch import (
+    BUILTIN_AGENTS,
+    BUILTIN_USERS,
+    RoleError,
+    RoleFactory,
+    TaskSource,
+    failure_record,
+    score,
+    summarize,
+)
 from veritask.rollout._episode import (
+    EpisodeFailure,
     EpisodeLimits,
+    EpisodeOutcome,
     EpisodeTask,
     SessionFactory,
+    play_episode,
     real_session,
     run_episode,
 )
 
 __all__ = [
+    "BUILTIN_AGENTS",
+    "BUILTIN_USERS",
+    "EpisodeFailure",
     "EpisodeLimits",
+    "EpisodeOutcome",
     "EpisodeTask",
+    "RoleError",
     "RoleFactory",
     "SessionFactory",
     "TaskSource",
+    "failure_record",
+    "play_episode",
     "real_session",
     "run_episode",
     "score",

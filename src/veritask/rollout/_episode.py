@@ -6,12 +6,12 @@ The environment side is an :class:`~veritask.task.EnvSession` over the task.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
 
 from veritask.agent import STOP, Agent, User
 from veritask.env import CompiledDomain
-from veritask.model import Usage
+from veritask.model import Usage, classify_error
 from veritask.task import EnvSession, EpisodeEnd, Session, StopReason, TaskPackage, Trajectory
 
 
@@ -47,6 +47,72 @@ def real_session(task: EpisodeTask, _trial: int = 0, _seed: int = 0) -> Session:
     return EnvSession.for_task(task.package, task.domain, task.origin, task.target)
 
 
+Role = Literal["agent", "user", "environment"]
+"""Who raised: the assistant, the user simulator, or the environment (a simulator or judge)."""
+
+
+@dataclass(frozen=True)
+class EpisodeFailure:
+    """Why an episode could not be played out: a role raised instead of answering.
+
+    Such an episode says nothing about the agent (an unreachable endpoint, a rejected key, a
+    timeout, an answer that could not be parsed, a provider that raised), so it is reported
+    apart and never scored. A tool call the environment *rejects* is no failure: it is an
+    answer, and the episode goes on and is scored.
+
+    Attributes:
+        role: Who raised.
+        kind: The failure's kind (see :func:`veritask.model.classify_error`).
+        message: ``ExceptionType: message``.
+        base_url: The endpoint the failed call tried, when known.
+        model: The model it asked for, when known.
+        reason: A short cause (``connection refused``), when known.
+    """
+
+    role: Role
+    kind: str
+    message: str
+    base_url: str | None = None
+    model: str | None = None
+    reason: str | None = None
+
+    @classmethod
+    def from_exception(cls, role: Role, exc: BaseException) -> EpisodeFailure:
+        """Classify what ``role`` raised."""
+        info = classify_error(exc)
+        return cls(role, info.kind, info.message, info.base_url, info.model, info.reason)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (stable keys: those of the attributes)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class EpisodeOutcome:
+    """A played episode: its trajectory, and the failure that ended it, if any.
+
+    With a failure the trajectory (``stop_reason`` ``agent_error``) is a record of how far the
+    episode got, not a result to score.
+    """
+
+    trajectory: Trajectory
+    failure: EpisodeFailure | None = None
+
+    @property
+    def scored(self) -> bool:
+        """True when the episode ran to an end the verifier may score."""
+        return self.failure is None
+
+
+class _RoleFailed(Exception):
+    """A role raised; carries who it was."""
+
+    def __init__(self, role: Role, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.role: Role = role
+        self.cause = cause
+
+
 class _Runner:
     def __init__(
         self, task: EpisodeTask, agent: Agent, user: User, limits: EpisodeLimits, session: Session
@@ -61,14 +127,20 @@ class _Runner:
         self.errors_in_a_row = 0
 
     async def _tool_result(self, turn: int, call: dict[str, Any]) -> dict[str, Any]:
-        message, result = await self.session.astep(call, turn)
+        try:
+            message, result = await self.session.astep(call, turn)
+        except Exception as exc:  # a simulator's model failing, say
+            raise _RoleFailed("environment", exc) from exc
         self.errors_in_a_row = 0 if result.ok else self.errors_in_a_row + 1
         return message
 
     async def agent_turn(self) -> StopReason | None:
         """Let the agent act until it speaks to the user; a stop reason when the episode must end."""
         for _ in range(self.limits.max_steps_per_turn):
-            turn = await self.agent.respond(self.messages, self.session.tools)
+            try:
+                turn = await self.agent.respond(self.messages, self.session.tools)
+            except Exception as exc:
+                raise _RoleFailed("agent", exc) from exc
             self.agent_usage.add(turn.usage)
             self.messages.append(turn.message)
             calls = turn.message.get("tool_calls") or []
@@ -81,15 +153,21 @@ class _Runner:
                 return "tool_errors"
         return "max_turns"
 
+    async def _user_turn(self, opening: bool) -> Any:
+        try:
+            return await (self.user.open() if opening else self.user.respond(self.messages))
+        except Exception as exc:
+            raise _RoleFailed("user", exc) from exc
+
     async def run(self) -> StopReason:
-        opening = await self.user.open()
+        opening = await self._user_turn(opening=True)
         self.user_usage.add(opening.usage)
         self.messages.append(opening.message)
         for _ in range(self.limits.max_turns):
             stop = await self.agent_turn()
             if stop is not None:
                 return stop
-            reply = await self.user.respond(self.messages)
+            reply = await self._user_turn(opening=False)
             self.user_usage.add(reply.usage)
             if STOP in (reply.message.get("content") or ""):
                 return "user_stop"
@@ -112,26 +190,87 @@ async def run_episode(
 
     The loop stops on the user's ``###STOP###``, after ``max_turns`` user turns, after too many
     consecutive tool errors, or when a role raises (``agent_error``, with the message kept).
-    ``session`` is the environment side (default: :func:`real_session`).
+    ``session`` is the environment side (default: :func:`real_session`). Use
+    :func:`play_episode` to learn whether (and why) the episode failed.
+    """
+    outcome = await play_episode(
+        task, agent, user, trial=trial, seed=seed, limits=limits, session=session
+    )
+    return outcome.trajectory
+
+
+async def play_episode(
+    task: EpisodeTask,
+    agent: Agent,
+    user: User,
+    *,
+    trial: int = 0,
+    seed: int = 0,
+    limits: EpisodeLimits | None = None,
+    session: Session | None = None,
+) -> EpisodeOutcome:
+    """:func:`run_episode`, with the failure that ended the episode (if a role raised).
+
+    A failure of the environment while writing the trajectory (a simulated environment's
+    judge) is a failure too; the trajectory is then the conversation alone.
+
+    Args:
+        task: The task.
+        agent: The assistant.
+        user: The user simulator.
+        trial: The trial index.
+        seed: The episode seed.
+        limits: When the episode ends (default :class:`EpisodeLimits`).
+        session: The environment side (default: :func:`real_session`).
+
+    Returns:
+        The trajectory and, when a role raised, an :class:`EpisodeFailure`.
     """
     runner = _Runner(task, agent, user, limits or EpisodeLimits(), session or real_session(task))
-    error = None
+    failure = None
     try:
         stop = await runner.run()
-    except Exception as exc:  # a provider or script failure ends the episode, recorded
-        stop, error = "agent_error", f"{type(exc).__name__}: {exc}"
+    except _RoleFailed as exc:  # recorded, not raised: the batch reports it apart
+        stop, failure = "agent_error", EpisodeFailure.from_exception(exc.role, exc.cause)
+    except Exception as exc:  # the loop itself choking on what a role returned
+        stop, failure = "agent_error", EpisodeFailure.from_exception("agent", exc)
+    end = EpisodeEnd(
+        messages=runner.messages,
+        agent=agent.name,
+        user=user.name,
+        stop_reason=stop,
+        trial=trial,
+        seed=seed,
+        agent_usage=runner.agent_usage,
+        user_usage=runner.user_usage,
+        error=failure.message if failure else None,
+    )
     try:
-        end = EpisodeEnd(
-            messages=runner.messages,
-            agent=agent.name,
-            user=user.name,
-            stop_reason=stop,
-            trial=trial,
-            seed=seed,
-            agent_usage=runner.agent_usage,
-            user_usage=runner.user_usage,
-            error=error,
-        )
-        return await runner.session.atrajectory(end)
+        return EpisodeOutcome(await runner.session.atrajectory(end), failure)
+    except Exception as exc:  # the environment could not write the episode (a judge failing)
+        failure = failure or EpisodeFailure.from_exception("environment", exc)
+        return EpisodeOutcome(_bare_trajectory(task, runner, end, failure), failure)
     finally:
         runner.session.close()
+
+
+def _bare_trajectory(
+    task: EpisodeTask, runner: _Runner, end: EpisodeEnd, failure: EpisodeFailure
+) -> Trajectory:
+    """The conversation of an episode whose environment failed to write it (no state facts)."""
+    return Trajectory(
+        task_id=task.package.id,
+        domain=task.package.domain,
+        trial=end.trial,
+        seed=end.seed,
+        agent=end.agent,
+        user=end.user,
+        messages=end.messages,
+        tools=runner.session.tools,
+        stop_reason="agent_error",
+        initial_distance=0,
+        final_distance=0,
+        agent_usage=runner.agent_usage,
+        user_usage=runner.user_usage,
+        error=failure.message,
+    )

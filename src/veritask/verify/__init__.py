@@ -18,7 +18,7 @@ from veritask.verify._compare import values_match
 from veritask.verify._composite import COMPONENTS, verify
 from veritask.verify._confirm import confirmation, is_confirmation, unconfirmed_writes
 from veritask.verify._judge import TAXONOMY, Finding, JudgeAnswer, JudgeVerdict, judge, transcript
-from veritask.verify._metrics import pass_at_k, pass_hat_k, pass_hat_k_table
+from veritask.verify._metrics import pass_at_k, pass_hat_k, pass_hat_k_scored, pass_hat_k_table
 from veritask.verify._prune import PruneStep, is_write, prune, required_calls
 from veritask.verify._state import gold_diff_for, state_exact, state_subset
 from veritask.verify._verdict import ComponentResult, Verdict, VerificationError
@@ -47,6 +47,7 @@ __all__ = [
     "partial_credit",
     "pass_at_k",
     "pass_hat_k",
+    "pass_hat_k_scored",
     "pass_hat_k_table",
     "prune",
     "required_calls",

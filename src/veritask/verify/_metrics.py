@@ -84,3 +84,26 @@ def _mean_pass_hat_k(results: Mapping[str, Sequence[bool | int]], k: int) -> flo
         except ValueError as exc:
             raise ValueError(f"task {task_id!r}: {exc}") from exc
     return total / len(results)
+
+
+def pass_hat_k_scored(
+    results: Mapping[str, Sequence[bool | int]], ks: Iterable[int]
+) -> dict[str, float | None]:
+    """pass^k averaged over the tasks that have at least k scored trials.
+
+    For runs where some episodes could not be scored (an unreachable model, say): a task's
+    estimate uses only its scored trials (``C(c, k) / C(n, k)`` stays unbiased for any
+    ``n >= k``), and a task with fewer than k scored trials is left out of pass^k.
+
+    Args:
+        results: Task id -> successes of its scored trials (may be empty).
+        ks: The k values.
+
+    Returns:
+        ``{"pass^k": mean or None}``, None when no task has k scored trials.
+    """
+    table: dict[str, float | None] = {}
+    for k in ks:
+        eligible = {tid: s for tid, s in results.items() if len(s) >= k >= 1}
+        table[f"pass^{k}"] = _mean_pass_hat_k(eligible, k) if eligible else None
+    return table
