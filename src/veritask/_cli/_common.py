@@ -222,3 +222,14 @@ def model_calls(spec: str | None) -> Iterator[None]:
         yield
     except ProviderError as exc:
         raise model_failure(spec, exc) from None
+
+
+def require_packages(directory: str | Path) -> None:
+    """Refuse a dataset directory whose manifest exists but holds no package (a command that
+    reads packages would otherwise report an empty success)."""
+    manifest = Path(directory) / "manifest.jsonl"
+    if manifest.is_file() and not manifest.read_bytes().strip():
+        raise click.ClickException(
+            f"{manifest}: the manifest is empty: this dataset has no packages "
+            "(generate into it first, or name another directory)"
+        )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from veritask._cli._common import OUT_FILE
+from veritask._cli._common import OUT_FILE, require_packages
 from veritask.task import DatasetError, compact_dataset, pack_dataset, unpack_dataset
 
 
@@ -19,6 +19,7 @@ from veritask.task import DatasetError, compact_dataset, pack_dataset, unpack_da
 def pack_cmd(directory: str, out: str | None) -> None:
     """Write a dataset directory as one archive file (same directory, same bytes)."""
     target = out or directory.rstrip("/") + ".vtpack"
+    require_packages(directory)
     try:
         count = pack_dataset(directory, target)
     except DatasetError as exc:
@@ -43,6 +44,7 @@ def unpack_cmd(archive: str, directory: str) -> None:
 def compact_cmd(directory: str) -> None:
     """Store an older dataset's targets as deltas from their origins (in place; the manifest,
     seal and certificates are unchanged)."""
+    require_packages(directory)
     try:
         count = compact_dataset(directory)
     except DatasetError as exc:

@@ -6,13 +6,21 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import click
 
-from veritask._cli._common import OUT_FILE, cache_dir_option, echo_json, model_failure, provider_arg
+from veritask._cli._common import (
+    OUT_FILE,
+    cache_dir_option,
+    echo_json,
+    model_failure,
+    provider_arg,
+    reading,
+)
 from veritask.logic._evolve import evolve
 from veritask.logic._family import Family
 from veritask.logic._filefamily import FamilyFileError, FileFamily
@@ -294,6 +302,7 @@ def evolve_cmd(
     settings resumes after its last committed round without asking the model again (more
     --rounds continue a rejected run); a rerun with other settings is refused."""
     _check_tau(n, tau)
+    _check_playbook(playbook)
     family = family_by_id(seed_family, (*families_dirs, out))
     provider = provider_arg(model, cache_dir)
     settings = EvolveSettings(
@@ -325,3 +334,17 @@ def register(group: click.Group) -> None:
     """Add ``gate`` and ``evolve`` to a click group."""
     group.add_command(gate_cmd)
     group.add_command(evolve_cmd)
+
+
+def _check_playbook(path: str | None) -> None:
+    """A --playbook file that exists must be a playbook an earlier run wrote (one line
+    otherwise); a missing one is where this run writes its playbook."""
+    if path is None or not Path(path).is_file():
+        return
+    with reading(path):
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path} is not a playbook (not JSON: {exc})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
+            raise ValueError(f"{path} is not a playbook: expected a JSON object with 'entries'")

@@ -329,6 +329,8 @@ def export_sft_cmd(trajectories: str, fmt: str, out: str, **opts: Any) -> None:
     from veritask.export import export_sft, packages_by_id, read_trajectories
 
     role = opts["role"]
+    if not Path(trajectories).read_bytes().strip():
+        raise click.ClickException(f"{trajectories} is empty: there are no trajectories to export")
     if role == "user" and opts["dataset"] is None:
         raise click.UsageError("--role user needs --dataset (the tasks' hidden user profiles)")
     try:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from veritask._cli._common import spec_arg
+from veritask._cli._common import spec_arg, state_file
 from veritask._cli.simulate_cmds import env_opener, env_options
 from veritask.serve import MAX_CONNECTIONS, REQUEST_TIMEOUT, check_bind
 
@@ -101,6 +101,8 @@ def serve_mcp_cmd(
             f"serve-mcp needs the MCP SDK ({exc}); install it with: pip install 'veritask[mcp]'"
         ) from None
     state_path = Path(state) if state else None
+    if state is not None:
+        state_file(state)  # one line now, not a failure inside the server
     opener = env_opener(env_model, env_tools)
     try:
         if transport == "stdio":

@@ -19,6 +19,7 @@ from veritask._cli._common import (
     not_a_directory,
     provider_arg,
     reading,
+    require_packages,
 )
 
 
@@ -219,6 +220,7 @@ def fidelity_cmd(
     from veritask.simulate import REPLAYS, run_fidelity
     from veritask.task import DatasetError
 
+    require_packages(directory)
     try:
         source = TaskSource.load(directory, limit=limit)
     except DatasetError as exc:

@@ -19,6 +19,7 @@ from veritask._cli._common import (
     not_a_directory,
     provider_arg,
     reading,
+    require_packages,
 )
 from veritask.synth import GenerateSummary, generate
 from veritask.task import DatasetError, check_dataset, export_tau2, load_prices, report_dataset
@@ -277,6 +278,7 @@ def _echo_costs(costs: dict[str, Any]) -> None:
 @click.option("--out", type=OUT_FILE, required=True, help="Output file.")
 def export_cmd(directory: str, fmt: str, out: str) -> None:
     """Export a dataset (tau2: tau2-bench Task JSON)."""
+    require_packages(directory)
     try:
         count = export_tau2(directory, Path(out))
     except DatasetError as exc:

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from veritask._cli._common import require_packages
+
 DEFAULT_PORT = 8766
 """Port ``veritask view`` listens on unless told otherwise."""
 
@@ -48,6 +50,8 @@ def view_cmd(
         raise click.ClickException(
             f"veritask view needs the 'http' extra (pip install 'veritask[http]'): {exc}"
         ) from None
+    if path.is_dir():
+        require_packages(path)
     try:
         site = Site(open_pages(path, dataset=dataset, check=check, gates=gates))
     except ViewError as exc:

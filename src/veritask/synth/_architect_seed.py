@@ -28,7 +28,8 @@ class SeedError(ValueError):
 
     def __init__(self, issues: list[SpecIssue]) -> None:
         self.issues = issues
-        super().__init__("invalid seed:\n" + "\n".join(f"  {i}" for i in issues))
+        # one line (a command prints the first line of an error): every issue, separated
+        super().__init__("invalid seed: " + "; ".join(str(i) for i in issues))
 
 
 class SeedHints(BaseModel):

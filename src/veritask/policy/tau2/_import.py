@@ -8,7 +8,6 @@ definitions veritask ships (``retail_tools.yaml``), written from what the tools 
 from __future__ import annotations
 
 import ast
-import json
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from veritask._util import read_json, read_text
 from veritask.policy._spec import DomainSpec
 from veritask.policy.tau2._retail import KEYED, REFERENCES, TABLES, flatten_retail
 
@@ -199,7 +199,13 @@ def tool_docs(source: str) -> dict[str, tuple[str, dict[str, str]]]:
     whose decorator is ``is_tool``, the docstring's text before ``Args:`` and each argument's
     line. The source is parsed (``ast``), never imported."""
     out: dict[str, tuple[str, dict[str, str]]] = {}
-    for node in ast.walk(ast.parse(source)):
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, RecursionError, MemoryError, ValueError) as exc:
+        raise ValueError(
+            f"tools.py is not Python the importer can read ({type(exc).__name__})"
+        ) from None
+    for node in ast.walk(tree):
         if not isinstance(node, ast.FunctionDef) or not any(
             "is_tool" in ast.unparse(d) for d in node.decorator_list
         ):
@@ -243,8 +249,8 @@ def import_tau2(root: Path, domain: str) -> Tau2Import:
     if domain not in DOMAINS:
         raise ValueError(f"unsupported τ²-bench domain {domain!r}; supported: {', '.join(DOMAINS)}")
     data_dir = root / "data" / "tau2" / "domains" / domain
-    db = json.loads((data_dir / "db.json").read_text(encoding="utf-8"))
-    policy = (data_dir / "policy.md").read_text(encoding="utf-8")
+    db = read_json(data_dir / "db.json")
+    policy = read_text(data_dir / "policy.md")
     source = root / "src" / "tau2" / "domains" / domain / "tools.py"
     docs = tool_docs(source.read_text(encoding="utf-8")) if source.is_file() else {}
     tools = load_tools(domain)["tools"]
@@ -262,7 +268,18 @@ def import_tau2(root: Path, domain: str) -> Tau2Import:
             },
             "tables": [_table(n) for n in TABLES],
             "procedures": [_procedure(t, docs) for t in tools if "unsupported" not in t],
-            "seed": flatten_retail(db),
+            "seed": _seed_rows(db, data_dir / "db.json"),
         }
     )
     return Tau2Import(spec, policy, unsupported)
+
+
+def _seed_rows(db: Any, path: Path) -> dict[str, list[dict[str, Any]]]:
+    """The retail database as rows, or a ValueError saying what it lacks."""
+    try:
+        return flatten_retail(db)
+    except (KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise ValueError(
+            f"{path} is not τ²-bench's retail database ({type(exc).__name__}: {exc}); "
+            "expected 'products', 'users' and 'orders' as τ²-bench writes them"
+        ) from None
