@@ -8,12 +8,12 @@ the run writes (``OUT/<stage>.json``), and each service's spec from the file the
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup
 
+from veritask._util import read_json
 from veritask._view._charts import bars
 from veritask._view._graph_svg import graph_svg
 from veritask._view._pages import Page, Query, slug
@@ -42,7 +42,7 @@ def _summary(root: Path, stage: str) -> dict[str, Any]:
     path = root / f"{stage}.json"
     if not path.is_file():
         return {}
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    data: dict[str, Any] = read_json(path)
     return data
 
 

@@ -8,11 +8,11 @@ as files, so a run that is not finished shows the units it has.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from veritask._util import read_json, read_jsonl
 from veritask._view._charts import bars
 from veritask._view._compose import manifest_ids
 from veritask._view._pages import Page, Query, slug
@@ -37,8 +37,8 @@ def trajectory_index(root: Path) -> dict[str, int]:
     path = root / "trajectories.jsonl"
     if not path.is_file():
         return {}
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return {str(json.loads(line).get("task_id")): i for i, line in enumerate(lines)}
+    rows = read_jsonl(path)  # bounded: a hostile run directory ends in one ViewError line
+    return {str(r.get("task_id") if isinstance(r, dict) else None): i for i, r in enumerate(rows)}
 
 
 def candidate_rows(unit: dict[str, Any], final: set[str]) -> list[dict[str, Any]]:
@@ -222,7 +222,7 @@ def _unit_body(folder: Path, unit_id: str) -> dict[str, Any] | None:
         path = inside(folder, f"{unit_id}.json")
         if not path.is_file():
             return None
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        data: dict[str, Any] = read_json(path)
     except (ValueError, OSError):
         return None
     return data

@@ -7,12 +7,12 @@ The policy is described in design note 0009.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from veritask._util import read_json
 from veritask.logic._records import write_json
 
 
@@ -109,7 +109,7 @@ class Playbook:
         file = Path(path)
         if not file.exists():
             return cls.default(limit)
-        book = cls.from_json(json.loads(file.read_text(encoding="utf-8")))
+        book = cls.from_json(read_json(file))
         book.limit = limit
         while len(book.entries) > limit:
             book.entries.remove(min(book.entries, key=lambda e: (e.score, e.last, e.added)))

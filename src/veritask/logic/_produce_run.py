@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from veritask._util import atomic_write_text
+from veritask._util import atomic_write_text, read_json
 from veritask.logic._family import Family, normalize
 from veritask.logic._produce import (
     MAX_SKIPS,
@@ -98,7 +98,7 @@ class FamilyStage:
 
     def read(self, position: int) -> dict[str, Any]:
         """A finished unit's part: ``family``, ``summary`` and ``records``."""
-        data: dict[str, Any] = json.loads(self.part(position).read_text(encoding="utf-8"))
+        data: dict[str, Any] = read_json(self.part(position))
         return data
 
     def _catch_up(self, position: int) -> None:

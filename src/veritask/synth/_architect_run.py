@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from veritask._util import atomic_write_text, canonical_json, sha256_text
+from veritask._util import atomic_write_text, canonical_json, read_json, sha256_text
 from veritask.model import CostLedger, GenerateConfig, ModelProvider, ModuleCost
 from veritask.pipeline import AsyncExecutor, RunManifest, Unit, pending, unit_ids
 from veritask.synth._architect import (
@@ -162,7 +162,7 @@ class ArchitectStage:
         for unit in self.units():
             if not self.done(unit):
                 return
-            data = json.loads(self.path(unit).read_text(encoding="utf-8"))
+            data = read_json(self.path(unit))
             restored = stage_from_json(data, self.seed, self.accepted)
             self.accepted[unit.params] = restored
             self.report.stages.append(restored.report)

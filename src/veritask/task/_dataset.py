@@ -39,7 +39,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from veritask._util import atomic_write, read_json, sha256
+from veritask._util import atomic_write, decode_text, decompress, read_json, sha256
 from veritask.domains import load_domain
 from veritask.policy import DomainSpec, render_wiki
 from veritask.task._compact import (
@@ -361,7 +361,9 @@ class DatasetDir:
         """The JSON lines of one finished work unit (compressed or, in older runs, plain)."""
         path = self.part_path(unit)
         if path.exists():
-            return gzip.decompress(path.read_bytes()).decode("utf-8")
+            return decode_text(
+                decompress(path.read_bytes(), what=str(path), fmt="gzip"), str(path), "JSON"
+            )
         return self._legacy_part_path(unit).read_text(encoding="utf-8")
 
     def assemble(self, units: int, limit: int) -> int:
