@@ -229,7 +229,12 @@ def opener_dropped(turns: list[Turn], _c: ToolCatalog, _rng: random.Random) -> b
 
 
 def observation_dropped(turns: list[Turn], _c: ToolCatalog, rng: random.Random) -> bool:
-    spots = [i for i, t in enumerate(turns) if t.role == "tool"]
+    # not between two equal turns: without the observation they read as a repeated turn
+    spots = [
+        i
+        for i, t in enumerate(turns)
+        if t.role == "tool" and not (0 < i < len(turns) - 1 and turns[i - 1] == turns[i + 1])
+    ]
     i = _pick(rng, spots)
     if i is None:
         return False

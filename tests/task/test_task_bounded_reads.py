@@ -26,7 +26,7 @@ from veritask.task._compact import (
 )
 from veritask.task._costs import load_prices
 from veritask.task._dataset import DatasetDir
-from veritask.task._integrity import compare_seal
+from veritask.task._integrity import Dataset, compare_seal
 
 DEEP = "[" * 100_000 + "]" * 100_000
 
@@ -45,8 +45,8 @@ def test_deep_cost_file_is_refused(tmp_path: Path) -> None:
         ds.read_costs(0)
 
 
-def test_deep_digest_is_reported_as_tampering() -> None:
-    found = compare_seal(DEEP, None, [])
+def test_deep_digest_is_reported_as_tampering(tmp_path: Path) -> None:
+    found = compare_seal(DEEP, Dataset(tmp_path, None, []))
     assert [t.subject for t in found] == ["digest.json"]
     assert "nested more than 200 levels deep" in found[0].detail
 

@@ -17,6 +17,10 @@ from veritask.task import DatasetError, check_dataset
 _err = Console(stderr=True)
 
 
+_COUNT: dict[str, Any] = {"type": click.IntRange(min=1), "show_default": True}
+"""A positive count option."""
+
+
 def _roles_options(fn: Any) -> Any:
     options = [
         click.option(
@@ -28,13 +32,7 @@ def _roles_options(fn: Any) -> Any:
         click.option(
             "--user", default="scripted", show_default=True, help="scripted | openai:MODEL"
         ),
-        click.option(
-            "--trials",
-            type=click.IntRange(min=1),
-            default=1,
-            show_default=True,
-            help="Trials per task (k of pass^k).",
-        ),
+        click.option("--trials", default=1, help="Trials per task (k of pass^k).", **_COUNT),
         click.option(
             "--seed", type=int, default=0, show_default=True, help="Base seed of the episodes."
         ),
@@ -42,20 +40,8 @@ def _roles_options(fn: Any) -> Any:
             "--base-url",
             help="OpenAI-compatible endpoint (vLLM, SGLang, ...); else VERITASK_BASE_URL / OPENAI_BASE_URL.",
         ),
-        click.option(
-            "--concurrency",
-            type=click.IntRange(min=1),
-            default=8,
-            show_default=True,
-            help="Episodes at once.",
-        ),
-        click.option(
-            "--max-turns",
-            type=click.IntRange(min=1),
-            default=30,
-            show_default=True,
-            help="User turns per episode.",
-        ),
+        click.option("--concurrency", default=8, help="Episodes at once.", **_COUNT),
+        click.option("--max-turns", default=30, help="User turns per episode.", **_COUNT),
         click.option("--limit", type=click.IntRange(min=1), help="Only the first N tasks."),
         click.option(
             "--cache-dir", type=click.Path(file_okay=False), help="Cache model responses here."

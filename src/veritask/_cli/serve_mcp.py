@@ -100,9 +100,7 @@ def serve_mcp_cmd(
         raise click.ClickException(
             f"serve-mcp needs the MCP SDK ({exc}); install it with: pip install 'veritask[mcp]'"
         ) from None
-    state_path = Path(state) if state else None
-    if state is not None:
-        state_file(state)  # one line now, not a failure inside the server
+    state_path = Path(state) if state and state_file(state) else None  # checked: one line
     opener = env_opener(env_model, env_tools)
     try:
         if transport == "stdio":

@@ -136,6 +136,11 @@ def generate_cmd(
         click.echo(
             f"{summary.tasks} packages in {summary.out} ({summary.resumed_units} of {summary.units} units were already done)"
         )
+    _refuse_empty(summary, n)
+
+
+def _refuse_empty(summary: GenerateSummary, n: int) -> None:
+    """A run that was asked for packages and made none fails, with the discard reasons."""
     if summary.tasks == 0 and n > 0:
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(summary.discarded.items()))
         raise click.ClickException(

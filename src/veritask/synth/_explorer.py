@@ -18,10 +18,11 @@ from veritask.env import Environment, ToolResult
 from veritask.policy import Call, Rule, ToolSpec, Transaction
 from veritask.synth._analysis import DomainModel, implicated_columns, row_key, target_key
 from veritask.synth._episode import Episode, Hit, SubGoalTrace, witness_call
+from veritask.synth._intent import moves_clock, same_kind
 from veritask.synth._refs import AskMaker, lookups
 from veritask.synth._sampler import Sampler, StateView
 from veritask.synth._workable import unworkable
-from veritask.task import Ask, RowRef, WitnessCall, intent_columns, is_time_column, tested_words
+from veritask.task import Ask, RowRef, WitnessCall
 
 MAX_ATTEMPTS = 4
 AIM_PROBES = 8
@@ -342,7 +343,9 @@ class SymbolicExplorer:
             on_path = any(c == col for c, _ in self.model.owner_path.get(table.name, []))
             values = self.sampler.fk_candidates(column, actor, on_path)
             if rule is not None:
-                values = self._same_kind(column.references, current, values, rule)
+                values = same_kind(
+                    self.view, self.model.spec, column.references, current, values, rule
+                )
         elif column.enum is not None:
             values = list(column.enum)
         elif column.type in ("INTEGER", "REAL"):
@@ -356,32 +359,6 @@ class SymbolicExplorer:
         self.rng.shuffle(values)
         return values
 
-    def _same_kind(self, ref: str, current: Any, values: list[Any], rule: Rule) -> list[Any]:
-        """The records among ``values`` that agree with ``current`` on what defines it."""
-        table_name = ref.split(".")[0]
-        asked = self.view.get(table_name, current) if current is not None else None
-        if asked is None:
-            return values
-        table = self.model.spec.table(table_name)
-        tested = tested_words(rule)
-        keep = [c for c in intent_columns(table) if c not in tested]
-        out = []
-        for value in values:
-            row = self.view.get(table_name, value)
-            if row is not None and all(row.get(c) == asked.get(c) for c in keep):
-                out.append(value)
-        return out
-
-    def _moves_clock(
-        self, tx: Transaction, col: str, args: dict[str, Any], decided: set[str]
-    ) -> bool:
-        """True when offering another value of ``col`` would restate a time the user gave (the
-        clock is not the user's to move past a time window or an irreversibility rule)."""
-        if col in decided or args.get(col) is None:
-            return False
-        table = self.model.spec.table(self.model.tool(tx.tool).table)
-        return col in table.column_names and is_time_column(table.column(col))
-
     def _repair(
         self,
         tx: Transaction,
@@ -393,37 +370,22 @@ class SymbolicExplorer:
     ) -> dict[str, Any] | None:
         """An alternative request after ``rule`` rejected ``args``, found by probing.
 
-        ``offered``: the alternative is one the user is offered and accepts (a reactive
-        trigger), so it must keep the request's intent: no restated time, no other record to act
-        on, no record of another kind, no value the record already has. Otherwise (a request
-        being aimed at a rule) any value the agent could write will do."""
+        ``offered``: the user is offered it (a reactive trigger), so it keeps the request's
+        intent: no restated time, no other record to act on or of another kind, no value the
+        record has. Otherwise (a request aimed at a rule) any value the agent could write."""
         snap = self.env.image()
         if rule.repair is not None and rule.repair.column in args:
             formula = self._formula_repair(tx, rule, args, snap)
             if formula is not None:
                 return formula
         key = target_key(self.model.tool(tx.tool))
-        fixed = self._fixed(tx)
-        decided = self.decided(tx, args) if self.grounding else set()
-        cols = [
-            c
-            for c in implicated_columns(rule, guard=False)
-            if c in tx.parameters
-            and c != key
-            and c not in fixed
-            and not (offered and self.grounding and self._moves_clock(tx, c, args, decided))
-        ]
-        self.rng.shuffle(cols)
-        # what the agent decides comes first: an agent fixes those before it asks the user
-        cols.sort(key=lambda c: c not in decided)
-        if key is not None and not cols and not (offered and self.grounding):
-            cols = [key]  # the rule is about the record itself: pick another record
+        intent = offered and self.grounding
+        cols = self._repair_columns(tx, rule, args, key, intent)
         fallback = None
         budget = REPAIR_PROBES
-        intent = rule if offered and self.grounding else None
         for col in cols:
             options = (
-                self._candidates(tx, col, actor, target, args.get(col), intent)
+                self._candidates(tx, col, actor, target, args.get(col), rule if intent else None)
                 if col != key
                 else self._other_targets(tx, actor, args[key])
             )
@@ -444,6 +406,29 @@ class SymbolicExplorer:
                 ):
                     fallback = trial
         return fallback
+
+    def _repair_columns(
+        self, tx: Transaction, rule: Rule, args: dict[str, Any], key: str | None, intent: bool
+    ) -> list[str]:
+        """The columns a repair of ``rule`` tries, agent-decided ones first; with ``intent``
+        never a time the user stated, and never the record itself."""
+        table = self.model.spec.table(self.model.tool(tx.tool).table)
+        fixed = self._fixed(tx)
+        decided = self.decided(tx, args) if self.grounding else set()
+        cols = [
+            c
+            for c in implicated_columns(rule, guard=False)
+            if c in tx.parameters
+            and c != key
+            and c not in fixed
+            and not (intent and moves_clock(table, c, args, decided))
+        ]
+        self.rng.shuffle(cols)
+        # what the agent decides comes first: an agent fixes those before it asks the user
+        cols.sort(key=lambda c: c not in decided)
+        if key is not None and not cols and not intent:
+            cols = [key]  # the rule is about the record itself: pick another record
+        return cols
 
     def _formula_repair(
         self, tx: Transaction, rule: Rule, args: dict[str, Any], snap: bytes

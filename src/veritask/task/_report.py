@@ -81,9 +81,7 @@ def _cast(packages: list[TaskPackage]) -> dict[str, Any]:
 def report_dataset(
     root: str | Path, spec: DomainSpec | None = None, prices: PriceTable | None = None
 ) -> dict[str, Any]:
-    """Statistics of a dataset directory.
-
-    Shares are rounded to 4 decimals and are 0.0 for an empty dataset.
+    """Statistics of a dataset directory (shares rounded to 4 decimals, 0.0 when empty).
 
     * ``boundary_density``: share of tasks whose witness hit at least one policy violation
       (``boundary_hits > 0``).
@@ -91,10 +89,8 @@ def report_dataset(
     * ``tool_coverage``: write tools (``insert_*`` / ``update_*``) some witness called
       successfully over the write tools of the domain.
     * ``refusal_share``: share of refusal tasks.
-    * ``repeated_texts``: packages whose (normalised) task text an earlier package has on
-      another origin (allowed: another starting state; the same origin is a lint finding).
-    * ``cast``: ``{"users", "max_over_uniform"}``, how many users the tasks are for and the
-      largest user's share over a uniform one.
+    * ``repeated_texts``: packages repeating an earlier one's text on another origin.
+    * ``cast``: ``{"users", "max_over_uniform"}``: users, and the largest one's share.
     * ``uncovered``: ``{domain: {"rules": {id: why}, "tools": {name: why}}}``, what no
       package covered: ``"not reached"``, or ``"unreachable by construction: <reason>"``
       when the spec rules it out (``veritask.task._reach``).
@@ -105,17 +101,16 @@ def report_dataset(
 
     Args:
         root: The dataset directory.
-        spec: The domain spec to measure coverage against; by default each package's domain
-            as the dataset names it (``DatasetDir.domain_spec``: the dataset's copy of the
-            spec, else the built-in).
-        prices: Prices per million tokens by module, model or ``default`` to recompute the
-            cost section with (see ``veritask.task._costs``); by default the recorded costs.
+        spec: The spec to measure coverage against; by default each package's domain as the
+            dataset names it (``DatasetDir.domain_spec``).
+        prices: Prices per million tokens (module, model or ``default``) to recompute the
+            cost section with (``veritask.task._costs``); by default the recorded costs.
 
     Returns:
         ``{"tasks", "difficulty": {"L1", "L2", "L3"}, "tags": {tag: count},
         "boundary_density", "rule_coverage", "tool_coverage", "mean_witness_calls",
-        "refusal_share", "repeated_texts", "cast", "uncovered"}``; ``tags`` lists every known tag (0 when unused) and any other tag
-        found. A dataset made with model calls (LLM mode) also has ``"costs"``: per module
+        "refusal_share", "repeated_texts", "cast", "uncovered"}``; ``tags`` lists every
+        known tag (0 when unused) and any other found. A dataset made with model calls (LLM mode) also has ``"costs"``: per module
         turns, prompt and completion tokens, cost and success rate, in total and per
         certified package (see :func:`~veritask.task._costs.cost_report`).
 
@@ -126,7 +121,6 @@ def report_dataset(
     n = len(packages)
     difficulty = Counter[str](p.difficulty for p in packages)
     rule_coverage, tool_coverage, missing = _coverages(packages, spec, DatasetDir(Path(root)))
-    calls = sum(len(p.witness) for p in packages)
     report: dict[str, Any] = {
         "tasks": n,
         "difficulty": {d: difficulty.get(d, 0) for d in _DIFFICULTIES},
@@ -134,7 +128,7 @@ def report_dataset(
         "boundary_density": _share(sum(1 for p in packages if p.boundary_hits > 0), n),
         "rule_coverage": rule_coverage,
         "tool_coverage": tool_coverage,
-        "mean_witness_calls": round(calls / n, 4) if n else 0.0,
+        "mean_witness_calls": round(sum(len(p.witness) for p in packages) / n, 4) if n else 0.0,
         "refusal_share": _share(sum(1 for p in packages if p.refusal), n),
         "repeated_texts": repeated_texts(packages),
         "cast": _cast(packages),
