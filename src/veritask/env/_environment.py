@@ -24,7 +24,7 @@ from veritask.env._fastpath import compile_checks, compile_row
 from veritask.env._image import read_database
 from veritask.env._notebook import bind_new_old
 from veritask.env._procedural import register_functions, run_procedure
-from veritask.env._result import ToolError, ToolResult, accepted, failure
+from veritask.env._result import ToolError, ToolResult, accepted, failure, schema_error
 from veritask.env._state import (
     Layout,
     Row,
@@ -320,7 +320,7 @@ class Environment:
                 return self._update(spec, clean)
             return run_procedure(self, spec, self.domain.procedures[spec.name], clean)
         except sqlite3.Error as exc:  # a read outside the savepoint failed (e.g. interrupted)
-            return ToolResult(tool=spec.name, ok=False, error=_schema_error(spec, exc))
+            return ToolResult(tool=spec.name, ok=False, error=schema_error(spec, exc))
 
     def _plan(self, tool: str, args: dict[Any, Any]) -> _Plan | None:
         """The fast path for this tool and these argument names (in this order), cached."""
@@ -527,7 +527,7 @@ class Environment:
             if detail:
                 message = f"{message} ({detail})"
             return ToolError(rule.code, message, rule.id, rule.hint)
-        return _schema_error(tool, exc)
+        return schema_error(tool, exc)
 
     def _detail(
         self, rule: Rule, tool: ToolSpec, old: tuple[int, Row] | None, args: dict[str, Any]
@@ -702,38 +702,6 @@ def _values_in_order(cols: tuple[str, ...]) -> Callable[[dict[str, Any]], Sequen
     if len(cols) >= 2:
         return operator.itemgetter(*cols)  # a tuple, built in C
     return lambda args: [args[c] for c in cols]
-
-
-_SCHEMA_ERRORS = [
-    (
-        "NOT NULL constraint failed",
-        "NOT_NULL_VIOLATION",
-        "Provide a value for the column named above.",
-    ),
-    ("CHECK constraint failed", "CHECK_VIOLATION", "A value is outside the allowed range or set."),
-    (
-        "FOREIGN KEY constraint failed",
-        "FOREIGN_KEY_VIOLATION",
-        "A referenced row does not exist; look it up first.",
-    ),
-    ("UNIQUE constraint failed", "UNIQUE_VIOLATION", "A row with these values already exists."),
-    ("not authorized", "FORBIDDEN", "This operation is not allowed in this environment."),
-]
-
-
-def _schema_error(tool: ToolSpec, exc: sqlite3.Error) -> ToolError:
-    text = str(exc)
-    if text == "interrupted":  # SQLITE_INTERRUPT: the progress handler hit the deadline
-        return ToolError(
-            "TIME_LIMIT_EXCEEDED",
-            f"{tool.name}: interrupted after the time limit; the call changed nothing",
-            None,
-            "The call took too long; narrow it down or try again.",
-        )
-    for needle, code, hint in _SCHEMA_ERRORS:
-        if needle in text:
-            return ToolError(code, f"{tool.name}: {text}", None, hint)
-    return ToolError("DATABASE_ERROR", f"{tool.name}: {text}", None, "")
 
 
 _SHOWN = 200  # characters of an unexpected exception's text quoted in an internal error

@@ -14,10 +14,10 @@ import json
 import operator
 import sqlite3
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal, Protocol
 
-from veritask.env._result import ToolError, ToolResult, accepted
-from veritask.policy import RAISE_PATTERN, ToolSpec
+from veritask.env._result import ToolError, ToolResult, accepted, schema_error
+from veritask.policy import RAISE_PATTERN, DomainSpec, ToolSpec
 from veritask.policy._procedure import (
     CCompact,
     CCompute,
@@ -34,8 +34,13 @@ from veritask.policy._procedure import (
     param_name,
 )
 
-if TYPE_CHECKING:
-    from veritask.env._environment import Environment
+
+class Engine(Protocol):
+    """What a procedure needs of the environment it runs in (``Environment`` is one)."""
+
+    spec: DomainSpec
+    _conn: sqlite3.Connection
+    _mode: Literal["read", "write", "admin"]
 
 
 class _Rejected(Exception):
@@ -276,12 +281,10 @@ class _Run:
         return value
 
 
-def _translate(env: Environment, tool: ToolSpec, exc: sqlite3.Error) -> ToolError:
-    from veritask.env._environment import _schema_error  # the module imports this one
-
+def _translate(env: Engine, tool: ToolSpec, exc: sqlite3.Error) -> ToolError:
     m = RAISE_PATTERN.match(str(exc))
     if m is None:
-        return _schema_error(tool, exc)
+        return schema_error(tool, exc)
     try:
         rule = env.spec.rule(m["rule"])
     except KeyError:
@@ -290,7 +293,7 @@ def _translate(env: Environment, tool: ToolSpec, exc: sqlite3.Error) -> ToolErro
 
 
 def run_procedure(
-    env: Environment, tool: ToolSpec, proc: CompiledProcedure, args: dict[str, Any]
+    env: Engine, tool: ToolSpec, proc: CompiledProcedure, args: dict[str, Any]
 ) -> ToolResult:
     """Run a procedural tool; a write tool inside one savepoint, rolled back on any failure."""
     conn = env._conn

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from veritask.policy import ToolSpec
 
 
 @dataclass(frozen=True)
@@ -75,3 +79,36 @@ def failure(
 ) -> ToolResult:
     """A failed call that did not change the state."""
     return ToolResult(tool=tool, ok=False, error=ToolError(code, message, rule, hint))
+
+
+_SCHEMA_ERRORS = [
+    (
+        "NOT NULL constraint failed",
+        "NOT_NULL_VIOLATION",
+        "Provide a value for the column named above.",
+    ),
+    ("CHECK constraint failed", "CHECK_VIOLATION", "A value is outside the allowed range or set."),
+    (
+        "FOREIGN KEY constraint failed",
+        "FOREIGN_KEY_VIOLATION",
+        "A referenced row does not exist; look it up first.",
+    ),
+    ("UNIQUE constraint failed", "UNIQUE_VIOLATION", "A row with these values already exists."),
+    ("not authorized", "FORBIDDEN", "This operation is not allowed in this environment."),
+]
+
+
+def schema_error(tool: ToolSpec, exc: sqlite3.Error) -> ToolError:
+    """The structured error of a write SQLite refused for its schema (not a rule)."""
+    text = str(exc)
+    if text == "interrupted":  # SQLITE_INTERRUPT: the progress handler hit the deadline
+        return ToolError(
+            "TIME_LIMIT_EXCEEDED",
+            f"{tool.name}: interrupted after the time limit; the call changed nothing",
+            None,
+            "The call took too long; narrow it down or try again.",
+        )
+    for needle, code, hint in _SCHEMA_ERRORS:
+        if needle in text:
+            return ToolError(code, f"{tool.name}: {text}", None, hint)
+    return ToolError("DATABASE_ERROR", f"{tool.name}: {text}", None, "")
