@@ -37,7 +37,6 @@ ErrorBody = Callable[[int, str, str], bytes]
 """Builds an error body from ``(status, code, message)``."""
 
 log = logging.getLogger("veritask.serve")
-limiter = LogLimiter(log)
 NORMAL_CLOSES = frozenset({1000, 1001})
 """WebSocket close codes of a client that said goodbye (normal closure, going away)."""
 
@@ -115,6 +114,8 @@ def bounded_body(
         hosts: When given, a foreign ``Host`` or ``Origin`` is refused first (421 / 403; see
             :func:`~veritask.serve.host_error`).
     """
+
+    limiter = LogLimiter(log)  # per application: one server's failures never hide another's
 
     async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -211,6 +212,8 @@ def quiet_websockets(app: ASGIApp, *, make_error: Callable[[str], str] = ws_erro
     another code one line. A text message nested past :data:`~veritask.serve.MAX_JSON_DEPTH`
     is answered with ``make_error(reason)`` and never reaches the application.
     """
+
+    limiter = LogLimiter(log)  # per application, as in ``bounded_body``
 
     async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "websocket":
