@@ -34,7 +34,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 test: lint typecheck
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 # Ray adds about 400 MB and a minute of install, so its executor tests run in a virtualenv of
 # their own, outside `make test`.
