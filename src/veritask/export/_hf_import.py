@@ -1,0 +1,221 @@
+"""Rebuilding a veritask dataset directory from a task dataset in the Hub's format.
+
+The rows are loaded with ``datasets.load_dataset`` (a local folder or a Hub repo id). Every
+state's bytes must hash to its name and every policy's text to its; every task is compared with
+the seal the dataset was exported with (note 0041's per-package line and field hashes), and an
+edited task is refused unless the caller accepts edits. The directory is then written the way
+``generate`` writes one (a part, compacted states, the manifest) and sealed anew: the new seal
+only covers what was imported, and ``veritask check`` replays every witness again, so no
+certificate is taken on trust.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from pydantic import ValidationError
+
+from veritask._util import (
+    InputError,
+    atomic_write,
+    canonical_json,
+    decompress,
+    sha256,
+    sha256_text,
+)
+from veritask.export._hf import package_of
+from veritask.export._hf_layout import (
+    FILES,
+    MAX_IMAGE_BYTES,
+    POLICIES,
+    SPLIT,
+    STATES,
+    TASKS,
+    HubFormatError,
+    require_datasets,
+)
+from veritask.task import DatasetDir, TaskPackage
+
+SEAL = "digest.json"
+_FIELD_HASH = 16
+"""Hex digits of a field hash in a seal (as ``veritask.task`` writes them)."""
+_REBUILT_FOLDERS = ("states", "policies", "parts")
+_REBUILT_FILES = ("manifest.jsonl", "run-manifest.json")
+
+
+@dataclass
+class Imported:
+    """What :func:`import_hf` rebuilt.
+
+    Attributes:
+        out: The dataset directory.
+        tasks: Packages written.
+        states: States written.
+        seal: ``"matched"`` (every task as exported), ``"edited"`` (edits accepted) or
+            ``"absent"`` (the dataset carried no seal).
+        edits: One line per task that differs from the exported seal.
+    """
+
+    out: Path
+    tasks: int
+    states: int
+    seal: str
+    edits: list[str] = field(default_factory=list)
+
+
+def _load(source: str, config: str, cache_dir: str | None) -> Any:
+    datasets = require_datasets()
+    try:
+        return datasets.load_dataset(source, config, split=SPLIT, cache_dir=cache_dir)
+    except (FileNotFoundError, ValueError, OSError) as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise HubFormatError(f"{source}: no '{config}' config of a task dataset: {why}") from None
+
+
+def _packages(rows: Any) -> list[TaskPackage]:
+    ordered = sorted(rows, key=lambda r: r["index"])
+    packages = []
+    for row in ordered:
+        try:
+            packages.append(package_of(row))
+        except (ValidationError, ValueError, KeyError) as exc:
+            first = str(exc).splitlines()[0]
+            raise HubFormatError(
+                f"task row {row.get('id')!r}: not a task package: {first}"
+            ) from None
+    return packages
+
+
+def _safe_path(rel: str) -> None:
+    """Refuse a carried path that leaves the directory or names a file the rebuild makes."""
+    path = PurePosixPath(rel)
+    outside = path.is_absolute() or ".." in path.parts or "\\" in rel or "\x00" in rel
+    rebuilt = not path.parts or path.parts[0] in _REBUILT_FOLDERS or rel in _REBUILT_FILES
+    if outside or rebuilt:
+        raise HubFormatError(f"files: {rel!r} is not a file a task dataset carries")
+
+
+def _files(rows: Any) -> dict[str, bytes]:
+    found: dict[str, bytes] = {}
+    for row in rows:
+        data = bytes(row["data"])
+        if row["path"] != SEAL:
+            _safe_path(row["path"])
+        if sha256(data) != row["sha256"]:
+            raise HubFormatError(f"files: {row['path']}: its bytes do not hash to its sha256")
+        found[row["path"]] = data
+    return found
+
+
+def _field_hashes(pkg: TaskPackage) -> dict[str, str]:
+    data = pkg.model_dump(mode="json")
+    return {k: sha256_text(canonical_json(v))[:_FIELD_HASH] for k, v in data.items()}
+
+
+def _seal_entries(data: bytes) -> list[dict[str, Any]]:
+    """The package entries of an exported seal whose own digest holds."""
+    try:
+        seal = json.loads(data)
+        body = {k: v for k, v in seal.items() if k != "digest"}
+        entries = seal["packages"]
+    except (ValueError, AttributeError, KeyError, TypeError):
+        raise HubFormatError("files: digest.json is not a dataset seal") from None
+    if seal.get("digest") != sha256_text(canonical_json(body)) or not isinstance(entries, list):
+        raise HubFormatError("files: digest.json was edited (its own digest does not match)")
+    return [e for e in entries if isinstance(e, dict)]
+
+
+def compare_with_seal(packages: list[TaskPackage], seal: bytes) -> list[str]:
+    """One line per task that differs from the exported seal (order, line, fields).
+
+    Raises:
+        HubFormatError: The seal is not one, or was edited itself.
+    """
+    entries = _seal_entries(seal)
+    edits = []
+    if len(entries) != len(packages):
+        edits.append(f"the seal lists {len(entries)} tasks, the dataset has {len(packages)}")
+    for pkg, entry in zip(packages, entries, strict=False):
+        if entry.get("id") != pkg.id:
+            edits.append(f"{pkg.id}: the seal has {entry.get('id')!r} in its place")
+            continue
+        if entry.get("line") == sha256(pkg.model_dump_json().encode("utf-8")):
+            continue
+        sealed = entry.get("fields") or {}
+        changed = [k for k, v in _field_hashes(pkg).items() if sealed.get(k) != v]
+        edits.append(f"{pkg.id}: differs from the exported seal in {', '.join(changed) or 'form'}")
+    return edits
+
+
+def _write_states(ds: DatasetDir, rows: Any) -> int:
+    count = 0
+    for row in rows:
+        try:
+            image = decompress(
+                bytes(row["image_zlib"]), what=f"state {row['sha256']}", max_size=MAX_IMAGE_BYTES
+            )
+        except InputError as exc:
+            raise HubFormatError(f"states: {exc}") from None
+        if sha256(image) != row["sha256"]:
+            raise HubFormatError(f"states: {row['sha256'][:12]}…: the image does not hash to it")
+        ds.put_state(image)
+        count += 1
+    return count
+
+
+def _write_policies(ds: DatasetDir, rows: Any) -> None:
+    for row in rows:
+        if ds.put_policy(row["text"]) != row["sha256"]:
+            raise HubFormatError(f"policies: {row['sha256'][:12]}…: the text does not hash to it")
+
+
+def _fresh(out: Path) -> None:
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise HubFormatError(f"{out} exists and is not an empty directory; choose another --out")
+
+
+def import_hf(
+    source: str | Path,
+    out: str | Path,
+    *,
+    accept_edits: bool = False,
+    cache_dir: str | Path | None = None,
+) -> Imported:
+    """Rebuild a veritask dataset directory from a task dataset in the Hub's format.
+
+    Args:
+        source: A folder ``export_hf`` wrote, or a Hub repo id (``load_dataset`` fetches it).
+        out: The directory to write (must not exist, or be empty).
+        accept_edits: Rebuild even when tasks differ from the exported seal (``check`` then
+            judges them); by default such a dataset is refused and nothing is written.
+        cache_dir: The ``datasets`` cache to load through (default: the user's).
+
+    Returns:
+        What was written, and the tasks that differ from the exported seal.
+
+    Raises:
+        HubFormatError: The source is not a task dataset in the Hub's format, a state or policy
+            does not hash to its name, or tasks were edited (without ``accept_edits``).
+    """
+    dest, cache = Path(out), None if cache_dir is None else str(cache_dir)
+    _fresh(dest)
+    src = str(source)
+    packages = _packages(_load(src, TASKS, cache))
+    carried = _files(_load(src, FILES, cache))
+    seal = carried.pop(SEAL, None)
+    edits = [] if seal is None else compare_with_seal(packages, seal)
+    if edits and not accept_edits:
+        shown = "\n  ".join(edits[:20])
+        raise HubFormatError(f"{len(edits)} tasks differ from the exported seal:\n  {shown}")
+    ds = DatasetDir(dest)
+    for rel, data in carried.items():
+        atomic_write(dest / rel, data)
+    _write_policies(ds, _load(src, POLICIES, cache))
+    states = _write_states(ds, _load(src, STATES, cache))
+    ds.write_part(0, packages)
+    ds.assemble(1, len(packages))
+    verdict = "absent" if seal is None else ("edited" if edits else "matched")
+    return Imported(dest, len(packages), states, verdict, edits)
