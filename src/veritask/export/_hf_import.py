@@ -12,6 +12,7 @@ certificate is taken on trust.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -42,6 +43,8 @@ from veritask.task import DatasetDir, TaskPackage
 SEAL = "digest.json"
 _FIELD_HASH = 16
 """Hex digits of a field hash in a seal (as ``veritask.task`` writes them)."""
+_REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
+"""A Hub repo id, ``user/name``: a source that is not an existing folder must look like one."""
 _REBUILT_FOLDERS = ("states", "policies", "parts")
 _REBUILT_FILES = ("manifest.jsonl", "run-manifest.json")
 
@@ -73,6 +76,18 @@ def _load(source: str, config: str, cache_dir: str | None) -> Any:
     except (FileNotFoundError, ValueError, OSError) as exc:
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise HubFormatError(f"{source}: no '{config}' config of a task dataset: {why}") from None
+
+
+def _source(source: str | Path) -> str:
+    """``source`` as ``load_dataset`` takes it: an existing folder, or a Hub repo id.
+
+    Raises:
+        HubFormatError: Neither (a path that does not exist is never sent to the Hub).
+    """
+    text = str(source)
+    if Path(text).exists() or (isinstance(source, str) and _REPO_ID.fullmatch(text)):
+        return text
+    raise HubFormatError(f"{text} does not exist (give a folder or a Hub repo id, user/name)")
 
 
 def _packages(rows: Any) -> list[TaskPackage]:
@@ -201,8 +216,8 @@ def import_hf(
             does not hash to its name, or tasks were edited (without ``accept_edits``).
     """
     dest, cache = Path(out), None if cache_dir is None else str(cache_dir)
+    src = _source(source)
     _fresh(dest)
-    src = str(source)
     packages = _packages(_load(src, TASKS, cache))
     carried = _files(_load(src, FILES, cache))
     seal = carried.pop(SEAL, None)
