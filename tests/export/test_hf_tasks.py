@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -187,3 +188,14 @@ def test_push_needs_the_hf_format(source: Path, tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "--push is only used with --format hf" in result.output
+
+
+def test_without_datasets_the_export_names_the_extra(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "datasets", None)
+    out = tmp_path / "hf"
+    result = CliRunner().invoke(cli, ["export", str(source), "--format", "hf", "--out", str(out)])
+    assert result.exit_code == 1
+    assert "pip install 'veritask[hf]'" in result.output
+    assert not out.exists()

@@ -27,6 +27,7 @@ from veritask.export._hf_layout import (
     Written,
     features,
     push,
+    require_datasets,
     write_config,
 )
 from veritask.task import DatasetDir, TaskPackage, check_dataset, load_dataset, report_dataset
@@ -149,6 +150,7 @@ def export_hf(
         HubFormatError: The dataset does not pass ``check``, or ``datasets`` is missing.
         DatasetError: The directory is not a valid dataset.
     """
+    require_datasets()  # before the check, which takes a while
     root, dest = Path(directory), Path(out)
     ds = DatasetDir(root)
     packages = load_dataset(ds)

@@ -117,6 +117,7 @@ def export_logic_hf(
         HubFormatError: A line does not re-generate, or ``datasets`` is missing.
         ValueError: A line is not an instance record.
     """
+    require_datasets()
     src, dest = Path(path), Path(out)
     checked = _validated(src, families)
     by_split: dict[str, list[dict[str, Any]]] = defaultdict(list)
