@@ -84,3 +84,34 @@ def test_a_line_that_does_not_regenerate_is_not_exported(instances: Path, tmp_pa
     with pytest.raises(HubFormatError, match="1 lines do not re-generate"):
         export_logic_hf(path, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_push_sends_each_config_then_the_card(
+    instances: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--push goes through DatasetDict.push_to_hub and HfApi.upload_file (recorded here, so
+    nothing leaves the machine)."""
+    hub = pytest.importorskip("huggingface_hub")
+    calls: list[tuple[str, object]] = []
+
+    def push_to_hub(self: dict[str, object], repo_id: str, **kwargs: object) -> None:
+        calls.append(("push", (repo_id, sorted(self), kwargs)))
+
+    def upload_file(self: object, **kwargs: object) -> None:
+        calls.append(("card", kwargs))
+
+    monkeypatch.setattr(datasets.DatasetDict, "push_to_hub", push_to_hub)
+    monkeypatch.setattr(hub.HfApi, "upload_file", upload_file)
+    export_logic_hf(instances, tmp_path / "hf", push_to="me/logic")
+    assert calls[0] == (
+        "push",
+        (
+            "me/logic",
+            ["test", "train"],
+            {"config_name": "instances", "set_default": True, "private": False},
+        ),
+    )
+    kind, card = calls[1]
+    assert kind == "card" and isinstance(card, dict)
+    assert card["repo_id"] == "me/logic" and card["path_in_repo"] == "README.md"
+    assert card["repo_type"] == "dataset" and str(card["path_or_fileobj"]).endswith("README.md")
