@@ -198,10 +198,13 @@ def _made(root: Path, command: str | None) -> str:
         f"- exported with veritask {__version__}",
     ]
     if "domain" in run and "n" in run:
+        domain = run.get("spec") or run["domain"]
         lines.append(
-            f"- made with: `veritask generate --domain {run['domain']} --n {run['n']} "
+            f"- made with: `veritask generate --domain {domain} --n {run['n']} "
             f"--seed {run.get('seed', 0)} --out DIR`"
         )
+    if run.get("spec"):
+        lines.append(f"- the spec file `{run['spec']}` is in the `files` config")
     if command:
         lines.append(f"- exported with: `{command}`")
     return "\n".join(lines)
