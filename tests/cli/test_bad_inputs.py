@@ -286,7 +286,7 @@ COMMANDS: dict[str, Cmd] = {
     "import-hf": Cmd(
         file_in=_a("import-hf", "{X}", "--out", "{TMP}/back"),
         fmt="dataset",
-        fragments=dict.fromkeys(CONTENT_KINDS, "no 'tasks' config of a task dataset"),
+        fragments=dict.fromkeys(CONTENT_KINDS, "cannot load its 'tasks' config"),
     ),
     "logic evolve": Cmd(
         file_in=_a(

@@ -199,3 +199,45 @@ def test_without_datasets_the_export_names_the_extra(
     assert result.exit_code == 1
     assert "pip install 'veritask[hf]'" in result.output
     assert not out.exists()
+
+
+def _drop_row(path: Path, column: str, value: str) -> None:
+    table = pq.read_table(path)
+    keep = [v != value for v in table.column(column).to_pylist()]
+    pq.write_table(table.filter(pa.array(keep)), path)
+
+
+def test_a_task_whose_state_is_missing_is_named_and_nothing_is_left(
+    exported: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "no-state"
+    shutil.copytree(exported, folder)
+    first = pq.read_table(folder / "tasks" / "train-00000-of-00001.parquet").to_pylist()[0]
+    _drop_row(folder / "states" / "train-00000-of-00001.parquet", "sha256", first["target"])
+    cache = tmp_path / "cache"
+    with pytest.raises(HubFormatError, match=r"cannot load its 'states' config.*SplitsSize"):
+        import_hf(folder, tmp_path / "out", cache_dir=cache)  # the card counts one more row
+    card = folder / "README.md"
+    text = card.read_text(encoding="utf-8")
+    start, end = text.index("dataset_info:"), text.index("---\n", 4)
+    card.write_text(text[:start] + text[end:], encoding="utf-8")
+    with pytest.raises(HubFormatError, match=f"{first['id']}: its target state"):
+        import_hf(folder, tmp_path / "out", cache_dir=cache)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_state_that_does_not_hash_to_its_name_leaves_the_output_as_it_was(
+    exported: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "bad-state"
+    shutil.copytree(exported, folder)
+    path = folder / "states" / "train-00000-of-00001.parquet"
+    table = pq.read_table(path)
+    images = table.column("image_zlib").to_pylist()
+    images[-1] = zlib.compress(b"SQLite format 3\x00 but not the state")
+    index = table.schema.get_field_index("image_zlib")
+    pq.write_table(table.set_column(index, "image_zlib", pa.array(images, pa.binary())), path)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(HubFormatError, match="the image does not hash to it"):
+        import_hf(folder, tmp_path / "empty", cache_dir=tmp_path / "cache")
+    assert list((tmp_path / "empty").iterdir()) == []

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -70,12 +71,22 @@ class Imported:
 
 
 def _load(source: str, config: str, cache_dir: str | None) -> Any:
+    """One config's ``train`` split, loaded by ``datasets`` (which also checks the row counts
+    against the card).
+
+    Raises:
+        HubFormatError: Whatever the loader raised, in one line. The loader reads data from
+            anywhere and raises many types (Arrow, file, network, verification errors).
+    """
     datasets = require_datasets()
     try:
         return datasets.load_dataset(source, config, split=SPLIT, cache_dir=cache_dir)
-    except (FileNotFoundError, ValueError, OSError) as exc:
-        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise HubFormatError(f"{source}: no '{config}' config of a task dataset: {why}") from None
+    except Exception as exc:  # a library boundary: any error becomes one line
+        why = str(exc).splitlines()[0][:300] if str(exc) else ""
+        raise HubFormatError(
+            f"{source}: cannot load its '{config}' config as a task dataset: "
+            f"{type(exc).__name__}: {why}"
+        ) from None
 
 
 def _source(source: str | Path) -> str:
@@ -116,7 +127,9 @@ def _safe_path(rel: str) -> None:
 def _files(rows: Any) -> dict[str, bytes]:
     found: dict[str, bytes] = {}
     for row in rows:
-        data = bytes(row["data"])
+        if not isinstance(row["data"], bytes) or not isinstance(row["path"], str):
+            raise HubFormatError(f"files: a row without a path and bytes: {row['path']!r}")
+        data = row["data"]
         if row["path"] != SEAL:
             _safe_path(row["path"])
         if sha256(data) != row["sha256"]:
@@ -172,7 +185,7 @@ def _write_states(ds: DatasetDir, rows: Any) -> int:
             image = decompress(
                 bytes(row["image_zlib"]), what=f"state {row['sha256']}", max_size=MAX_IMAGE_BYTES
             )
-        except InputError as exc:
+        except (InputError, TypeError) as exc:
             raise HubFormatError(f"states: {exc}") from None
         if sha256(image) != row["sha256"]:
             raise HubFormatError(f"states: {row['sha256'][:12]}…: the image does not hash to it")
@@ -183,7 +196,7 @@ def _write_states(ds: DatasetDir, rows: Any) -> int:
 
 def _write_policies(ds: DatasetDir, rows: Any) -> None:
     for row in rows:
-        if ds.put_policy(row["text"]) != row["sha256"]:
+        if not isinstance(row["text"], str) or ds.put_policy(row["text"]) != row["sha256"]:
             raise HubFormatError(f"policies: {row['sha256'][:12]}…: the text does not hash to it")
 
 
@@ -225,12 +238,48 @@ def import_hf(
     if edits and not accept_edits:
         shown = "\n  ".join(edits[:20])
         raise HubFormatError(f"{len(edits)} tasks differ from the exported seal:\n  {shown}")
-    ds = DatasetDir(dest)
+    policies, states = _load(src, POLICIES, cache), _load(src, STATES, cache)
+    _require_referenced(packages, set(policies["sha256"]), set(states["sha256"]))
+    made = not dest.exists()
+    try:
+        count = _write(DatasetDir(dest), packages, carried, policies, states)
+    except BaseException:  # a half-written directory is no dataset: leave it as it was
+        shutil.rmtree(dest, ignore_errors=True)
+        if not made:
+            dest.mkdir()
+        raise
+    verdict = "absent" if seal is None else ("edited" if edits else "matched")
+    return Imported(dest, len(packages), count, verdict, edits)
+
+
+def _require_referenced(packages: list[TaskPackage], policies: set[str], states: set[str]) -> None:
+    """Every state and policy a task names is among the rows.
+
+    Raises:
+        HubFormatError: Naming the first task that names a missing one.
+    """
+    for pkg in packages:
+        for what, digest, found in (
+            ("origin state", pkg.origin, states),
+            ("target state", pkg.target, states),
+            ("policy", pkg.policy, policies),
+        ):
+            if digest not in found:
+                raise HubFormatError(f"{pkg.id}: its {what} {digest[:12]}… is not in the dataset")
+
+
+def _write(
+    ds: DatasetDir,
+    packages: list[TaskPackage],
+    carried: dict[str, bytes],
+    policies: Any,
+    states: Any,
+) -> int:
+    """Write the directory as ``generate`` does and seal it; return how many states."""
     for rel, data in carried.items():
-        atomic_write(dest / rel, data)
-    _write_policies(ds, _load(src, POLICIES, cache))
-    states = _write_states(ds, _load(src, STATES, cache))
+        atomic_write(ds.root / rel, data)
+    _write_policies(ds, policies)
+    count = _write_states(ds, states)
     ds.write_part(0, packages)
     ds.assemble(1, len(packages))
-    verdict = "absent" if seal is None else ("edited" if edits else "matched")
-    return Imported(dest, len(packages), states, verdict, edits)
+    return count
