@@ -65,6 +65,8 @@ def test_load_dataset_reads_tasks_and_states(exported: Path, source: Path, tmp_p
     assert {r["origin"] for r in tasks} | {r["target"] for r in tasks} == set(states)
     policies = _load(exported, tmp_path, "policies")
     assert [sha256(p["text"].encode()) for p in policies] == [p["sha256"] for p in policies]
+    tasks.save_to_disk(str(tmp_path / "saved"))
+    assert datasets.load_from_disk(str(tmp_path / "saved")).to_list() == tasks.to_list()
 
 
 def test_round_trip_rebuilds_a_directory_check_certifies(
