@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from veritask import __version__
-from veritask._util import sha256
+from veritask._util import loads_untrusted, sha256
 from veritask.export._hf_card import DEFAULT_LICENSE, CardSpec, one_split, table, write_card
 from veritask.export._hf_layout import (
     FILES,
@@ -32,6 +32,23 @@ from veritask.export._hf_layout import (
 )
 from veritask.task import DatasetDir, TaskPackage, check_dataset, load_dataset, report_dataset
 
+_COPIED = (
+    "id",
+    "domain",
+    "spec_hash",
+    "policy",
+    "origin",
+    "target",
+    "reward_basis",
+    "difficulty",
+    "tags",
+    "rules_exercised",
+    "boundary_hits",
+    "refusal",
+    "seed",
+    "generator",
+)
+"""Package fields a ``tasks`` row holds under their own names."""
 _NOT_CARRIED = ("manifest.jsonl", "run-manifest.json", "states/", "policies/", "parts/")
 """Files a rebuild makes again (from the rows, states and policies), so not carried as files;
 ``run-manifest.json`` records the generating run's units, which a rebuild does not have."""
@@ -72,11 +89,8 @@ def package_of(row: dict[str, Any]) -> TaskPackage:
     Raises:
         ValueError: The row is not a package (a ``pydantic.ValidationError`` or bad JSON).
     """
-    data = {name: json.loads(row[name]) for name in JSON_FIELDS}
-    keys = ("id", "domain", "spec_hash", "policy", "origin", "target", "reward_basis")
-    data.update({key: row[key] for key in keys})
-    data.update({key: row[key] for key in ("difficulty", "tags", "rules_exercised")})
-    data.update({key: row[key] for key in ("boundary_hits", "refusal", "seed", "generator")})
+    data = {name: loads_untrusted(row[name]) for name in JSON_FIELDS}
+    data |= {key: row[key] for key in _COPIED}
     data["task_description"] = row["prompt"]
     return TaskPackage.model_validate(data)
 
