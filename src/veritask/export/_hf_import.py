@@ -11,7 +11,6 @@ certificate is taken on trust.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from veritask._util import (
     atomic_write,
     canonical_json,
     decompress,
+    loads_untrusted,
     sha256,
     sha256_text,
 )
@@ -146,7 +146,7 @@ def _field_hashes(pkg: TaskPackage) -> dict[str, str]:
 def _seal_entries(data: bytes) -> list[dict[str, Any]]:
     """The package entries of an exported seal whose own digest holds."""
     try:
-        seal = json.loads(data)
+        seal = loads_untrusted(data)
         body = {k: v for k, v in seal.items() if k != "digest"}
         entries = seal["packages"]
     except (ValueError, AttributeError, KeyError, TypeError):

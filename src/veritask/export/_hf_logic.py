@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from veritask import __version__
-from veritask._util import read_json
+from veritask._util import loads_untrusted, read_json
 from veritask.export._hf_card import DEFAULT_LICENSE, CardSpec, table, write_card
 from veritask.export._hf_layout import HubFormatError, Written, push, require_datasets, write_config
 from veritask.logic import Family, read_records, report
@@ -70,7 +70,7 @@ def rg_entry(row: Mapping[str, Any]) -> dict[str, Any]:
     """The reasoning-gym entry a row holds (``metadata["inputs"]`` a dict again), as
     ``veritask.logic.rg.score_entry`` and reasoning-gym-style trainers take it."""
     meta = dict(row["metadata"])
-    meta["inputs"] = json.loads(meta["inputs"])
+    meta["inputs"] = loads_untrusted(meta["inputs"])
     return {"question": row["question"], "answer": row["answer"], "metadata": meta}
 
 
