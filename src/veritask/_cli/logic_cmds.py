@@ -268,7 +268,12 @@ def report_cmd(
     expose_value=False,
     help="Export format (hf, the one there is, named like export's).",
 )
-@click.option("--out", required=True, help="Output folder (Parquet splits and a dataset card).")
+@click.option(
+    "--out",
+    type=click.Path(),
+    required=True,
+    help="Output folder (Parquet splits and a dataset card).",
+)
 @hf_export_options
 @families_dir_option
 @unsafe_no_sandbox_option

@@ -284,7 +284,10 @@ def _echo_costs(costs: dict[str, Any]) -> None:
     "--format", "fmt", type=click.Choice(["tau2", "hf"]), required=True, help="Export format."
 )
 @click.option(
-    "--out", required=True, help="Output file (tau2) or folder (hf: Parquet configs and a card)."
+    "--out",
+    type=click.Path(),
+    required=True,
+    help="Output file (tau2) or folder (hf: Parquet configs and a card).",
 )
 @hf_export_options
 def export_cmd(directory: str, fmt: str, out: str, push: str | None, license_id: str) -> None:
