@@ -283,6 +283,11 @@ COMMANDS: dict[str, Cmd] = {
         out=_a("import-sql", "{DDL}", "--name", "x", "--out", "{X}"),
         fragments={"empty_file": "is empty", **_parsed("invalid domain spec")},
     ),
+    "import-hf": Cmd(
+        file_in=_a("import-hf", "{X}", "--out", "{TMP}/back"),
+        fmt="dataset",
+        fragments=dict.fromkeys(CONTENT_KINDS, "cannot load its 'tasks' config"),
+    ),
     "logic evolve": Cmd(
         file_in=_a(
             "logic", "evolve", "arithmetic_chain", "--model", "{MODEL}", "--playbook", "{X}"
@@ -326,6 +331,16 @@ COMMANDS: dict[str, Cmd] = {
             "ray",
         ),
         why_no_input="reads built-in or --families-dir families (logic family files)",
+    ),
+    "logic export": Cmd(
+        file_in=_a("logic", "export", "{X}", "--format", "hf", "--out", "{TMP}/hf"),
+        fmt="jsonl",
+        fragments={
+            "empty_file": "is empty",
+            "truncated_json": "not JSON",
+            "wrong_schema": "not an instance record",
+            **_parsed("can't decode|is binary|UTF-8", "binary_file", "non_utf8"),
+        },
     ),
     "logic list": Cmd(
         why_no_input="reads built-in or --families-dir families (logic family files)"

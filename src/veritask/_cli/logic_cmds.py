@@ -14,6 +14,7 @@ from rich.table import Table
 
 from veritask._cli import logic_gate_cmds
 from veritask._cli._common import OUT_FILE, echo_json, executor_options, executor_scope, nonempty
+from veritask._cli.hf_cmds import export_logic_dir, hf_export_options
 from veritask._cli.logic_gate_cmds import (
     families_dir_option,
     family_by_id,
@@ -256,6 +257,45 @@ def report_cmd(
         echo_json(data)
         return
     _print_report(data)
+
+
+@logic.command("export")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--format",
+    type=click.Choice(["hf"]),
+    required=True,
+    expose_value=False,
+    help="Export format (hf, the one there is, named like export's).",
+)
+@click.option(
+    "--out",
+    type=click.Path(),
+    required=True,
+    help="Output folder (Parquet splits and a dataset card).",
+)
+@hf_export_options
+@families_dir_option
+@unsafe_no_sandbox_option
+def export_cmd(
+    path: str,
+    out: str,
+    push: str | None,
+    license_id: str,
+    families_dirs: tuple[str, ...],
+    unsafe_no_sandbox: bool,
+) -> None:
+    """Export a generated JSONL file in the Hugging Face Hub's format (hf): reasoning-gym
+    entries (question, answer, metadata), one split per instance split, with a card; every
+    line is re-generated first."""
+    from veritask.logic import all_families
+
+    try:
+        families = all_families(families_dirs)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    with sandboxed(families.values(), unsafe_no_sandbox):
+        export_logic_dir(nonempty(path, "logic instances (JSONL)"), out, push, license_id, families)
 
 
 @logic.command("metrics")

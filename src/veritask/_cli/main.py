@@ -12,6 +12,7 @@ from veritask._cli import (
     dataset_cmds,
     env_cmds,
     evolve_cmds,
+    hf_cmds,
     logic_cmds,
     rollout_cmds,
     serve_http,
@@ -44,6 +45,7 @@ blueprint_run_cmds.register(cli)
 evolve_cmds.register(cli)
 view_cmd.register(cli)
 tau2_cmds.register(cli)
+hf_cmds.register(cli)
 
 
 def main() -> None:

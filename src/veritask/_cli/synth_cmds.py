@@ -21,6 +21,7 @@ from veritask._cli._common import (
     reading,
     require_packages,
 )
+from veritask._cli.hf_cmds import export_hf_dir, hf_export_options
 from veritask.synth import GenerateSummary, generate
 from veritask.task import DatasetError, check_dataset, export_tau2, load_prices, report_dataset
 
@@ -279,11 +280,28 @@ def _echo_costs(costs: dict[str, Any]) -> None:
 
 @click.command("export")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["tau2"]), required=True, help="Export format.")
-@click.option("--out", type=OUT_FILE, required=True, help="Output file.")
-def export_cmd(directory: str, fmt: str, out: str) -> None:
-    """Export a dataset (tau2: tau2-bench Task JSON)."""
+@click.option(
+    "--format", "fmt", type=click.Choice(["tau2", "hf"]), required=True, help="Export format."
+)
+@click.option(
+    "--out",
+    type=click.Path(),
+    required=True,
+    help="Output file (tau2) or folder (hf: Parquet configs and a card).",
+)
+@hf_export_options
+def export_cmd(directory: str, fmt: str, out: str, push: str | None, license_id: str) -> None:
+    """Export a dataset (tau2: tau2-bench Task JSON; hf: the Hugging Face Hub's format, which
+    datasets.load_dataset loads and 'veritask import-hf' rebuilds)."""
     require_packages(directory)
+    if fmt == "hf":
+        export_hf_dir(directory, out, push, license_id)
+        return
+    if push:
+        raise click.UsageError("--push is only used with --format hf")
+    ctx = click.get_current_context()
+    out_param = next(p for p in ctx.command.params if p.name == "out")
+    out = OUT_FILE.convert(out, out_param, ctx)
     try:
         count = export_tau2(directory, Path(out))
     except DatasetError as exc:
