@@ -13,10 +13,10 @@ from click.testing import CliRunner
 from veritask._cli.main import cli
 from veritask.rollout import read_rollouts, rollout_stats, stats_of_files
 from veritask.rollout._stats import describe, episode_counts, histogram, percentile
-from veritask.task import ToolStep, Trajectory
+from veritask.task import StopReason, ToolStep, Trajectory
 
 
-def _traj(agent: str, calls: int, *, rejected: int = 0, stop: str = "user_stop") -> Trajectory:
+def _traj(agent: str, calls: int, *, rejected: int = 0, stop: StopReason = "user_stop") -> Trajectory:
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "policy"},
         {"role": "user", "content": "hello"},
