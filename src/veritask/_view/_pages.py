@@ -86,6 +86,24 @@ def fixed_columns(spec: DomainSpec) -> dict[str, list[str]]:
     return out
 
 
+RATE_PLACES = 3
+"""Decimals a rate or share is shown with (``0.833``)."""
+MEAN_PLACES = 2
+"""Decimals a mean is shown with (``6.73``)."""
+
+
+def number(value: Any, places: int = RATE_PLACES) -> str:
+    """The one way the viewer writes a number: a float rounded to ``places`` decimals without
+    trailing zeros (``6.7333`` -> ``6.733``, ``1.0`` -> ``1``), an integer as it is; anything
+    else (text, None, a flag) as ``str`` would, so the filter is safe on any cell."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "" if value is None else str(value)
+    if isinstance(value, int):
+        return str(value)
+    text = f"{value:.{places}f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
 def yes_no(value: bool | None) -> str:
     """``yes`` / ``no`` for a flag, ``""`` when unknown (the filter value of the flag)."""
     return "" if value is None else "yes" if value else "no"

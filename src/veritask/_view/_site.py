@@ -13,7 +13,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from veritask._view._pages import Pages, Query
+from veritask._view._pages import Pages, Query, number
 from veritask.task import atomic_write
 
 STATIC_FILES = ("style.css", "filter.js")
@@ -29,6 +29,7 @@ def _environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["json"] = lambda value: json.dumps(value, ensure_ascii=False, default=str)
+    env.filters["num"] = number
     return env
 
 
