@@ -13,6 +13,7 @@ from veritask._view._diff import diff_views, final_vs_target
 from veritask._view._pages import Page, Query, fixed_columns, pretty, slug
 from veritask.domains import builtin_domains, load_domain
 from veritask.env import Layout
+from veritask.policy import DomainSpec
 from veritask.reward import dense_rewards
 from veritask.task import DatasetDir, TaskPackage, Trajectory, load_dataset
 from veritask.verify import VerificationError, gold_diff_for, pass_hat_k_table, verify
@@ -79,10 +80,9 @@ def _selected(traj: Trajectory, query: Query) -> bool:
     return not outcome or (traj.reward == 1.0) == (outcome == "passed")
 
 
-def _fixed(domain: str) -> dict[str, list[str]]:
-    """``fixed_columns`` of a built-in domain (none for other domains: rows then pair on the
-    cells they share)."""
-    return fixed_columns(load_domain(domain)) if domain in builtin_domains() else {}
+def _builtin_spec(domain: str) -> DomainSpec | None:
+    """The built-in domain of that name (None for another domain)."""
+    return load_domain(domain) if domain in builtin_domains() else None
 
 
 class TrajectoryPages:
@@ -188,6 +188,7 @@ class TrajectoryPages:
         """One trajectory: timeline, distances, dense rewards, diffs, verdict and usage."""
         traj = self.trajectories[index]
         pkg, data = self.packages.get(traj.task_id), {}
+        spec = _builtin_spec(traj.domain)
         if pkg is not None and self.ds is not None:
             spec = self.ds.domain_spec(pkg.domain)
             gold = gold_diff_for(pkg, self.ds, Layout.from_spec(spec))
@@ -209,7 +210,7 @@ class TrajectoryPages:
             {
                 "traj": traj,
                 "timeline": timeline(traj),
-                "agent": diff_views(traj.agent_diff, _fixed(traj.domain)),
+                "agent": diff_views(traj.agent_diff, fixed_columns(spec)),
                 "distance": line(distances, label="distance to the target per call"),
                 "dense": dense,
                 "task_link": self.task_link(traj.task_id),
