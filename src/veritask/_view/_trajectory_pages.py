@@ -15,6 +15,8 @@ from veritask.domains import builtin_domains, load_domain
 from veritask.env import Layout
 from veritask.policy import DomainSpec
 from veritask.reward import dense_rewards
+from veritask.rollout import rollout_stats
+from veritask.rollout._stats import MEASURES
 from veritask.task import DatasetDir, TaskPackage, Trajectory, load_dataset
 from veritask.verify import VerificationError, gold_diff_for, pass_hat_k_table, verify
 
@@ -80,6 +82,12 @@ def _selected(traj: Trajectory, query: Query) -> bool:
     return not outcome or (traj.reward == 1.0) == (outcome == "passed")
 
 
+def _bin(edges: dict[str, int]) -> tuple[str, float]:
+    """A histogram bin as a bar: ``3`` or ``3-5`` and its count."""
+    low, high = edges["low"], edges["high"]
+    return (str(low) if low == high else f"{low}-{high}", float(edges["count"]))
+
+
 def _builtin_spec(domain: str) -> DomainSpec | None:
     """The built-in domain of that name (None for another domain)."""
     return load_domain(domain) if domain in builtin_domains() else None
@@ -102,7 +110,7 @@ class TrajectoryPages:
         self.packages: dict[str, TaskPackage] = (
             {p.id: p for p in load_dataset(dataset)} if dataset is not None else {}
         )
-        self.nav = [("index.html", "summary")]
+        self.nav = [("index.html", "summary"), ("stats.html", "statistics")]
 
     def runs(self, at: str) -> dict[str, list[dict[str, Any]]]:
         """Task id -> its trajectories, for the task pages (``href`` from the site root, with
@@ -127,12 +135,15 @@ class TrajectoryPages:
 
     def paths(self) -> list[str]:
         """The summary and one page per trajectory."""
-        return ["index.html", *[f"trajectory/{i}.html" for i in range(len(self.trajectories))]]
+        count = len(self.trajectories)
+        return ["index.html", "stats.html", *[f"trajectory/{i}.html" for i in range(count)]]
 
     def page(self, path: str, query: Query) -> Page | None:
         """The page at ``path``."""
         if path == "index.html":
             return self.summary_page(query)
+        if path == "stats.html":
+            return self.stats_page()
         if path.startswith("trajectory/") and path.endswith(".html"):
             number = path[len("trajectory/") : -len(".html")]
             if number.isdigit() and int(number) < len(self.trajectories):
@@ -169,6 +180,20 @@ class TrajectoryPages:
                 "dataset": self.ds.root.resolve().name if self.ds is not None else None,
                 "tasks_at": self.tasks_at,
             },
+        )
+
+    def stats_page(self) -> Page:
+        """Per agent: episodes, turns, messages and tool calls per episode (mean, median, p90
+        and a histogram each) and the errors (``rollout_stats``)."""
+        stats = rollout_stats(self.trajectories)
+        charts = {
+            agent: {m: bars([_bin(b) for b in block[m]["histogram"]]) for m in MEASURES}
+            for agent, block in stats["agents"].items()
+        }
+        return Page(
+            "rollout_stats.html",
+            "statistics",
+            {"stats": stats, "charts": charts, "measures": MEASURES},
         )
 
     def verdict(
