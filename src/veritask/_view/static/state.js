@@ -5,7 +5,7 @@
   if (!data) { return; }
   var state = JSON.parse(data.textContent);
   var params = new URLSearchParams(window.location.search);
-  var names = Object.keys(state.tables);
+  var names = state.order;
   var table = state.tables[params.get("table")] ? params.get("table") : names[0];
   if (table === undefined) { return; }
   var q = (params.get("q") || "").trim().toLowerCase();
