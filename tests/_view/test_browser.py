@@ -1,6 +1,7 @@
 """Headless Chromium through the viewer: the task table, a task page, a trajectory page and its
 link back to the task, the static bundle's filter from disk, a written state page's filter and
-pages from disk, and an evolve run's bundle from disk. Skipped where Debian's ``chromium`` is not installed.
+pages from disk, and an evolve run's bundle from disk. Skipped where Debian's ``chromium`` is
+not installed.
 
 With ``VERITASK_VIEW_SCREENSHOTS=DIR`` the task and trajectory screenshots are also saved as
 ``DIR/view-task.png`` and ``DIR/view-trajectory.png`` (the README shows them; with Pillow they

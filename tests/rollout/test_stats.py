@@ -16,7 +16,9 @@ from veritask.rollout._stats import describe, episode_counts, histogram, percent
 from veritask.task import StopReason, ToolStep, Trajectory
 
 
-def _traj(agent: str, calls: int, *, rejected: int = 0, stop: StopReason = "user_stop") -> Trajectory:
+def _traj(
+    agent: str, calls: int, *, rejected: int = 0, stop: StopReason = "user_stop"
+) -> Trajectory:
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "policy"},
         {"role": "user", "content": "hello"},
