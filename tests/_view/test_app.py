@@ -11,10 +11,17 @@ from markupsafe import escape
 from starlette.testclient import TestClient
 
 from veritask._view import Site, ViewError, build_app, detect, open_pages
+from veritask._view._diff import table_view
+from veritask._view._pages import fixed_columns
+from veritask.domains import load_domain
 from veritask.env import Layout, Snapshot, diff
 from veritask.task import DatasetDir, Trajectory, load_dataset
 
 LOCAL = "http://127.0.0.1"
+_EMBEDDED = re.compile(
+    r'<script type="application/json" id="state-data">.*?state\.js"></script>\n', re.S
+)
+"""What only a written state page carries: its rows for the page's script (no server there)."""
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +41,12 @@ def trajectory_site(trajectories: Path, dataset: Path) -> Site:
 
 def _task_ids(html: str) -> list[str]:
     return re.findall(r'<a href="task/([^"]+)\.html">', html)
+
+
+def _either(value: str) -> str:
+    """A cell's pattern whether it shows a value as it is or as one side of a change."""
+    other = r"(?:(?!</td>).)*?"
+    return rf"(?:{value}|<del>{value}</del> → <ins>{other}</ins>|<del>{other}</del> → <ins>{value}</ins>)"
 
 
 def _cell(value: object) -> str:
@@ -103,12 +116,13 @@ def test_task_page_shows_the_rows_the_certificate_changes(
         gold = diff(
             Snapshot(ds.read_state(pkg.origin), layout), Snapshot(ds.read_state(pkg.target), layout)
         )
-        shown = len(re.findall(r'<tr class="(?:added|removed|changed (?:before|after))">', html))
-        assert shown == gold.distance, pkg.id
+        added, removed = html.count('<tr class="added">'), html.count('<tr class="removed">')
+        changed = html.count('<tr class="changed">')
+        assert added + removed + 2 * changed == gold.distance, pkg.id
         for name, table in gold.tables.items():
             assert f"<h4>{name} " in html
             for row in table.added + table.removed:
-                cells = "".join(f"<td[^>]*>{_cell(v)}</td>" for v in row.values())
+                cells = "".join(f"<td[^>]*>{_either(_cell(v))}</td>" for v in row.values())
                 assert re.search(cells, html), (pkg.id, name, row)
         assert str(escape(pkg.task_description.splitlines()[0])) in html
         for call in pkg.witness:
@@ -128,8 +142,8 @@ def test_changed_rows_mark_their_changed_cells(dataset_client: TestClient, datas
     assert updated, "the fixture dataset has a task that updates a row"
     task_id, call = updated[0]
     html = dataset_client.get(f"/task/{task_id}.html").text
-    assert '<tr class="changed before">' in html
-    marked = re.findall(r'class="cell-changed">([^<]*)</td>', html)
+    assert '<tr class="changed">' in html and "changed before" not in html
+    marked = re.findall(r'class="cell-changed"><del>[^<]*</del> → <ins>([^<]*)</ins></td>', html)
     assert any(str(v) in marked for k, v in call.args.items() if k != "id" and v is not None)
 
 
@@ -154,7 +168,8 @@ def test_static_bundle_equals_the_server(dataset_site: Site, tmp_path: Path) -> 
     count = dataset_site.write(tmp_path / "site")
     assert count == len(dataset_site.pages.paths())
     for page in dataset_site.pages.paths():
-        assert (tmp_path / "site" / page).read_text(encoding="utf-8") == client.get(f"/{page}").text
+        written_page = (tmp_path / "site" / page).read_text(encoding="utf-8")
+        assert _EMBEDDED.sub("", written_page) == client.get(f"/{page}").text
     assert (tmp_path / "site" / "static" / "style.css").exists()
     task = (tmp_path / "site" / "task" / "mock-s5-000000.html").read_text()
     assert 'href="../static/style.css"' in task and 'href="../index.html"' in task
@@ -171,3 +186,17 @@ def test_logic_pages(logic_file: Path) -> None:
     assert "Answers per difficulty" in family and "<svg" in family
     instance = client.get("/instance/1.html").text
     assert "agrees" in instance and "disagrees" not in instance
+
+
+def test_a_row_the_system_updates_is_one_changed_row() -> None:
+    """A travel booking whose approval an effect propagates (``approval_status`` and ``status``
+    change, no tool sets the first) pairs into one changed row, not an added and a removed."""
+    fixed = fixed_columns(load_domain("travel"))
+    assert "approval_status" not in fixed["flight_bookings"]
+    before = {"travel_request_id": 7, "flight_code": "UA077", "cost": 1500, "class": "ECONOMY",
+              "status": "PENDING", "approval_status": "PENDING", "refund_amount": None}  # fmt: skip
+    after = before | {"status": "TICKETED", "approval_status": "APPROVED"}
+    view = table_view("flight_bookings", [after], [before], fixed["flight_bookings"])
+    assert (view.added, view.removed) == ([], [])
+    assert view.changed == [(before, after, {"status", "approval_status"})]
+    assert fixed_columns(None) == {}

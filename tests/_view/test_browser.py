@@ -1,6 +1,7 @@
 """Headless Chromium through the viewer: the task table, a task page, a trajectory page and its
-link back to the task, the static bundle's filter from disk, and an evolve run's bundle from
-disk. Skipped where Debian's ``chromium`` is not installed.
+link back to the task, the static bundle's filter from disk, a written state page's filter and
+pages from disk, and an evolve run's bundle from disk. Skipped where Debian's ``chromium`` is
+not installed.
 
 With ``VERITASK_VIEW_SCREENSHOTS=DIR`` the task and trajectory screenshots are also saved as
 ``DIR/view-task.png`` and ``DIR/view-trajectory.png`` (the README shows them; with Pillow they
@@ -23,6 +24,7 @@ import pytest
 import uvicorn
 
 from veritask._view import Site, build_app, open_pages
+from veritask._view._state_pages import state_path
 from veritask.task import TaskPackage, load_dataset
 
 CHROMIUM = shutil.which("chromium") or (
@@ -154,3 +156,24 @@ def test_static_bundle_filters_from_disk(dataset: Path, tmp_path: Path) -> None:
     expected = [p for p in load_dataset(dataset) if p.difficulty == "L3"]
     assert len(rows) == len(load_dataset(dataset)) and len(visible) == len(expected)
     assert f'<span id="shown">{len(expected)}</span>' in dom
+
+
+def test_static_state_page_filters_and_pages_from_disk(dataset: Path, tmp_path: Path) -> None:
+    """A written state page draws the table, filter and page the query asks for (its script
+    reads the rows embedded in the page): the same figures the server shows."""
+    site = Site(open_pages(dataset))
+    site.write(tmp_path / "site")
+    digest = load_dataset(dataset)[0].origin
+    path = state_path(digest)
+    query = {"table": "books", "q": "emma"}
+    served = site.render(path, query)
+    assert served is not None
+    expected = re.search(r'<span id="state-found">(\d+)</span>', served)
+    assert expected is not None and int(expected.group(1)) > 0
+    url = (tmp_path / "site" / path).as_uri() + "?table=books&q=emma"
+    dom = _chromium(tmp_path, "--dump-dom", url)
+    assert f'<span id="state-found">{expected.group(1)}</span>' in dom
+    body = dom.split('<table id="state-rows">', 1)[1].split("</table>", 1)[0]
+    assert len(re.findall(r"<tr>", body.split("<tbody>", 1)[1])) == int(expected.group(1))
+    chosen = re.findall(r'<a [^>]*class="here"[^>]*>', dom.split('id="state-tables"', 1)[1])
+    assert len(chosen) == 1 and 'data-table="books"' in chosen[0]

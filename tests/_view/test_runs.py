@@ -14,6 +14,7 @@ from markupsafe import escape
 from starlette.testclient import TestClient
 
 from veritask._view import Site, build_app, detect, open_pages
+from veritask._view._pages import number
 from veritask.blueprint import build_tool_graph, stage_report
 from veritask.evolve import RUN_DIR, read_report
 from veritask.policy import load_spec
@@ -148,7 +149,7 @@ def test_blueprint_stage_report(blueprint_client: TestClient, blueprint_run: Pat
         assert row is not None and 'class="ok">complete' in row.group(0)
         for key, value in section.items():
             if not isinstance(value, list):
-                assert f"{key.replace('_', ' ')} <b>{value}</b>" in row.group(0)
+                assert f"{key.replace('_', ' ')} <b>{number(value)}</b>" in row.group(0)
     for service in report["services"]:
         assert f'href="service/{service["service"]}.html"' in html
     assert '<svg class="graph"' in html  # the entity graph

@@ -22,6 +22,7 @@ from veritask._cli._common import (
     require_packages,
 )
 from veritask._cli.hf_cmds import export_hf_dir, hf_export_options
+from veritask.rollout import stats_of_files
 from veritask.synth import GenerateSummary, generate
 from veritask.task import DatasetError, check_dataset, export_tau2, load_prices, report_dataset
 
@@ -217,14 +218,28 @@ def check_cmd(directory: str, as_json: bool) -> None:
     help="Prices per million tokens for the cost section: two numbers for every module, or a "
     "YAML file mapping module or model names (or 'default') to [prompt, completion].",
 )
+@click.option(
+    "--rollouts",
+    "rollouts",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Trajectory files (repeatable) for the rollout statistics section; default: the "
+    "dataset's trajectories.jsonl when it has one.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def report_cmd(directory: str, prices: str | None, as_json: bool) -> None:
+def report_cmd(
+    directory: str, prices: str | None, rollouts: tuple[str, ...], as_json: bool
+) -> None:
     """Difficulty, tags, boundary density and coverage of a dataset; for LLM-mode datasets also
-    what each module cost (turns, tokens, cost, success rate; in total and per package)."""
+    what each module cost (turns, tokens, cost, success rate; in total and per package); with
+    rollouts, turns, messages, tool calls and errors per episode, per agent."""
     try:
         with reading(prices or "--prices"):
             table = load_prices(prices) if prices else None
         payload = report_dataset(directory, prices=table)
+        files = [Path(r) for r in rollouts] or _found_rollouts(Path(directory))
+        if files:
+            payload["rollouts"] = stats_of_files(files)
     except DatasetError as exc:
         raise _dataset_error(exc) from None
     except ValueError as exc:
@@ -247,6 +262,28 @@ def report_cmd(directory: str, prices: str | None, as_json: bool) -> None:
     _echo_uncovered(payload["uncovered"])
     if "costs" in payload:
         _echo_costs(payload["costs"])
+    if "rollouts" in payload:
+        _echo_rollouts(payload["rollouts"])
+
+
+def _found_rollouts(directory: Path) -> list[Path]:
+    """The dataset's own trajectories file, when it has a non-empty one."""
+    path = directory / "trajectories.jsonl"
+    return [path] if path.is_file() and path.stat().st_size else []
+
+
+def _echo_rollouts(stats: dict[str, Any]) -> None:
+    """One line per agent: episodes, then mean / median / p90 of each measure, then errors."""
+    for agent, block in stats["agents"].items():
+        measures = "  ".join(
+            f"{m.replace('_', ' ')} {block[m]['mean']:.2f}/{block[m]['median']:g}/{block[m]['p90']:g}"
+            for m in ("turns", "messages", "tool_calls")
+        )
+        errors = block["errors"]
+        click.echo(
+            f"rollouts {agent}: {block['episodes']} episodes  {measures} (mean/median/p90)  "
+            f"errored {errors['errored_episodes']}  rejected calls {errors['rejected_calls']}"
+        )
 
 
 def _echo_uncovered(missing: dict[str, dict[str, dict[str, str]]]) -> None:

@@ -10,6 +10,14 @@ from typing import Any
 from veritask._view._charts import bars
 from veritask._view._diff import diff_views
 from veritask._view._pages import Page, Query, fixed_columns, pretty, slug, yes_no
+from veritask._view._state_pages import (
+    StateReader,
+    policy_page,
+    policy_path,
+    rule_anchor,
+    state_page,
+    state_path,
+)
 from veritask.env import CompiledDomain, Environment, Layout, Snapshot, diff
 from veritask.policy import DomainSpec
 from veritask.task import DatasetDir, TaskPackage, certify, grounding, load_dataset, report_dataset
@@ -105,11 +113,30 @@ class DatasetPages:
         self.runs: dict[str, list[dict[str, Any]]] = {}
         """Task id -> its trajectories in the same site (``href`` from the site root, ``trial``,
         ``agent``, ``reward``); filled by whoever mounts trajectories beside the dataset."""
-        self.nav = [("index.html", "report"), ("tasks.html", "tasks")]
+        self.origins: dict[str, tuple[str, list[str]]] = {}
+        """Initial state digest -> its domain and the tasks starting from it."""
+        for pkg in self.packages:
+            self.origins.setdefault(pkg.origin, (pkg.domain, []))[1].append(pkg.id)
+        self.by_state = {slug(d): d for d in self.origins}
+        self.domains = sorted({p.domain for p in self.packages})
+        self.by_domain = {slug(d): d for d in self.domains}
+        self.states = StateReader(self.spec, self.ds.read_state)
+        policies = [
+            (policy_path(d), "policy" if len(self.domains) == 1 else f"policy {d}")
+            for d in self.domains
+        ]
+        self.nav = [("index.html", "report"), ("tasks.html", "tasks"), *policies]
 
     def paths(self) -> list[str]:
-        """The report, the task table and one page per task."""
-        return ["index.html", "tasks.html", *[f"task/{s}.html" for s in self.by_slug]]
+        """The report, the task table, one page per task, per initial state and per domain's
+        policy."""
+        return [
+            "index.html",
+            "tasks.html",
+            *[f"task/{s}.html" for s in self.by_slug],
+            *[state_path(d) for d in self.origins],
+            *[policy_path(d) for d in self.domains],
+        ]
 
     def page(self, path: str, query: Query) -> Page | None:
         """The page at ``path``."""
@@ -120,6 +147,17 @@ class DatasetPages:
         if path.startswith("task/") and path.endswith(".html"):
             pkg = self.by_slug.get(path[len("task/") : -len(".html")])
             return self.task_page(pkg) if pkg is not None else None
+        name = path.removesuffix(".html")
+        if path.startswith("state/") and name[len("state/") :] in self.by_state:
+            digest = self.by_state[name[len("state/") :]]
+            domain, tasks = self.origins[digest]
+            return state_page(self.states, domain, digest, tasks, query)
+        if path.startswith("policy/") and name[len("policy/") :] in self.by_domain:
+            domain = self.by_domain[name[len("policy/") :]]
+            exercised = Counter(
+                r for p in self.packages if p.domain == domain for r in p.rules_exercised
+            )
+            return policy_page(self.spec(domain), dict(exercised))
         return None
 
     def _check(self, pkg: TaskPackage) -> TaskCheck | None:
@@ -211,5 +249,10 @@ class DatasetPages:
                 "check": self._check(pkg),
                 "attributes": pretty(pkg.user_profile.attributes),
                 "runs": self.runs.get(pkg.id, []),
+                "state_href": state_path(pkg.origin),
+                "policy_href": policy_path(pkg.domain),
+                "rule_links": [
+                    (r, f"{policy_path(pkg.domain)}#{rule_anchor(r)}") for r in pkg.rules_exercised
+                ],
             },
         )

@@ -9,6 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import sqlglot
+from sqlglot import exp
+
 from veritask.policy import DomainSpec
 
 Query = Mapping[str, str]
@@ -70,20 +73,68 @@ def pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=str, sort_keys=True)
 
 
-def fixed_columns(spec: DomainSpec) -> dict[str, list[str]]:
+def system_updates(spec: DomainSpec) -> dict[str, set[str]]:
+    """Table -> the columns an effect's ``UPDATE ... SET`` assigns (read from the parse tree
+    of the effect's SQL with sqlglot, never from its text): the system changes them although
+    no tool exposes them (an approval that sets a booking's ``approval_status``)."""
+    out: dict[str, set[str]] = {}
+    for effect in spec.effects:
+        try:
+            trees = sqlglot.parse(effect.sql, read="sqlite")
+        except sqlglot.errors.ParseError:
+            continue
+        for tree in trees:
+            for node in tree.find_all(exp.Update) if tree is not None else ():
+                target = node.this
+                if isinstance(target, exp.Table):
+                    out.setdefault(target.name, set()).update(
+                        eq.this.name
+                        for eq in node.expressions
+                        if isinstance(eq, exp.EQ) and isinstance(eq.this, exp.Column)
+                    )
+    return out
+
+
+def fixed_columns(spec: DomainSpec | None) -> dict[str, list[str]]:
     """Table -> the columns an update never changes, for pairing the rows of a diff: the
     primary key when a diff keeps it (not technical), else the columns neither a tool nor the
-    system updates."""
+    system (an effect's ``UPDATE``) changes. Every page that draws a diff pairs rows with
+    these, so one update is one changed row everywhere; with no spec (a trajectory of an
+    unknown domain) there are none and rows pair on the cells they share."""
+    if spec is None:
+        return {}
+    by_system = system_updates(spec)
     out: dict[str, list[str]] = {}
     for table in spec.tables:
         key = table.primary_key
         if key and not any(c.technical for c in key):
             out[table.name] = [c.name for c in key]
             continue
+        moved = by_system.get(table.name, set())
         out[table.name] = [
-            c.name for c in table.columns if not (c.writable_on_update or c.computed or c.technical)
+            c.name
+            for c in table.columns
+            if not (c.writable_on_update or c.computed or c.technical or c.name in moved)
         ]
     return out
+
+
+RATE_PLACES = 3
+"""Decimals a rate or share is shown with (``0.833``)."""
+MEAN_PLACES = 2
+"""Decimals a mean is shown with (``6.73``)."""
+
+
+def number(value: Any, places: int = RATE_PLACES) -> str:
+    """The one way the viewer writes a number: a float rounded to ``places`` decimals without
+    trailing zeros (``6.7333`` -> ``6.733``, ``1.0`` -> ``1``), an integer as it is; anything
+    else (text, None, a flag) as ``str`` would, so the filter is safe on any cell."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "" if value is None else str(value)
+    if isinstance(value, int):
+        return str(value)
+    text = f"{value:.{places}f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
 
 
 def yes_no(value: bool | None) -> str:

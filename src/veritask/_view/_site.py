@@ -13,10 +13,10 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from veritask._view._pages import Pages, Query
+from veritask._view._pages import Pages, Query, number
 from veritask.task import atomic_write
 
-STATIC_FILES = ("style.css", "filter.js")
+STATIC_FILES = ("style.css", "filter.js", "state.js")
 """Files served under ``static/`` (and copied into a written site)."""
 
 
@@ -29,6 +29,7 @@ def _environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["json"] = lambda value: json.dumps(value, ensure_ascii=False, default=str)
+    env.filters["num"] = number
     return env
 
 
@@ -60,8 +61,11 @@ class Site:
         self.pages = pages
         self.env = _environment()
 
-    def render(self, path: str, query: Query) -> str | None:
-        """The HTML of the page at ``path`` (relative to the site root), or None."""
+    def render(self, path: str, query: Query, *, static: bool = False) -> str | None:
+        """The HTML of the page at ``path`` (relative to the site root), or None.
+
+        ``static``: for a written bundle (pages that a server would filter or page carry
+        their data for a script to do it in the browser)."""
         page = self.pages.page(path, query)
         if page is None:
             return None
@@ -73,6 +77,7 @@ class Site:
             "kind": self.pages.kind,
             "name": self.pages.name,
             "nav": self.pages.nav,
+            "static": static,
             **page.data,
         }
         return self.env.get_template(page.template).render(context)
@@ -87,7 +92,7 @@ class Site:
         """
         paths = self.pages.paths()
         for path in paths:
-            html = self.render(path, {})
+            html = self.render(path, {}, static=True)
             if html is not None:
                 atomic_write(inside(out, path), html.encode("utf-8"))
         for name in STATIC_FILES:

@@ -13,7 +13,10 @@ from veritask._view._diff import diff_views, final_vs_target
 from veritask._view._pages import Page, Query, fixed_columns, pretty, slug
 from veritask.domains import builtin_domains, load_domain
 from veritask.env import Layout
+from veritask.policy import DomainSpec
 from veritask.reward import dense_rewards
+from veritask.rollout import rollout_stats
+from veritask.rollout._stats import MEASURES
 from veritask.task import DatasetDir, TaskPackage, Trajectory, load_dataset
 from veritask.verify import VerificationError, gold_diff_for, pass_hat_k_table, verify
 
@@ -79,10 +82,15 @@ def _selected(traj: Trajectory, query: Query) -> bool:
     return not outcome or (traj.reward == 1.0) == (outcome == "passed")
 
 
-def _fixed(domain: str) -> dict[str, list[str]]:
-    """``fixed_columns`` of a built-in domain (none for other domains: rows then pair on the
-    cells they share)."""
-    return fixed_columns(load_domain(domain)) if domain in builtin_domains() else {}
+def _bin(edges: dict[str, int]) -> tuple[str, float]:
+    """A histogram bin as a bar: ``3`` or ``3-5`` and its count."""
+    low, high = edges["low"], edges["high"]
+    return (str(low) if low == high else f"{low}-{high}", float(edges["count"]))
+
+
+def _builtin_spec(domain: str) -> DomainSpec | None:
+    """The built-in domain of that name (None for another domain)."""
+    return load_domain(domain) if domain in builtin_domains() else None
 
 
 class TrajectoryPages:
@@ -102,7 +110,7 @@ class TrajectoryPages:
         self.packages: dict[str, TaskPackage] = (
             {p.id: p for p in load_dataset(dataset)} if dataset is not None else {}
         )
-        self.nav = [("index.html", "summary")]
+        self.nav = [("index.html", "summary"), ("stats.html", "statistics")]
 
     def runs(self, at: str) -> dict[str, list[dict[str, Any]]]:
         """Task id -> its trajectories, for the task pages (``href`` from the site root, with
@@ -127,12 +135,15 @@ class TrajectoryPages:
 
     def paths(self) -> list[str]:
         """The summary and one page per trajectory."""
-        return ["index.html", *[f"trajectory/{i}.html" for i in range(len(self.trajectories))]]
+        count = len(self.trajectories)
+        return ["index.html", "stats.html", *[f"trajectory/{i}.html" for i in range(count)]]
 
     def page(self, path: str, query: Query) -> Page | None:
         """The page at ``path``."""
         if path == "index.html":
             return self.summary_page(query)
+        if path == "stats.html":
+            return self.stats_page()
         if path.startswith("trajectory/") and path.endswith(".html"):
             number = path[len("trajectory/") : -len(".html")]
             if number.isdigit() and int(number) < len(self.trajectories):
@@ -171,6 +182,20 @@ class TrajectoryPages:
             },
         )
 
+    def stats_page(self) -> Page:
+        """Per agent: episodes, turns, messages and tool calls per episode (mean, median, p90
+        and a histogram each) and the errors (``rollout_stats``)."""
+        stats = rollout_stats(self.trajectories)
+        charts = {
+            agent: {m: bars([_bin(b) for b in block[m]["histogram"]]) for m in MEASURES}
+            for agent, block in stats["agents"].items()
+        }
+        return Page(
+            "rollout_stats.html",
+            "statistics",
+            {"stats": stats, "charts": charts, "measures": MEASURES},
+        )
+
     def verdict(
         self, traj: Trajectory, pkg: TaskPackage, gold: dict[str, Any]
     ) -> list[dict[str, Any]]:
@@ -188,6 +213,7 @@ class TrajectoryPages:
         """One trajectory: timeline, distances, dense rewards, diffs, verdict and usage."""
         traj = self.trajectories[index]
         pkg, data = self.packages.get(traj.task_id), {}
+        spec = _builtin_spec(traj.domain)
         if pkg is not None and self.ds is not None:
             spec = self.ds.domain_spec(pkg.domain)
             gold = gold_diff_for(pkg, self.ds, Layout.from_spec(spec))
@@ -209,7 +235,7 @@ class TrajectoryPages:
             {
                 "traj": traj,
                 "timeline": timeline(traj),
-                "agent": diff_views(traj.agent_diff, _fixed(traj.domain)),
+                "agent": diff_views(traj.agent_diff, fixed_columns(spec)),
                 "distance": line(distances, label="distance to the target per call"),
                 "dense": dense,
                 "task_link": self.task_link(traj.task_id),

@@ -25,6 +25,7 @@ from veritask.rollout._episode import (
     real_session,
     run_episode,
 )
+from veritask.rollout._stats import read_rollouts, rollout_stats, stats_of_files
 
 __all__ = [
     "BUILTIN_AGENTS",
@@ -39,8 +40,11 @@ __all__ = [
     "TaskSource",
     "failure_record",
     "play_episode",
+    "read_rollouts",
     "real_session",
+    "rollout_stats",
     "run_episode",
     "score",
+    "stats_of_files",
     "summarize",
 ]
