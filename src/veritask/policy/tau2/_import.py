@@ -313,8 +313,22 @@ def load_tools(domain: str) -> dict[str, Any]:
     return data
 
 
-def import_tau2(root: Path, domain: str) -> Tau2Import:
+def load_guards(domain: str) -> list[dict[str, Any]]:
+    """The policy guards veritask ships for a τ²-bench domain: rules with ids, codes, messages
+    and examples, written from the policy text (``<domain>_guards.yaml``)."""
+    text = resources.files("veritask.policy.tau2").joinpath(f"{domain}_guards.yaml").read_text()
+    rules: list[dict[Any, Any]] = yaml.safe_load(text)["rules"]
+    # YAML 1.1 reads the key ``on`` as true
+    return [{("on" if k is True else str(k)): v for k, v in r.items()} for r in rules]
+
+
+def import_tau2(root: Path, domain: str, guards: bool = False) -> Tau2Import:
     """Read a τ²-bench checkout's domain and build the veritask spec for it.
+
+    Args:
+        root: The checkout (``data/tau2/domains/<domain>`` and, optionally, ``src/tau2``).
+        domain: ``airline`` or ``retail``.
+        guards: Add the policy guards (rules the toolkit does not enforce); off for parity.
 
     Raises:
         FileNotFoundError: The checkout lacks the domain's ``db.json`` or ``policy.md``.
@@ -345,6 +359,7 @@ def import_tau2(root: Path, domain: str) -> Tau2Import:
             "tables": [_table(schema, n) for n in schema.TABLES],
             "procedures": [_procedure(t, docs, shipped) for t in tools if "unsupported" not in t],
             "seed": _seed_rows(domain, db, data_dir / "db.json"),
+            "rules": load_guards(domain) if guards else [],
         }
     )
     return Tau2Import(spec, policy, unsupported)
