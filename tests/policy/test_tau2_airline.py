@@ -333,3 +333,34 @@ def test_import_tau2_airline_writes_a_spec_that_loads_and_runs(tmp_path: Path, s
     assert "14 tools" in result.output and "left out" not in result.output
     env = Environment(CompiledDomain.from_spec(load_spec(out / "spec.yaml")))
     assert tau2_db(env) == seed
+
+
+def test_a_certificate_named_twice_is_refused_whole(domain: CompiledDomain) -> None:
+    """The one known difference: τ²-bench removes the certificate at its first use and fails
+    with a KeyError at the second, after it has already taken the gift card's share (it has no
+    rollback). veritask returns the same text and leaves the state as it was."""
+    env = Environment(domain)
+    before = env.image()
+    payments = [
+        {"payment_id": "gift_card_1001", "amount": 50},
+        {"payment_id": "certificate_1001", "amount": 75},
+        {"payment_id": "certificate_1001", "amount": 75},
+    ]
+    res = env.call(
+        "book_reservation",
+        {
+            "user_id": "anna_lee_1001",
+            "origin": "JFK",
+            "destination": "SEA",
+            "flight_type": "one_way",
+            "cabin": "economy",
+            "flights": [{"flight_number": "HAT003", "date": "2024-05-10"}],
+            "passengers": [{"first_name": "Anna", "last_name": "Lee", "dob": "1985-02-14"}],
+            "payment_methods": payments,
+            "total_baggages": 0,
+            "nonfree_baggages": 0,
+            "insurance": "no",
+        },
+    )
+    assert res.error is not None and res.error.message == "'certificate_1001'"
+    assert env.image() == before

@@ -91,3 +91,11 @@ def test_the_cli_keeps_only_examples_that_hold_on_the_database(tmp_path: Path) -
     kept = {r.id: len(r.examples) for r in spec.rules}
     assert kept["AIRLINE_COMPENSATION_ELIGIBLE"] == 0 and kept["AIRLINE_CANCEL_FLOWN"] == 1
     assert run_spec_examples(spec) == []
+
+
+def test_generation_on_an_imported_domain_is_refused_with_the_reason() -> None:
+    from veritask.synth import generation_problems
+
+    spec = import_tau2(FIXTURES / "airline", "airline", guards=True).spec
+    ((loc, why),) = generation_problems(spec)
+    assert loc == ("atomic_tools",) and "procedural tools is not supported yet" in why
