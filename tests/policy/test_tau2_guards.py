@@ -99,3 +99,13 @@ def test_generation_on_an_imported_domain_is_refused_with_the_reason() -> None:
     spec = import_tau2(FIXTURES / "airline", "airline", guards=True).spec
     ((loc, why),) = generation_problems(spec)
     assert loc == ("atomic_tools",) and "procedural tools is not supported yet" in why
+
+
+def test_telecom_is_refused_naming_what_is_missing(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli,
+        ["import-tau2", str(FIXTURES / "airline"), "--domain", "telecom", "--out", str(tmp_path)],
+    )
+    assert result.exit_code != 0
+    assert "user-side tools" in result.output and "second database" in result.output
+    assert not list(tmp_path.iterdir())

@@ -20,6 +20,12 @@ from veritask.policy._spec import DomainSpec
 from veritask.policy.tau2 import _airline, _retail
 
 DOMAINS = ("airline", "retail")
+TELECOM = (
+    "telecom is not supported: its user-side tools act on a second database (the user's "
+    "phone) under dual control, and veritask's session protocol has no user tools or second "
+    "state; only airline and retail can be imported"
+)
+"""Why ``--domain telecom`` is refused."""
 _SCHEMAS: dict[str, Any] = {"airline": _airline, "retail": _retail}
 """Per domain: the module with its ``TABLES``, ``KEYED``, ``REFERENCES`` and flattener."""
 
@@ -334,6 +340,8 @@ def import_tau2(root: Path, domain: str, guards: bool = False) -> Tau2Import:
         FileNotFoundError: The checkout lacks the domain's ``db.json`` or ``policy.md``.
         ValueError: The domain is not supported.
     """
+    if domain == "telecom":
+        raise ValueError(TELECOM)
     if domain not in DOMAINS:
         raise ValueError(f"unsupported τ²-bench domain {domain!r}; supported: {', '.join(DOMAINS)}")
     data_dir = root / "data" / "tau2" / "domains" / domain
