@@ -319,22 +319,6 @@ def test_the_import_reads_descriptions_and_reports_what_it_leaves_out(tmp_path: 
         import_tau2(copy_root, "airline")
 
 
-def test_import_tau2_airline_writes_a_spec_that_loads_and_runs(tmp_path: Path, seed: DB) -> None:
-    from click.testing import CliRunner
-
-    from veritask._cli.main import cli
-    from veritask.policy import load_spec
-
-    out = tmp_path / "airline"
-    result = CliRunner().invoke(
-        cli, ["import-tau2", str(ROOT), "--domain", "airline", "--out", str(out)]
-    )
-    assert result.exit_code == 0, result.output
-    assert "14 tools" in result.output and "left out" not in result.output
-    env = Environment(CompiledDomain.from_spec(load_spec(out / "spec.yaml")))
-    assert tau2_db(env) == seed
-
-
 def test_a_certificate_named_twice_is_refused_whole(domain: CompiledDomain) -> None:
     """The one known difference: τ²-bench removes the certificate at its first use and fails
     with a KeyError at the second, after it has already taken the gift card's share (it has no

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from veritask._cli.main import cli
 from veritask.env import CompiledDomain, Environment
 from veritask.env._examples import example_coverage, run_spec_examples
+from veritask.env._tau2 import tau2_db
 from veritask.policy import load_spec
 from veritask.policy.tau2 import import_tau2
 
@@ -85,12 +86,17 @@ def test_the_cli_keeps_only_examples_that_hold_on_the_database(tmp_path: Path) -
         cli, ["import-tau2", str(root), "--domain", "airline", "--out", str(out), "--guards"]
     )
     assert result.exit_code == 0, result.output
-    assert "9 guards" in result.output
+    assert "14 tools, 9 guards" in result.output and "left out" not in result.output
+    written = root / "data" / "tau2" / "domains" / "airline" / "policy.md"
+    assert (out / "policy.md").read_text() == written.read_text()
     assert "dropped AIRLINE_COMPENSATION_ELIGIBLE example 0" in result.output
     spec = load_spec(out / "spec.yaml")
     kept = {r.id: len(r.examples) for r in spec.rules}
     assert kept["AIRLINE_COMPENSATION_ELIGIBLE"] == 0 and kept["AIRLINE_CANCEL_FLOWN"] == 1
     assert run_spec_examples(spec) == []
+    state = tau2_db(Environment(CompiledDomain.from_spec(spec)))  # the seed as written
+    assert state["users"]["dan_roe_4004"]["membership"] == "gold"
+    assert state["reservations"]["RES004"]["status"] is None
 
 
 def test_generation_on_an_imported_domain_is_refused_with_the_reason() -> None:
