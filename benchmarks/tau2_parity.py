@@ -1,6 +1,6 @@
 """Parity of an imported τ²-bench domain with τ²-bench itself, task by task.
 
-    python benchmarks/tau2_parity.py PATH [--domain retail] [--tau2-python PY] [--tasks FILE]
+    python benchmarks/tau2_parity.py PATH [--domain airline|retail] [--tau2-python PY] [--tasks FILE]
 
 PATH is a τ²-bench checkout. Every task's gold actions are replayed twice from the checkout's
 ``db.json``: through τ²-bench's own environment (run by ``--tau2-python``, an interpreter where
@@ -30,13 +30,17 @@ _DRIVER = r"""
 import json, sys
 from tau2.data_model.message import ToolCall
 from tau2.environment.environment import Environment
-from tau2.domains.retail.data_model import RetailDB
-from tau2.domains.retail.tools import RetailTools
+if json.loads(sys.argv[1]) == "airline":
+    from tau2.domains.airline.data_model import FlightDB as DB
+    from tau2.domains.airline.tools import AirlineTools as Tools
+else:
+    from tau2.domains.retail.data_model import RetailDB as DB
+    from tau2.domains.retail.tools import RetailTools as Tools
 
 job = json.load(sys.stdin)
-seed = RetailDB.load(job["db"])
+seed = DB.load(job["db"])
 for task in job["tasks"]:
-    env = Environment(domain_name="retail", policy="", tools=RetailTools(seed.model_copy(deep=True)))
+    env = Environment(domain_name=job["domain"], policy="", tools=Tools(seed.model_copy(deep=True)))
     contents = []
     for i, action in enumerate(task["actions"]):
         msg = env.get_response(ToolCall(id=str(i), name=action["name"], arguments=action.get("arguments") or {}))
@@ -69,10 +73,16 @@ def _ours(domain: CompiledDomain, task: dict[str, Any]) -> dict[str, Any]:
     return {"contents": contents, "hash": tau2_hash(tau2_db(env)), "unchanged": unchanged}
 
 
-def _theirs(python: str, db: Path, tasks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    job = json.dumps({"db": str(db), "tasks": tasks})
+def _theirs(
+    python: str, domain: str, db: Path, tasks: list[dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    job = json.dumps({"db": str(db), "domain": domain, "tasks": tasks})
     proc = subprocess.run(
-        [python, "-c", _DRIVER], input=job, capture_output=True, text=True, check=False
+        [python, "-c", _DRIVER, json.dumps(domain)],
+        input=job,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if proc.returncode != 0:
         sys.exit(f"the τ²-bench side failed:\n{proc.stderr[-2000:]}")
@@ -102,7 +112,7 @@ def main() -> None:
     """Run the comparison and print one line per mismatch and a summary."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", nargs="?", type=Path, help="a τ²-bench checkout")
-    parser.add_argument("--domain", default="retail", choices=["retail"])
+    parser.add_argument("--domain", default="retail", choices=["airline", "retail"])
     parser.add_argument(
         "--tau2-python", default=sys.executable, help="a Python with tau2 installed"
     )
@@ -119,7 +129,7 @@ def main() -> None:
     ours = {t["id"]: _ours(domain, t) for t in tasks}
     ours_s = time.perf_counter() - started
     started = time.perf_counter()
-    theirs = _theirs(args.tau2_python, data / "db.json", tasks)
+    theirs = _theirs(args.tau2_python, args.domain, data / "db.json", tasks)
     theirs_s = time.perf_counter() - started
     problems: list[str] = []
     matched = 0

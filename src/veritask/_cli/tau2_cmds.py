@@ -7,39 +7,78 @@ from pathlib import Path
 import click
 
 from veritask.env import CompiledDomain
-from veritask.policy import dump_spec
+from veritask.env._examples import run_spec_examples
+from veritask.policy import DomainSpec, dump_spec
 from veritask.policy.tau2 import DOMAINS, import_tau2
+
+
+def checked_guards(spec: DomainSpec) -> tuple[DomainSpec, list[str]]:
+    """The spec with only the guard examples that hold on its own seed, and what was dropped.
+
+    The shipped guards' examples name rows of the test fixture; on another database an example
+    may refer to rows that are not there, so each is run on the imported seed and kept only
+    when every call behaves as it states.
+    """
+    failures = run_spec_examples(spec)
+    bad = {(f.owner, f.example) for f in failures if f.example is not None}
+    if not bad:
+        return spec, []
+    rules = [
+        rule.model_copy(
+            update={"examples": [e for i, e in enumerate(rule.examples) if (rule.id, i) not in bad]}
+        )
+        for rule in spec.rules
+    ]
+    dropped = [f"{owner} example {i}" for owner, i in sorted(bad, key=str)]
+    return spec.model_copy(update={"rules": rules}), dropped
 
 
 @click.command("import-tau2")
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--domain", type=click.Choice(DOMAINS), required=True, help="The τ²-bench domain.")
+@click.option(
+    "--domain",
+    type=click.Choice([*DOMAINS, "telecom"]),
+    required=True,
+    help="The τ²-bench domain (telecom is refused, with what it lacks).",
+)
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     required=True,
     help="Directory to write spec.yaml and policy.md into.",
 )
-def import_tau2_cmd(path: Path, domain: str, out: Path) -> None:
+@click.option(
+    "--guards",
+    is_flag=True,
+    help="Add the policy's rules the tools do not enforce (refusals, boundary states); "
+    "leave off to measure parity.",
+)
+def import_tau2_cmd(path: Path, domain: str, out: Path, guards: bool) -> None:
     """Import DOMAIN from the τ²-bench checkout at PATH (its db.json, policy and tool texts)."""
     try:
-        imported = import_tau2(path, domain)
+        imported = import_tau2(path, domain, guards=guards)
     except (OSError, ValueError) as exc:
         raise click.ClickException(f"cannot import {domain} from {path}: {exc}") from exc
-    CompiledDomain.from_spec(imported.spec)  # the procedures compile against the tables
+    spec = imported.spec
+    CompiledDomain.from_spec(spec)  # the procedures and rules compile against the tables
+    dropped: list[str] = []
+    if guards:
+        spec, dropped = checked_guards(spec)
     out.mkdir(parents=True, exist_ok=True)
     header = (
         f"τ²-bench {domain}, imported by veritask import-tau2; the seed is the checkout's db.json"
     )
-    (out / "spec.yaml").write_text(dump_spec(imported.spec, header), encoding="utf-8")
+    (out / "spec.yaml").write_text(dump_spec(spec, header), encoding="utf-8")
     (out / "policy.md").write_text(imported.policy, encoding="utf-8")
-    rows = sum(len(r) for r in imported.spec.seed.values())
+    rows = sum(len(r) for r in spec.seed.values())
     click.echo(
-        f"wrote {out / 'spec.yaml'}: {len(imported.spec.procedures)} tools, "
-        f"{len(imported.spec.tables)} tables, {rows} seed rows"
+        f"wrote {out / 'spec.yaml'}: {len(spec.procedures)} tools, {len(spec.rules)} guards, "
+        f"{len(spec.tables)} tables, {rows} seed rows"
     )
     for name, why in imported.unsupported.items():
         click.echo(f"left out {name}: {why}")
+    for example in dropped:
+        click.echo(f"dropped {example}: it does not hold on this database")
 
 
 def register(group: click.Group) -> None:

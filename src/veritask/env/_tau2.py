@@ -7,12 +7,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from veritask.env._environment import Environment
-from veritask.policy.tau2 import export_retail
+from veritask.policy.tau2 import export_airline, export_retail
 
 
 def tau2_db(env: Environment) -> dict[str, Any]:
-    """The current state as τ²-bench's ``RetailDB.model_dump()``."""
-    return export_retail({t.name: env.rows(t.name) for t in env.spec.tables})
+    """The current state as τ²-bench's database ``model_dump()`` (``FlightDB`` for an imported
+    airline domain, ``RetailDB`` for retail)."""
+    rows = {t.name: env.rows(t.name) for t in env.spec.tables}
+    return export_airline(rows) if env.spec.name == "tau2_airline" else export_retail(rows)
 
 
 def tau2_content(result: Any, ok: bool, message: str) -> Any:

@@ -102,6 +102,8 @@ _ALLOWED: tuple[type[exp.Expression], ...] = (
     exp.Anonymous,
     exp.Tuple,
     exp.JSONKeyValue,
+    exp.Cast,
+    exp.DataType,
 )
 _FUNCTION_NODES: dict[type[exp.Expression], str] = {
     exp.Greatest: "max",

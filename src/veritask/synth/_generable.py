@@ -36,6 +36,15 @@ def generation_problems(spec: DomainSpec) -> list[tuple[Loc, str]]:
                 "table of people or accounts 'tier: entity' (or name it with 'actor')",
             )
         )
+    if not spec.atomic_tools and spec.procedures:
+        found.append(
+            (
+                ("atomic_tools",),
+                "the domain's write tools are procedures ('atomic_tools: false'): the explorer "
+                "drives only the atomic insert_/update_ tools, so it has no write to make; "
+                "generating through procedural tools is not supported yet",
+            )
+        )
     found += _undetermined(spec)
     return found
 

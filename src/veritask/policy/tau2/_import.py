@@ -17,9 +17,17 @@ import yaml
 
 from veritask._util import read_json, read_text
 from veritask.policy._spec import DomainSpec
-from veritask.policy.tau2._retail import KEYED, REFERENCES, TABLES, flatten_retail
+from veritask.policy.tau2 import _airline, _retail
 
-DOMAINS = ("retail",)
+DOMAINS = ("airline", "retail")
+TELECOM = (
+    "telecom is not supported: its user-side tools act on a second database (the user's "
+    "phone) under dual control, and veritask's session protocol has no user tools or second "
+    "state; only airline and retail can be imported"
+)
+"""Why ``--domain telecom`` is refused."""
+_SCHEMAS: dict[str, Any] = {"airline": _airline, "retail": _retail}
+"""Per domain: the module with its ``TABLES``, ``KEYED``, ``REFERENCES`` and flattener."""
 
 
 @dataclass(frozen=True)
@@ -171,14 +179,33 @@ def _product_return() -> tuple[list[dict[str, Any]], Any]:
     return steps, template
 
 
-def _returns(kind: str) -> tuple[list[dict[str, Any]], Any]:
+def _returns(kind: str, shipped: dict[str, Any]) -> tuple[list[dict[str, Any]], Any]:
+    if kind in shipped:  # defined next to the tools (airline)
+        return list(shipped[kind]["steps"]), shipped[kind]["value"]
     return {"order": _order_return, "user": _user_return, "product": _product_return}[kind]()
 
 
-def _procedure(tool: dict[str, Any], docs: dict[str, tuple[str, dict[str, str]]]) -> dict[str, Any]:
-    steps = list(tool["steps"])
+def _spliced(steps: list[Any]) -> list[dict[str, Any]]:
+    """Steps with YAML aliases of step lists spliced in place (recursively in loops)."""
+    out: list[dict[str, Any]] = []
+    for step in steps:
+        if isinstance(step, list):
+            out += _spliced(step)
+        elif step.get("op") == "foreach":
+            out.append({**step, "steps": _spliced(step["steps"])})
+        else:
+            out.append(step)
+    return out
+
+
+def _procedure(
+    tool: dict[str, Any],
+    docs: dict[str, tuple[str, dict[str, str]]],
+    shipped: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    steps = _spliced(list(tool["steps"]))
     if "returns" in tool:
-        more, template = _returns(tool["returns"])
+        more, template = _returns(tool["returns"], shipped or {})
         steps += [*more, {"op": "return", "value": template}]
     description, args = docs.get(tool["name"], (tool["description"], {}))
     flat: list[dict[str, Any]] = []
@@ -221,15 +248,68 @@ def tool_docs(source: str) -> dict[str, tuple[str, dict[str, str]]]:
     return out
 
 
-def _table(name: str) -> dict[str, Any]:
-    tier, access, cols = TABLES[name]
+def _table(schema: Any, name: str) -> dict[str, Any]:
+    tier, access, cols = schema.TABLES[name]
     columns: list[dict[str, Any]] = [{"name": c, "type": t} for c, t in cols]
-    if name in KEYED:
+    if name in schema.KEYED:
         columns[0]["primary_key"] = True
     for col in columns:
-        if (name, col["name"]) in REFERENCES:
-            col["references"] = REFERENCES[(name, col["name"])]
+        if (name, col["name"]) in schema.REFERENCES:
+            col["references"] = schema.REFERENCES[(name, col["name"])]
     return {"name": name, "tier": tier, "access": access, "columns": columns}
+
+
+def airports(source: str) -> list[dict[str, str]]:
+    """The airports ``list_all_airports`` returns, read from the toolkit's source: the
+    ``iata`` and ``city`` keyword constants of each call in that method, in order. Parsed
+    (``ast``), never run; empty when the method or its calls are not there."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return []
+    out: list[dict[str, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "list_all_airports":
+            for call in ast.walk(node):
+                if isinstance(call, ast.Call):
+                    kw = {k.arg: k.value for k in call.keywords}
+                    found = {
+                        k: v.value
+                        for k, v in kw.items()
+                        if k in ("iata", "city")
+                        and isinstance(v, ast.Constant)
+                        and isinstance(v.value, str)
+                    }
+                    if len(found) == 2:
+                        out.append({"iata": found["iata"], "city": found["city"]})
+    return out
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _airports_tool(tool: dict[str, Any], found: list[dict[str, str]]) -> dict[str, Any]:
+    """``list_all_airports`` returning the list read from the user's toolkit."""
+    value = [{"iata": _quoted(a["iata"]), "city": _quoted(a["city"])} for a in found]
+    rest = {k: v for k, v in tool.items() if k != "airports"}
+    return {**rest, "steps": [{"op": "return", "value": value}]}
+
+
+def _tools(domain: str, source: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The shipped tool definitions of a domain, completed from the user's toolkit source."""
+    data = load_tools(domain)
+    tools: list[dict[str, Any]] = []
+    for tool in data["tools"]:
+        if tool.get("airports"):
+            found = airports(source)
+            tool = (
+                _airports_tool(tool, found)
+                if found
+                else {**tool, "unsupported": "the toolkit's airport list was not found"}
+            )
+        tools.append(tool)
+    return tools, data.get("returns") or {}
 
 
 def load_tools(domain: str) -> dict[str, Any]:
@@ -239,21 +319,39 @@ def load_tools(domain: str) -> dict[str, Any]:
     return data
 
 
-def import_tau2(root: Path, domain: str) -> Tau2Import:
+def load_guards(domain: str) -> list[dict[str, Any]]:
+    """The policy guards veritask ships for a τ²-bench domain: rules with ids, codes, messages
+    and examples, written from the policy text (``<domain>_guards.yaml``)."""
+    text = resources.files("veritask.policy.tau2").joinpath(f"{domain}_guards.yaml").read_text()
+    rules: list[dict[Any, Any]] = yaml.safe_load(text)["rules"]
+    # YAML 1.1 reads the key ``on`` as true
+    return [{("on" if k is True else str(k)): v for k, v in r.items()} for r in rules]
+
+
+def import_tau2(root: Path, domain: str, guards: bool = False) -> Tau2Import:
     """Read a τ²-bench checkout's domain and build the veritask spec for it.
+
+    Args:
+        root: The checkout (``data/tau2/domains/<domain>`` and, optionally, ``src/tau2``).
+        domain: ``airline`` or ``retail``.
+        guards: Add the policy guards (rules the toolkit does not enforce); off for parity.
 
     Raises:
         FileNotFoundError: The checkout lacks the domain's ``db.json`` or ``policy.md``.
         ValueError: The domain is not supported.
     """
+    if domain == "telecom":
+        raise ValueError(TELECOM)
     if domain not in DOMAINS:
         raise ValueError(f"unsupported τ²-bench domain {domain!r}; supported: {', '.join(DOMAINS)}")
     data_dir = root / "data" / "tau2" / "domains" / domain
     db = read_json(data_dir / "db.json")
     policy = read_text(data_dir / "policy.md")
-    source = root / "src" / "tau2" / "domains" / domain / "tools.py"
-    docs = tool_docs(source.read_text(encoding="utf-8")) if source.is_file() else {}
-    tools = load_tools(domain)["tools"]
+    path = root / "src" / "tau2" / "domains" / domain / "tools.py"
+    source = path.read_text(encoding="utf-8") if path.is_file() else ""
+    docs = tool_docs(source) if source else {}
+    tools, shipped = _tools(domain, source)
+    schema = _SCHEMAS[domain]
     unsupported = {t["name"]: t["unsupported"] for t in tools if "unsupported" in t}
     spec = DomainSpec.model_validate(
         {
@@ -266,20 +364,28 @@ def import_tau2(root: Path, domain: str) -> Tau2Import:
                 "persona": "a customer service agent",
                 "context": policy,
             },
-            "tables": [_table(n) for n in TABLES],
-            "procedures": [_procedure(t, docs) for t in tools if "unsupported" not in t],
-            "seed": _seed_rows(db, data_dir / "db.json"),
+            "tables": [_table(schema, n) for n in schema.TABLES],
+            "procedures": [_procedure(t, docs, shipped) for t in tools if "unsupported" not in t],
+            "seed": _seed_rows(domain, db, data_dir / "db.json"),
+            "rules": load_guards(domain) if guards else [],
         }
     )
     return Tau2Import(spec, policy, unsupported)
 
 
-def _seed_rows(db: Any, path: Path) -> dict[str, list[dict[str, Any]]]:
-    """The retail database as rows, or a ValueError saying what it lacks."""
+_TOP_KEYS = {
+    "airline": "'flights', 'users' and 'reservations'",
+    "retail": "'products', 'users' and 'orders'",
+}
+
+
+def _seed_rows(domain: str, db: Any, path: Path) -> dict[str, list[dict[str, Any]]]:
+    """The domain's database as rows, or a ValueError saying what it lacks."""
+    flatten = _airline.flatten_airline if domain == "airline" else _retail.flatten_retail
     try:
-        return flatten_retail(db)
+        return flatten(db)
     except (KeyError, TypeError, AttributeError, IndexError) as exc:
         raise ValueError(
-            f"{path} is not τ²-bench's retail database ({type(exc).__name__}: {exc}); "
-            "expected 'products', 'users' and 'orders' as τ²-bench writes them"
+            f"{path} is not τ²-bench's {domain} database ({type(exc).__name__}: {exc}); "
+            f"expected {_TOP_KEYS[domain]} as τ²-bench writes them"
         ) from None
