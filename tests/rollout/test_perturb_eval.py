@@ -177,3 +177,16 @@ def test_eval_cli_reports_each_kind_beside_the_clean_run(
     assert agents == {"faithful~rename-tools"}
     table = CliRunner().invoke(cli, [*args[:-5], "--limit", "3"])
     assert "rename-tools" in table.output and "clean" in table.output, table.output
+
+
+def test_eval_refuses_an_unknown_kind_before_running(source: TaskSource) -> None:
+    from click.testing import CliRunner
+
+    from veritask._cli.main import cli
+
+    args = ["eval", str(source.root), "--agent", "faithful", "--perturb", "rename-tools,bogus"]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 2
+    assert "unknown perturbation 'bogus'" in result.output
+    assert "truncate-observations" in result.output
+    assert "pass^1" not in result.output
