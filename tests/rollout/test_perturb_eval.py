@@ -92,7 +92,7 @@ def test_renames_reach_a_model_that_ignores_its_catalogue(source: TaskSource) ->
         assert _scripted_pass(only_writes, kind) == 1.0, kind
 
 
-def test_the_model_sees_the_perturbed_catalogue_and_results(source: TaskSource) -> None:
+def test_the_model_sees_the_perturbed_catalogue(source: TaskSource) -> None:
     package = next(p for p in source.packages if p.witness)
     provider = ScriptedProvider(_clean_names_script(package))
     agent = perturbed_agent(LLMAgent(provider), "rename-tools", "0:x")
@@ -106,6 +106,20 @@ def test_the_model_sees_the_perturbed_catalogue_and_results(source: TaskSource) 
     # the clean name reached the environment as an unlisted one and was refused
     called = [c["function"]["name"] for m in traj.messages for c in m.get("tool_calls") or []]
     assert called and all(name.startswith("unlisted:") for name in called)
+
+
+def test_the_model_reads_perturbed_results_and_the_record_keeps_real_ones(
+    source: TaskSource,
+) -> None:
+    package = next(p for p in source.packages if p.witness and not p.refusal)
+    provider = ScriptedProvider(_clean_names_script(package))
+    agent = perturbed_agent(LLMAgent(provider), "extra-fields", "0:x")
+    task = source.episode_task(package)
+    traj = asyncio.run(run_episode(task, agent, BUILTIN_USERS["scripted"](task)))
+    shown = [m for m in provider.requests[-1]["messages"] if m["role"] == "tool"]
+    recorded = [m for m in traj.messages if m["role"] == "tool"]
+    assert shown and all("request_id" in json.loads(m["content"]) for m in shown)
+    assert recorded and not any("request_id" in m["content"] for m in recorded)
 
 
 def test_surface_is_seeded_and_maps_calls_both_ways(source: TaskSource) -> None:
