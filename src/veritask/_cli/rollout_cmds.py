@@ -111,10 +111,13 @@ def _require_certified(directory: str) -> None:
         )
 
 
-def _run(directory: str, opts: dict[str, Any], out: Path | None) -> Any:
-    """Run the episodes; the pipeline's ``RolloutReport`` (scored and errored episodes)."""
+def _run(
+    directory: str, opts: dict[str, Any], out: Path | None, perturbation: str | None = None
+) -> Any:
+    """Run the episodes; the pipeline's ``RolloutReport`` (scored and errored episodes).
+    With ``perturbation``, the agent plays behind that perturbed tool surface."""
     from veritask.pipeline import RunConflict
-    from veritask.rollout import RoleError, RoleFactory, TaskSource
+    from veritask.rollout import RoleError, TaskSource
 
     if not opts["allow_uncertified"]:
         _require_certified(directory)
@@ -126,12 +129,7 @@ def _run(directory: str, opts: dict[str, Any], out: Path | None) -> Any:
         provider_options["cache_dir"] = opts["cache_dir"]
     if os.environ.get("VERITASK_API_KEY"):
         provider_options.setdefault("api_key", os.environ["VERITASK_API_KEY"])
-    roles = RoleFactory(
-        agent=opts["agent"],
-        user=opts["user"],
-        provider_options=provider_options,
-        temperature=opts["temperature"],
-    )
+    roles = _roles(opts, provider_options, perturbation)
     try:
         roles.check()
         source = TaskSource.load(directory, limit=opts["limit"])
@@ -154,6 +152,22 @@ def _run(directory: str, opts: dict[str, Any], out: Path | None) -> Any:
                 return _run_batch(source, roles, opts, out, environment, bar, task)
         except RunConflict as exc:
             raise click.ClickException(str(exc)) from None
+
+
+def _roles(opts: dict[str, Any], provider_options: dict[str, Any], perturbation: str | None) -> Any:
+    from veritask.rollout import PerturbedRoles, RoleFactory
+
+    common: dict[str, Any] = {
+        "agent": opts["agent"],
+        "user": opts["user"],
+        "provider_options": provider_options,
+        "temperature": opts["temperature"],
+    }
+    if perturbation is None:
+        return RoleFactory(**common)
+    return PerturbedRoles(
+        **common, perturbation=perturbation, perturb_seed=opts.get("perturb_seed", 0)
+    )
 
 
 def _run_batch(
@@ -213,30 +227,106 @@ def _environment(opts: dict[str, Any], provider_options: dict[str, Any]) -> Any:
     "--out", type=click.Path(dir_okay=False), help="Also keep the trajectories (JSONL; resumable)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def eval_cmd(directory: str, out: str | None, as_json: bool, **opts: Any) -> None:
+@click.option(
+    "--perturb",
+    "perturb",
+    multiple=True,
+    metavar="KIND[,KIND...]",
+    help="Also run the agent behind a perturbed tool surface (repeatable; all, rename-tools, "
+    "rename-args, reorder-fields, extra-fields, noisy-observations, truncate-observations) "
+    "and report pass^k per kind beside the clean run.",
+)
+@click.option(
+    "--perturb-seed", type=int, default=0, show_default=True, help="Seed of the perturbations."
+)
+def eval_cmd(
+    directory: str, out: str | None, as_json: bool, perturb: tuple[str, ...], **opts: Any
+) -> None:
     """Run an agent on a task dataset and report pass^k (success: the verified reward is 1).
 
     Episodes that errored (the model unreachable, the key refused, a timeout...) are never
-    scored: they are counted apart, and any beyond --max-errors fail the command.
+    scored: they are counted apart, and any beyond --max-errors fail the command. With
+    --perturb, the same tasks run again behind each perturbation (OUT gains one file per
+    kind, OUT's stem + .KIND) and the report gives each kind's pass^k and drop.
     """
+    from veritask.rollout import parse_kinds
+
+    try:
+        kinds = parse_kinds(perturb)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--perturb") from None
+    opts["quiet"] = as_json
+    summary, problem = _evaluate(directory, opts, out, None)
+    if kinds and problem is None:
+        opts["allow_uncertified"] = True  # checked once, by the clean run
+        summary["perturbations"] = {}
+        for kind in kinds:
+            row, problem = _evaluate(directory, opts, _kind_out(out, kind), kind)
+            summary["perturbations"][kind] = _perturbation_row(summary, row, opts["trials"])
+            if problem is not None:
+                break
+    summary["ok"] = problem is None
+    if as_json:
+        echo_json(summary)
+    elif problem is None:
+        click.echo(metric_line(summary, opts["agent"]))
+        if kinds:
+            click.echo(perturbation_table(summary, opts["trials"]))
+        _warn_errors(summary)
+    if problem is not None:
+        raise click.ClickException(problem)
+
+
+def _kind_out(out: str | None, kind: str) -> str | None:
+    """Where the trajectories of one perturbation go: OUT's stem + ``.KIND`` + OUT's suffix."""
+    if out is None:
+        return None
+    path = Path(out)
+    return str(path.with_name(f"{path.stem}.{kind}{path.suffix}"))
+
+
+def _evaluate(
+    directory: str, opts: dict[str, Any], out: str | None, kind: str | None
+) -> tuple[dict[str, Any], str | None]:
+    """One run's summary (pass^k None when it must not be reported) and its problem."""
     from veritask.rollout import summarize
 
-    opts["quiet"] = as_json
-    report = _run(directory, opts, Path(out) if out else None)
+    report = _run(directory, opts, Path(out) if out else None, kind)
     trials = opts["trials"]
     summary = summarize(report.trajectories, trials, report.errors)
     summary["not_run"] = report.not_run
     problem = run_problem(summary, opts["max_errors"])
     if problem is not None:
         summary.update({f"pass^{k}": None for k in range(1, trials + 1)})
-    summary["ok"] = problem is None
-    if as_json:
-        echo_json(summary)
-    elif problem is None:
-        click.echo(metric_line(summary, opts["agent"]))
-        _warn_errors(summary)
-    if problem is not None:
-        raise click.ClickException(problem)
+    return summary, problem
+
+
+def _perturbation_row(clean: dict[str, Any], run: dict[str, Any], trials: int) -> dict[str, Any]:
+    """A perturbation's pass^k and its drop from the clean run (clean minus perturbed)."""
+    row: dict[str, Any] = {k: run[k] for k in ("tasks", "scored", "errors")}
+    for k in range(1, trials + 1):
+        value, base = run[f"pass^{k}"], clean[f"pass^{k}"]
+        row[f"pass^{k}"] = value
+        row[f"drop^{k}"] = None if value is None or base is None else round(base - value, 6)
+    return row
+
+
+def perturbation_table(summary: dict[str, Any], trials: int) -> str:
+    """The clean run and each perturbation: pass^k and the drop, one row each."""
+    head = "".join(f"  pass^{k}   drop" for k in range(1, trials + 1))
+    lines = [f"{'perturbation':<24}{head}"]
+    rows = {"clean": summary, **summary["perturbations"]}
+    for name, row in rows.items():
+        cells = ""
+        for k in range(1, trials + 1):
+            value, drop = row.get(f"pass^{k}"), row.get(f"drop^{k}")
+            cells += f"  {_cell(value, 7)}  {_cell(drop, 5) if name != 'clean' else '':>5}"
+        lines.append(f"{name:<24}{cells}")
+    return "\n".join(lines)
+
+
+def _cell(value: float | None, width: int) -> str:
+    return f"{value:.3f}".rjust(width) if value is not None else "-".rjust(width)
 
 
 @click.command("rollout")

@@ -68,6 +68,8 @@ class FaithfulAgent:
         self.say: dict[str, Any] | None = None
         self.catalogues: set[str] = set()
         self.authenticated = False
+        self.more: tuple[str, dict[str, Any]] | None = None
+        """The next page of a list result shown in part (``next_offset``)."""
 
     # -- listening -------------------------------------------------------------------------
 
@@ -113,6 +115,9 @@ class FaithfulAgent:
             self._rejected(spec, args, payload["error"])
         elif "rows" in payload:
             self.seen.setdefault(spec.table, []).extend(payload["rows"])
+            following = payload.get("next_offset")
+            if isinstance(following, int) and not isinstance(following, bool):
+                self.more = (tool, {**args, "offset": following})
         elif spec.writes:
             self.seen.setdefault(spec.table, []).append(payload)
             self.job = None
@@ -122,6 +127,9 @@ class FaithfulAgent:
     # -- acting ----------------------------------------------------------------------------
 
     def _act(self) -> Turn:
+        if self.more is not None:  # the rest of a list shown in part
+            page, self.more = self.more, None
+            return self._call(*page)
         if self.say is not None:
             said, self.say = self.say, None
             return Turn(self._text(said))

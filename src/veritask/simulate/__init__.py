@@ -17,6 +17,7 @@ simulated environments, and their fidelity measured against the real ones.
   (checked, repaired, filtered, costed); :func:`schema_variants` makes schema-perturbed copies.
 """
 
+from veritask.rollout import rename_map
 from veritask.simulate._catalog import (
     ToolCatalog,
     ToolDef,
@@ -63,7 +64,6 @@ from veritask.simulate._perturb import (
     NOISE_KEY,
     SchemaVariant,
     perturb_trajectory,
-    rename_map,
     schema_variants,
 )
 from veritask.simulate._simenv import (

@@ -22,80 +22,16 @@ from __future__ import annotations
 
 import json
 import random
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from veritask._util import loads_untrusted, sha256_text
 from veritask.agent import wire_messages
+from veritask.rollout import function_of, parameter_names, rename_map, rename_payload, word_replacer
 from veritask.task import Trajectory
 
 NOISE_KEY = "request_id"
 """The distractor field injected into observation objects."""
-
-_VERBS = {
-    "query": ("search", "find", "list", "lookup"),
-    "get": ("fetch", "retrieve", "read"),
-    "insert": ("create", "add", "new"),
-    "update": ("modify", "edit", "change"),
-    "delete": ("remove", "drop", "cancel"),
-}
-_STYLES = ("snake", "camel", "pascal")
-
-
-def _words(name: str) -> list[str]:
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    return [w.lower() for w in re.split(r"[^A-Za-z0-9]+", spaced) if w]
-
-
-def _styled(words: Sequence[str], style: str) -> str:
-    if style == "camel":
-        return words[0] + "".join(w.capitalize() for w in words[1:])
-    if style == "pascal":
-        return "".join(w.capitalize() for w in words)
-    return "_".join(words)
-
-
-def _unique(new: str, taken: set[str]) -> str:
-    candidate, number = new, 2
-    while candidate in taken:
-        candidate, number = f"{new}{number}", number + 1
-    taken.add(candidate)
-    return candidate
-
-
-def rename_map(names: Sequence[str], rng: random.Random, *, verbs: bool) -> dict[str, str]:
-    """A one-to-one renaming of ``names``: a new style, synonyms for leading verbs (tools) or
-    a prefix (parameters); never a name equal to the original."""
-    style = rng.choice(_STYLES)
-    prefix = rng.choice(("p", "arg", "in", "the"))
-    taken: set[str] = set()
-    out: dict[str, str] = {}
-    for name in names:
-        words = _words(name) or ["x"]
-        if verbs and words[0] in _VERBS:
-            words = [rng.choice(_VERBS[words[0]]), *words[1:]]
-        elif not verbs:
-            words = [prefix, *words]
-        new = _styled(words, style)
-        if new == name:
-            new = _styled(["v", *words], style)
-        out[name] = _unique(new, taken)
-    return out
-
-
-def _word_pattern(names: Mapping[str, str]) -> re.Pattern[str] | None:
-    if not names:
-        return None
-    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-    return re.compile(rf"(?<![A-Za-z0-9_])({alternatives})(?![A-Za-z0-9_])")
-
-
-def _replacer(names: Mapping[str, str]) -> Callable[[str], str]:
-    pattern = _word_pattern(names)
-    if pattern is None:
-        return lambda text: text
-    return lambda text: pattern.sub(lambda m: names[m.group(1)], text)
 
 
 class SchemaVariant:
@@ -103,18 +39,15 @@ class SchemaVariant:
 
     def __init__(self, tools: Sequence[Mapping[str, Any]], rng: random.Random) -> None:
         self.rng = rng
-        functions = [_function(t) for t in tools]
+        functions = [function_of(t) for t in tools]
         self.tools = rename_map([str(f.get("name")) for f in functions], rng, verbs=True)
-        params = sorted(
-            {str(p) for f in functions for p in (f.get("parameters") or {}).get("properties", {})}
-        )
-        self.params = rename_map(params, rng, verbs=False)
-        self.tool_text = _replacer(self.tools)
-        self.all_text = _replacer({**self.tools, **self.params})
+        self.params = rename_map(parameter_names(tools), rng, verbs=False)
+        self.tool_text = word_replacer(self.tools)
+        self.all_text = word_replacer({**self.tools, **self.params})
 
     def schemas(self, tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """The tool schemas renamed, their parameters and the tools shuffled."""
-        out = [self._schema(_function(t)) for t in tools]
+        out = [self._schema(function_of(t)) for t in tools]
         self.rng.shuffle(out)
         return [{"type": "function", "function": f} for f in out]
 
@@ -158,19 +91,8 @@ class SchemaVariant:
         noisy = self._noise(self._rename(payload))
         return json.dumps(noisy, ensure_ascii=False, default=str)
 
-    def _rename(self, value: Any, in_error: bool = False) -> Any:
-        """Keys renamed everywhere; in text, tool names everywhere and parameter names only
-        inside an ``error`` object (data values are never touched)."""
-        if isinstance(value, dict):
-            return {
-                self.params.get(k, k): self._rename(v, in_error or k == "error")
-                for k, v in value.items()
-            }
-        if isinstance(value, list):
-            return [self._rename(v, in_error) for v in value]
-        if not isinstance(value, str):
-            return value
-        return self.all_text(value) if in_error else self.tool_text(value)
+    def _rename(self, value: Any) -> Any:
+        return rename_payload(value, self.params, self.tool_text, self.all_text)
 
     def _noise(self, value: Any) -> Any:
         if not isinstance(value, dict):
@@ -202,11 +124,6 @@ class SchemaVariant:
         fn["name"] = self.tools.get(name, name)
         fn["arguments"] = self.arguments(fn.get("arguments"))
         return {**call, "function": fn}
-
-
-def _function(tool: Mapping[str, Any]) -> Mapping[str, Any]:
-    fn = tool.get("function") if tool.get("type") == "function" else tool
-    return fn if isinstance(fn, Mapping) else {}
 
 
 def variant_rng(traj: Trajectory, seed: int, variant: int) -> random.Random:
