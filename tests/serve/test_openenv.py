@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.metadata
+import os
 import socket
 import subprocess
 import sys
@@ -220,3 +221,23 @@ def test_openenv_validate_passes_on_the_example_and_the_running_server(base_url:
         [str(OPENENV_CLI), "validate", base_url], capture_output=True, text=True, timeout=120
     )
     assert running.returncode == 0, running.stdout + running.stderr
+
+
+def test_serve_openenv_command_answers_on_the_port_it_bound(dataset: str) -> None:
+    """``veritask serve-openenv DIR --port 0``: loopback, a free port, /health answered there
+    (no PORT variable, no 421 or 400 for the port it chose)."""
+    argv = [sys.executable, "-m", "veritask._cli.main", "serve-openenv", dataset, "--port", "0"]
+    env = {k: v for k, v in os.environ.items() if k != "PORT"}
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        url = line.split(" at ", 1)[1].split()[0]
+        assert url.startswith("http://127.0.0.1:") and not url.endswith(":8000")
+        health = httpx.get(f"{url}/health", timeout=30)
+        assert health.status_code == 200 and health.json()["status"] == "healthy"
+        meta = httpx.get(f"{url}/metadata", headers={"Host": f"localhost:{url.rsplit(':', 1)[1]}"})
+        assert meta.json()["name"] == "veritask"
+    finally:
+        proc.terminate()
+        proc.wait(30)

@@ -13,6 +13,7 @@ from veritask._cli import (
     env_cmds,
     evolve_cmds,
     logic_cmds,
+    openenv_cmd,
     rollout_cmds,
     serve_http,
     serve_mcp,
@@ -36,6 +37,7 @@ dataset_cmds.register(cli)
 rollout_cmds.register(cli)
 serve_mcp.register(cli)
 serve_http.register(cli)
+openenv_cmd.register(cli)
 logic_cmds.register(cli)
 architect_cmd.register(cli)
 simulate_cmds.register(cli)
