@@ -84,6 +84,7 @@ $(OSTAMP): pyproject.toml
 test-openenv: $(OSTAMP)
 	$(OVENV)/bin/openenv validate examples/openenv
 	$(OVENV)/bin/python -m pytest -p no:cacheprovider tests/serve/test_openenv.py
+	$(OVENV)/bin/python -m pytest -p no:cacheprovider tests/serve/test_server_bad_inputs.py -k openenv
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/env_bench.py

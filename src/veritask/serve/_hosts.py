@@ -20,50 +20,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from urllib.parse import urlsplit
 
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["ANY_HOST", "LOOPBACK_NAMES", "OriginCheck", "guard_hosts", "host_names"]
+from veritask.serve._net import ANY_HOST, host_names, origin_allowed
 
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-"""Host names always accepted."""
-ANY_HOST = "*"
-"""An allow-list entry that turns the Host and Origin checks off (a server behind a proxy that
-checks them)."""
-
-
-def _name(entry: str) -> str:
-    """The host name of ``name``, ``name:port``, ``[v6]``, ``[v6]:port`` or a bare IPv6."""
-    entry = entry.strip().lower()
-    if entry.startswith("["):
-        return entry.partition("]")[0] + "]"
-    if entry.count(":") > 1:  # a bare IPv6 address has no port
-        return f"[{entry}]"
-    return entry.partition(":")[0]
-
-
-def host_names(extra: Iterable[str] = ()) -> list[str]:
-    """The host names a server accepts: the loopback names plus each ``extra`` entry's name
-    (a port given with it is ignored: the bound port is the one clients reach), or
-    ``[ANY_HOST]`` when an entry is :data:`ANY_HOST`."""
-    names = list(LOOPBACK_NAMES)
-    for entry in extra:
-        if entry.strip() == ANY_HOST:
-            return [ANY_HOST]
-        name = _name(entry)
-        if name and name not in names:
-            names.append(name)
-    return names
-
-
-def origin_allowed(origin: str | None, names: Sequence[str]) -> bool:
-    """True when a request may carry ``origin``: none, or an http(s) URL on one of ``names``."""
-    if origin is None or ANY_HOST in names:
-        return True
-    parts = urlsplit(origin.strip().lower())
-    return parts.scheme in ("http", "https") and _name(parts.netloc) in names
+__all__ = ["OriginCheck", "guard_hosts"]
 
 
 class OriginCheck:
@@ -95,7 +58,11 @@ class OriginCheck:
             return
         message = f"cross-site requests from {origin!r} are refused"
         body = json.dumps({"error": {"code": "ORIGIN_NOT_ALLOWED", "message": message}}).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", b"%d" % len(body)),
+            (b"connection", b"close"),
+        ]
         await send({"type": "http.response.start", "status": 403, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
