@@ -21,10 +21,11 @@ status, never a traceback):
 
 Work on a session (parsing the body, the call, reading the state) runs in Starlette's thread
 pool, so a large ``GET /state`` or a slow call never holds up the event loop, and a request that
-waits for a session's lock waits in a worker thread. Before any routing, a request is refused
-(JSON, ``Connection: close``) when its ``Host`` is not in the allow-list (421) or its ``Origin``
-names another site (403), when its head is over :data:`~veritask.serve.MAX_HEAD_BYTES` (431), or
-when its framing is wrong: bodies carry a ``Content-Length`` of at most
+waits for a session's lock waits in a worker thread. Before any routing, the servers' one guard
+(:func:`~veritask.serve._hosts.guard_hosts`) refuses a ``Host`` outside the allowed names
+(Starlette's ``TrustedHostMiddleware``: a plain-text 400) and an ``Origin`` naming another site
+(JSON 403); then a request is refused (JSON, ``Connection: close``) when its head is over
+:data:`~veritask.serve.MAX_HEAD_BYTES` (431), or when its framing is wrong: bodies carry a ``Content-Length`` of at most
 :data:`~veritask.serve.MAX_BODY_BYTES` (413 beyond; chunked uploads are refused with 411). A
 trailing slash is ignored. Needs the ``http`` extra (``pip install 'veritask[http]'``).
 """
