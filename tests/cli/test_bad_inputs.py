@@ -391,6 +391,11 @@ COMMANDS: dict[str, Cmd] = {
         fmt="spec",
         na={"missing_path": _SERVER_NA, "dir_for_file": _SERVER_NA},
     ),
+    "serve-openenv": Cmd(
+        file_in=_a("serve-openenv", "{X}"),
+        fmt="dataset",
+        fragments={"empty_file": "manifest is empty"},
+    ),
     "serve-mcp": Cmd(
         file_in=_a("serve-mcp", "mock", "--state", "{X}"),
         fmt="sqlite",

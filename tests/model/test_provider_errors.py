@@ -124,3 +124,21 @@ def test_classify_error_beyond_providers() -> None:
     assert (refused.kind, refused.reason) == ("connection", "connection refused")
     bug = classify_error(KeyError("x"))
     assert (bug.kind, bug.message) == ("error", "KeyError: 'x'")
+
+
+def test_the_sdk_runs_the_retries_with_veritask_waits() -> None:
+    """The SDK client retries (its max_retries); the waits between attempts are veritask's:
+    the server's Retry-After as the SDK parses it (retry-after-ms included), capped, never
+    below the seeded backoff, and the fast connect cadence before the endpoint ever answered."""
+    import httpx
+
+    from veritask.model._openai import OpenAIProvider, _Client
+
+    p = OpenAIProvider("m", base_url="http://127.0.0.1:9/v1", max_retries=4, max_delay=5.0)
+    assert p._client_options["max_retries"] == 4
+    sdk = _Client(api_key="EMPTY", base_url="http://127.0.0.1:9/v1")
+    header = sdk._parse_retry_after_header(httpx.Headers({"retry-after-ms": "1500"}))
+    assert header == 1.5
+    assert p._wait(0, header, True) >= 1.5
+    assert p._wait(0, 600.0, True) == 5.0  # capped at max_delay
+    assert p._wait(2, None, False) == p._connect_delay * 4  # never answered: connect cadence

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.metadata
 import json
 import logging
 import os
@@ -352,10 +353,10 @@ def test_mcp_deep_nesting_names_the_limit(mcp_port: int, log: Records) -> None:
     assert_quiet(log)
 
 
-def test_mcp_foreign_host_is_json(mcp_port: int, log: Records) -> None:
+def test_mcp_foreign_host_is_refused_by_the_guard(mcp_port: int, log: Records) -> None:
     request = head("POST", "/mcp", mcp_port, 2).replace(b"127.0.0.1:", b"evil.example:") + b"{}"
     status, answer = exchange(mcp_port, request)
-    assert status == 421 and json.loads(answer)["error"]["data"]["reason"] == "HOST_NOT_ALLOWED"
+    assert status == 400 and b"Invalid host header" in answer
     assert_quiet(log)
 
 
@@ -375,7 +376,12 @@ def test_mcp_client_leaving_mid_body(mcp_port: int, log: Records) -> None:
 
 @pytest.fixture(scope="module")
 def openenv_port(generated: Callable[[str, int, int], Path]) -> Iterator[int]:
-    pytest.importorskip("openenv.core.env_server")
+    try:
+        release = importlib.metadata.version("openenv")
+    except importlib.metadata.PackageNotFoundError:
+        release = "0"
+    if release.split(".")[:2] != ["0", "10"]:
+        pytest.skip("needs the openenv 0.10 package (make test-openenv)")
     from veritask.serve.openenv_app import openenv_server
 
     dataset = str(generated("travel", 6, 11))

@@ -14,6 +14,7 @@ from veritask._cli import (
     evolve_cmds,
     hf_cmds,
     logic_cmds,
+    openenv_cmd,
     rollout_cmds,
     serve_http,
     serve_mcp,
@@ -37,6 +38,7 @@ dataset_cmds.register(cli)
 rollout_cmds.register(cli)
 serve_mcp.register(cli)
 serve_http.register(cli)
+openenv_cmd.register(cli)
 logic_cmds.register(cli)
 architect_cmd.register(cli)
 simulate_cmds.register(cli)

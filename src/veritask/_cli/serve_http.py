@@ -1,4 +1,9 @@
-"""The ``serve`` command: an HTTP environment server (reset / step / state) in the OpenEnv style."""
+"""The ``serve`` command: veritask's own HTTP environment server (reset / step / state).
+
+Deprecated for task datasets: ``serve-openenv`` serves them with OpenEnv's protocol (one HTTP
+protocol, which OpenEnv's clients speak). ``serve`` stays for what only it does: a domain's seed
+state without tasks, and simulated environments (``--env-model``).
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,12 @@ from veritask.serve import (
     REQUEST_TIMEOUT,
     open_source,
     require_http,
+)
+
+DEPRECATED = (
+    "warning: `veritask serve` speaks veritask's own HTTP protocol and is deprecated for"
+    " datasets; use `veritask serve-openenv DIR` (OpenEnv's protocol: EnvClient, MCPToolClient,"
+    " veritask.serve.openenv_client). Existing clients of this server keep working."
 )
 
 
@@ -96,6 +107,8 @@ def serve_cmd(
 ) -> None:
     """Serve DOMAIN_OR_DIR over HTTP: POST /reset, POST /step, GET /state, DELETE /session/ID.
 
+    Deprecated for datasets: use serve-openenv (OpenEnv's protocol).
+
     DOMAIN_OR_DIR is a domain (every session starts from its seed state) or a dataset directory
     (every session starts from a task's origin; steps are rewarded by proximity to its target).
     Each session has its own database; sessions never share state. Requests must name the
@@ -115,6 +128,8 @@ def serve_cmd(
         source = simulated_source(open_source(domain_or_dir), env_model, env_tools)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
+    if source.mode == "dataset" and env_model is None:
+        click.echo(DEPRECATED, err=True)
     if log_requests:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     tasks = len(source.task_ids())

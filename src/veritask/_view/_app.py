@@ -12,6 +12,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from veritask._view._site import STATIC_FILES, Site, static_file
+from veritask.serve._hosts import OriginCheck
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
 """Host names the app answers to: a page from another site cannot reach it by DNS rebinding."""
@@ -40,5 +41,8 @@ def build_app(site: Site, *, allowed_hosts: Sequence[str] = LOOPBACK_HOSTS) -> S
 
     return Starlette(
         routes=[Route("/", page, methods=["GET"]), Route("/{path:path}", page, methods=["GET"])],
-        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))],
+        middleware=[  # the servers' one Host/Origin guard (veritask.serve._hosts.guard_hosts)
+            Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)),
+            Middleware(OriginCheck, names=list(allowed_hosts)),
+        ],
     )

@@ -6,9 +6,10 @@ This is the only module that imports the ``openai`` SDK.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,15 +73,34 @@ def backoff_delay(attempt: int, base_delay: float, max_delay: float, rng: random
     return ceiling * (0.5 + 0.5 * rng.random())
 
 
-def _retry_after(exc: Exception, max_delay: float) -> float:
-    """The server's ``Retry-After`` in seconds (capped), or 0 when it gave none."""
-    response = getattr(exc, "response", None)
-    value = response.headers.get("retry-after") if response is not None else None
-    try:
-        seconds = float(str(value)) if value else 0.0
-    except ValueError:
-        return 0.0
-    return min(max_delay, max(0.0, seconds))
+_RETRIES: contextvars.ContextVar[list[int]] = contextvars.ContextVar("veritask_retries")
+"""Retries the SDK made for the request running in this task (for the error message)."""
+
+RetryDelay = Callable[[int, "float | None", bool], float]
+"""``(attempt, retry_after, answered) -> seconds`` before the SDK's next attempt."""
+
+
+class _Client(openai.AsyncOpenAI):
+    """The SDK client, whose own retry loop (``max_retries``: 408, 409, 429, 5xx, connection
+    errors and timeouts; ``Retry-After`` and ``retry-after-ms`` parsed by the SDK) runs each
+    request; only the wait between attempts is veritask's (seeded jitter for reproducible
+    runs, a fast cadence for an endpoint that never answered, ``max_delay``)."""
+
+    veritask_delay: RetryDelay | None = None
+
+    def _calculate_retry_timeout(
+        self, remaining_retries: int, options: Any, response_headers: Any = None
+    ) -> float:
+        counter = _RETRIES.get(None)
+        if counter is not None:
+            counter[0] += 1
+        if self.veritask_delay is None:  # pragma: no cover - set on every client veritask makes
+            return float(
+                super()._calculate_retry_timeout(remaining_retries, options, response_headers)
+            )
+        attempt = options.get_max_retries(self.max_retries) - remaining_retries
+        retry_after = self._parse_retry_after_header(response_headers)
+        return self.veritask_delay(attempt, retry_after, response_headers is not None)
 
 
 def _describe(exc: openai.OpenAIError) -> str:
@@ -109,20 +129,21 @@ class _LoopBound:
     """What an SDK client needs that belongs to one event loop."""
 
     loop: asyncio.AbstractEventLoop
-    client: openai.AsyncOpenAI
+    client: _Client
     semaphore: asyncio.Semaphore
 
 
 class OpenAIProvider:
     """Chat completions through the official ``openai`` async client.
 
-    The SDK's own retries are disabled; this provider retries 429, 5xx, connection errors and
-    timeouts with exponential backoff and seeded jitter (honouring ``Retry-After`` up to
-    ``max_delay``), and never retries other 4xx. An endpoint that has never answered fails
-    fast: a connection error before the first response is retried only ``connect_retries``
-    times, ``connect_delay`` apart (doubling), and once those run out every later call raises
-    the same error at once (with ``fail_fast``), so a dead ``--base-url`` costs a second, not
-    minutes per episode. Each event loop gets its own SDK client and concurrency limit;
+    Retries are the SDK's own (``max_retries``: 408, 409, 429, 5xx, connection errors and
+    timeouts; never 401, 403 or other 4xx; the server's ``Retry-After`` honoured up to
+    ``max_delay``), with veritask's policy on top: the wait between attempts is exponential
+    from ``base_delay`` with seeded jitter, and an endpoint that has never answered fails
+    fast: before the first response a request gets only ``connect_retries`` retries,
+    ``connect_delay`` apart (doubling), and once a connection error outlives those every later
+    call raises the same error at once (with ``fail_fast``), so a dead ``--base-url`` costs a
+    second, not minutes per episode. Each event loop gets its own SDK client and concurrency limit;
     ``await aclose()`` before a loop ends releases its connections.
 
     Errors are :class:`~veritask.model.ProviderError` with ``kind``, ``base_url`` and ``model``
@@ -186,7 +207,7 @@ class OpenAIProvider:
         self._client_options: dict[str, Any] = {
             "base_url": url,
             "api_key": key,
-            "max_retries": 0,
+            "max_retries": self._max_retries,
             "timeout": timeout,
         }
         self._owns_http = http_client is None
@@ -231,29 +252,47 @@ class OpenAIProvider:
         """
         loop = asyncio.get_running_loop()
         if self._bound is None or self._bound.loop is not loop:
+            client = _Client(**self._client_options)
+            client.veritask_delay = self._wait
             self._bound = _LoopBound(
                 loop=loop,
-                client=openai.AsyncOpenAI(**self._client_options),
+                client=client,
                 semaphore=asyncio.Semaphore(self._max_concurrency),
             )
         return self._bound
 
+    def _sdk_client(self, retries: int) -> openai.AsyncOpenAI:
+        """The loop's client, with ``retries`` SDK retries (it shares the connection pool)."""
+        client = self._loop_bound().client
+        if retries == self._max_retries:
+            return client
+        copy = client.with_options(max_retries=retries)
+        copy.veritask_delay = self._wait
+        return copy
+
     async def _create_with_retries(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Call the endpoint, retrying retryable failures; the response as a JSON dict."""
+        """Call the endpoint through the SDK's retries; the response as a JSON dict."""
         if self._dead is not None:
             raise self._copy(self._dead)
-        attempt = 0
-        while True:
+        counter = [0]
+        _RETRIES.set(counter)
+        reached = self._reached
+        probe = self._max_retries if reached else min(self._max_retries, self._connect_retries)
+        try:
+            payload = await self._create_once(request, probe)
+        except openai.APIStatusError as exc:
+            self._reached = True  # the endpoint answered: the probe's limit no longer applies
+            left = self._max_retries - counter[0]
+            if reached or not isinstance(exc, _RETRYABLE) or left <= 0:
+                raise self._give_up(exc, counter[0]) from None
             try:
-                payload = await self._create_once(request)
-            except openai.OpenAIError as exc:
-                if attempt >= self._retries_for(exc):
-                    raise self._give_up(exc, attempt) from None
-                await asyncio.sleep(self._delay(attempt, exc))
-                attempt += 1
-            else:
-                self._reached = True
-                return payload
+                payload = await self._create_once(request, left - 1)
+            except openai.OpenAIError as again:
+                raise self._give_up(again, counter[0] + 1) from None
+        except openai.OpenAIError as exc:
+            raise self._give_up(exc, counter[0]) from None
+        self._reached = True
+        return payload
 
     def _unreached_connection(self, exc: openai.OpenAIError) -> bool:
         """A connection (not timeout) error from an endpoint that has never answered."""
@@ -262,14 +301,6 @@ class OpenAIProvider:
             and isinstance(exc, openai.APIConnectionError)
             and not isinstance(exc, openai.APITimeoutError)
         )
-
-    def _retries_for(self, exc: openai.OpenAIError) -> int:
-        """How many retries an error of this type gets."""
-        if not isinstance(exc, _RETRYABLE):
-            return 0
-        if self._unreached_connection(exc):
-            return min(self._max_retries, self._connect_retries)
-        return self._max_retries
 
     def _give_up(self, exc: openai.OpenAIError, attempt: int) -> ProviderError:
         """The error to raise once ``exc`` is not retried (again); latches a dead endpoint."""
@@ -291,20 +322,23 @@ class OpenAIProvider:
             reason=error.reason,
         )
 
-    async def _create_once(self, request: dict[str, Any]) -> dict[str, Any]:
-        """One attempt, under the concurrency limit."""
+    async def _create_once(self, request: dict[str, Any], retries: int) -> dict[str, Any]:
+        """One request with ``retries`` SDK retries, under the concurrency limit."""
         bound = self._loop_bound()
         async with bound.semaphore:
-            response = await bound.client.chat.completions.create(**request)
+            response = await self._sdk_client(retries).chat.completions.create(**request)
         payload: dict[str, Any] = response.model_dump(mode="json")
         return payload
 
-    def _delay(self, attempt: int, exc: Exception) -> float:
-        """How long to wait before the next attempt."""
-        if isinstance(exc, openai.OpenAIError) and self._unreached_connection(exc):
-            return self._connect_delay * (2.0**attempt)
+    def _wait(self, attempt: int, retry_after: float | None, answered: bool) -> float:
+        """Seconds before retry ``attempt + 1``: the connect cadence while the endpoint never
+        answered a connection, else seeded exponential backoff, at least the server's
+        ``Retry-After`` (capped at ``max_delay``)."""
+        if not answered and not self._reached:
+            return float(self._connect_delay * (2.0**attempt))
         jittered = backoff_delay(attempt, self._base_delay, self._max_delay, self._rng)
-        return max(jittered, _retry_after(exc, self._max_delay))
+        wanted = min(self._max_delay, max(0.0, retry_after)) if retry_after else 0.0
+        return max(jittered, wanted)
 
     def _error(self, exc: openai.OpenAIError, note: str) -> ProviderError:
         """Wrap an SDK error so callers need not import the SDK.

@@ -24,7 +24,6 @@ from veritask.serve._net import (
     MAX_JSON_DEPTH,
     LogLimiter,
     TooDeep,
-    host_error,
     loads_bounded,
 )
 
@@ -103,7 +102,6 @@ def bounded_body(
     *,
     max_bytes: int = MAX_BODY_BYTES,
     make_error: ErrorBody = error_body,
-    hosts: frozenset[str] | None = None,
 ) -> ASGIApp:
     """``app`` behind a reader that takes each HTTP request's body whole before passing it on.
 
@@ -111,8 +109,6 @@ def bounded_body(
         app: The application.
         max_bytes: Largest body accepted; a larger one is answered 413.
         make_error: Builds the error body of a refusal (the application's own format).
-        hosts: When given, a foreign ``Host`` or ``Origin`` is refused first (421 / 403; see
-            :func:`~veritask.serve.host_error`).
     """
 
     limiter = LogLimiter(log)  # per application: one server's failures never hide another's
@@ -122,14 +118,6 @@ def bounded_body(
             await app(scope, receive, send)
             return
         what = f"{scope['method']} {scope['path']}"
-        if hosts is not None:
-            headers = {
-                k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]
-            }
-            refused = host_error(headers, hosts)
-            if refused is not None:
-                await send_json(send, refused[0], make_error(*refused))
-                return
         declared = _declared_length(scope)
         too_big = f"request bodies are limited to {max_bytes} bytes"
         if declared is not None and declared > max_bytes:

@@ -1,5 +1,5 @@
-"""Transport settings, binding rules, the Host/Origin allow-list and the bounds on what a client
-may send, shared by the servers.
+"""Transport settings, binding rules, the loopback names and the bounds on what a client may
+send, shared by the servers (the Host/Origin guard itself is :mod:`veritask.serve._hosts`).
 
 No HTTP dependency: the HTTP app, the uvicorn server, the MCP server and the OpenEnv app all
 build on these (``veritask.serve._listen`` puts them on uvicorn).
@@ -13,7 +13,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -37,7 +37,7 @@ LOG_INTERVAL = 1.0
 DEFAULT_MAX_STATE_BYTES = 64 << 20
 """Largest database a session may grow to by its writes; a write beyond it is rejected."""
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-"""Host names accepted by default (with the bound port)."""
+"""Host names always accepted, on any port (see :mod:`veritask.serve._hosts`)."""
 ANY_HOST = "*"
 """An allow-list entry that turns the Host and Origin checks off."""
 HTTP_INSTALL_HINT = "pip install 'veritask[http]'"
@@ -88,64 +88,36 @@ def check_bind(host: str, allow_remote: bool) -> None:
         )
 
 
-def _split_host(entry: str) -> tuple[str, str | None]:
-    """``(name, port)`` of ``name``, ``name:port``, ``[v6]``, ``[v6]:port`` or a bare IPv6."""
+def _name(entry: str) -> str:
+    """The host name of ``name``, ``name:port``, ``[v6]``, ``[v6]:port`` or a bare IPv6."""
     entry = entry.strip().lower()
     if entry.startswith("["):
-        name, _, rest = entry.partition("]")
-        return name + "]", rest[1:] if rest.startswith(":") else None
+        return entry.partition("]")[0] + "]"
     if entry.count(":") > 1:  # a bare IPv6 address has no port
-        return f"[{entry}]", None
-    name, _, port = entry.partition(":")
-    return name, port or None
+        return f"[{entry}]"
+    return entry.partition(":")[0]
 
 
-def allowed_hosts(port: int, extra: Iterable[str] = ()) -> frozenset[str]:
-    """The ``Host`` header values a server bound to ``port`` accepts.
-
-    The loopback names with ``port``, plus each ``extra`` entry: ``name`` (with ``port``),
-    ``name:port`` as given, or :data:`ANY_HOST` to accept any host. On port 80 a bare name is
-    accepted too (a client leaves the default port out).
-
-    Args:
-        port: The port the server is bound to.
-        extra: More names clients use to reach the server (its public name, an address).
-    """
-    hosts: set[str] = set()
-    for entry in (*LOOPBACK_NAMES, *extra):
+def host_names(extra: Iterable[str] = ()) -> list[str]:
+    """The host names a server accepts: the loopback names plus each ``extra`` entry's name
+    (a port given with it is ignored: the bound port is the one clients reach), or
+    ``[ANY_HOST]`` when an entry is :data:`ANY_HOST`."""
+    names = list(LOOPBACK_NAMES)
+    for entry in extra:
         if entry.strip() == ANY_HOST:
-            return frozenset({ANY_HOST})
-        name, given = _split_host(entry)
-        hosts.add(f"{name}:{given or port}")
-        if (given or str(port)) == "80":
-            hosts.add(name)
-    return frozenset(hosts)
+            return [ANY_HOST]
+        name = _name(entry)
+        if name and name not in names:
+            names.append(name)
+    return names
 
 
-def host_error(headers: Mapping[str, str], allowed: frozenset[str]) -> tuple[int, str, str] | None:
-    """Why a request's ``Host`` or ``Origin`` is refused, as ``(status, code, message)``.
-
-    A ``Host`` outside ``allowed`` is a 421 (DNS rebinding: a page on another name reaching a
-    loopback server); an ``Origin`` whose host is outside ``allowed`` is a 403 (a cross-site
-    request from a browser). A request without ``Origin`` (any non-browser client) passes the
-    second check; one without ``Host`` (HTTP/1.0) passes the first.
-
-    Args:
-        headers: The request's headers (lower-case names).
-        allowed: What :func:`allowed_hosts` returned.
-    """
-    if ANY_HOST in allowed:
-        return None
-    host = headers.get("host")
-    if host is not None and host.lower() not in allowed:
-        return 421, "HOST_NOT_ALLOWED", f"Host {host!r} is not served here"
-    origin = headers.get("origin")
-    if origin is None:
-        return None
-    parts = urlsplit(origin.lower())
-    if parts.scheme in ("http", "https") and parts.netloc in allowed:
-        return None
-    return 403, "ORIGIN_NOT_ALLOWED", f"cross-site requests from {origin!r} are refused"
+def origin_allowed(origin: str | None, names: Sequence[str]) -> bool:
+    """True when a request may carry ``origin``: none, or an http(s) URL on one of ``names``."""
+    if origin is None or ANY_HOST in names:
+        return True
+    parts = urlsplit(origin.strip().lower())
+    return parts.scheme in ("http", "https") and _name(parts.netloc) in names
 
 
 class TooDeep(ValueError):

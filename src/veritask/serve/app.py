@@ -21,10 +21,11 @@ status, never a traceback):
 
 Work on a session (parsing the body, the call, reading the state) runs in Starlette's thread
 pool, so a large ``GET /state`` or a slow call never holds up the event loop, and a request that
-waits for a session's lock waits in a worker thread. Before any routing, a request is refused
-(JSON, ``Connection: close``) when its ``Host`` is not in the allow-list (421) or its ``Origin``
-names another site (403), when its head is over :data:`~veritask.serve.MAX_HEAD_BYTES` (431), or
-when its framing is wrong: bodies carry a ``Content-Length`` of at most
+waits for a session's lock waits in a worker thread. Before any routing, the servers' one guard
+(:func:`~veritask.serve._hosts.guard_hosts`) refuses a ``Host`` outside the allowed names
+(Starlette's ``TrustedHostMiddleware``: a plain-text 400) and an ``Origin`` naming another site
+(JSON 403); then a request is refused (JSON, ``Connection: close``) when its head is over
+:data:`~veritask.serve.MAX_HEAD_BYTES` (431), or when its framing is wrong: bodies carry a ``Content-Length`` of at most
 :data:`~veritask.serve.MAX_BODY_BYTES` (413 beyond; chunked uploads are refused with 411). A
 trailing slash is ignored. Needs the ``http`` extra (``pip install 'veritask[http]'``).
 """
@@ -36,7 +37,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import parse_qs
 
@@ -50,12 +51,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from veritask.serve._hosts import guard_hosts
 from veritask.serve._net import (
+    LOOPBACK_NAMES,
     MAX_BODY_BYTES,
     MAX_HEAD_BYTES,
     MAX_JSON_DEPTH,
     TooDeep,
-    host_error,
     loads_bounded,
 )
 from veritask.serve._service import EnvService, json_default
@@ -122,14 +124,11 @@ def head_size(scope: Scope) -> int:
     return line + sum(len(name) + len(value) + 4 for name, value in scope["headers"])
 
 
-def framing_error(scope: Scope, hosts: frozenset[str]) -> RequestError | None:
-    """A request refused before routing: a foreign ``Host`` or ``Origin``, a head over
-    :data:`MAX_HEAD_BYTES`, another HTTP version, a chunked upload or a body over
-    :data:`MAX_BODY_BYTES`."""
+def framing_error(scope: Scope) -> RequestError | None:
+    """A request refused before routing: a head over :data:`MAX_HEAD_BYTES`, another HTTP
+    version, a chunked upload or a body over :data:`MAX_BODY_BYTES` (a foreign ``Host`` or
+    ``Origin`` was refused before, by :func:`~veritask.serve._hosts.guard_hosts`)."""
     headers = Headers(scope=scope)
-    refused = host_error(headers, hosts)
-    if refused is not None:
-        return RequestError(*refused)
     if head_size(scope) > MAX_HEAD_BYTES:
         return RequestError(
             431, "HEADERS_TOO_LARGE", f"request heads are limited to {MAX_HEAD_BYTES} bytes"
@@ -150,13 +149,12 @@ def framing_error(scope: Scope, hosts: frozenset[str]) -> RequestError | None:
 
 
 class _Transport:
-    """ASGI middleware: ignores a trailing slash, refuses foreign hosts, oversized heads and bad
-    framing before the body is read (answering with ``Connection: close``), and logs each
-    request with its status and time."""
+    """ASGI middleware: ignores a trailing slash, refuses oversized heads and bad framing
+    before the body is read (answering with ``Connection: close``), and logs each request
+    with its status and time."""
 
-    def __init__(self, app: ASGIApp, hosts: frozenset[str], log_requests: bool = False) -> None:
+    def __init__(self, app: ASGIApp, log_requests: bool = False) -> None:
         self.app = app
-        self.hosts = hosts
         self.level = logging.INFO if log_requests else logging.DEBUG
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -172,7 +170,7 @@ class _Transport:
                 status[0] = message["status"]
             await send(message)
 
-        error = framing_error(scope, self.hosts)
+        error = framing_error(scope)
         if error is not None:
             await json_response(error.status, error.to_json(), close=True)(
                 scope, receive, send_status
@@ -265,8 +263,8 @@ def _routes(service: EnvService) -> list[Route]:
 
 
 def make_app(
-    service: EnvService, *, hosts: frozenset[str], log_requests: bool = False
-) -> Starlette:
+    service: EnvService, *, hosts: Sequence[str] = LOOPBACK_NAMES, log_requests: bool = False
+) -> ASGIApp:
     """The Starlette application serving ``service`` (see the module docstring for endpoints).
 
     Every answer, errors included, is JSON: :class:`RequestError` from the service, routing
@@ -275,8 +273,10 @@ def make_app(
 
     Args:
         service: The sessions to serve.
-        hosts: The ``Host`` values accepted (see :func:`~veritask.serve.allowed_hosts`); an
-            ``Origin`` must name one of them too.
+        hosts: The host names accepted in ``Host`` and ``Origin``, on any port (see
+            :func:`~veritask.serve.host_names`): the app is behind
+            :func:`~veritask.serve._hosts.guard_hosts` (a foreign ``Host`` gets Starlette's 400,
+            a foreign ``Origin`` a JSON 403).
         log_requests: Log every request at INFO level (DEBUG otherwise).
     """
 
@@ -288,9 +288,9 @@ def make_app(
         finally:
             reaper.cancel()
 
-    return Starlette(
+    app = Starlette(
         routes=_routes(service),
-        middleware=[Middleware(_Transport, hosts=hosts, log_requests=log_requests)],
+        middleware=[Middleware(_Transport, log_requests=log_requests)],
         exception_handlers={
             RequestError: _on_request_error,
             HTTPException: _on_http_exception,
@@ -299,3 +299,4 @@ def make_app(
         },
         lifespan=lifespan,
     )
+    return guard_hosts(app, hosts)

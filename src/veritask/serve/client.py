@@ -1,4 +1,13 @@
-"""A blocking client for the HTTP environment server, on ``httpx`` (the ``http`` extra)."""
+"""A blocking client for veritask's own HTTP environment server (``veritask serve``), on
+``httpx`` (the ``http`` extra).
+
+That protocol is deprecated for task datasets: ``veritask serve-openenv`` serves them with
+OpenEnv's, played by OpenEnv's ``EnvClient`` / ``MCPToolClient`` or
+:class:`veritask.serve.openenv_client.VeritaskOpenEnvClient`. This client keeps working against
+``serve`` (seed states and simulated environments still need it). A refusal by the Host guard
+(Starlette's ``TrustedHostMiddleware``, a plain-text 400) arrives as an :class:`EnvClientError`
+like any other.
+"""
 
 from __future__ import annotations
 

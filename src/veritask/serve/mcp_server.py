@@ -41,14 +41,13 @@ from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment, ToolResult
 from veritask.policy import DomainSpec, render_wiki
 from veritask.serve._asgi import ASGIApp, bounded_body
+from veritask.serve._hosts import guard_hosts
 from veritask.serve._net import (
-    ANY_HOST,
     MAX_CONNECTIONS,
     REQUEST_TIMEOUT,
     check_bind,
     is_loopback,
 )
-from veritask.serve._net import allowed_hosts as host_allow_list
 from veritask.task import EnvSession, Session
 
 if TYPE_CHECKING:
@@ -390,20 +389,9 @@ class _HttpEndpoint:
         await self._manager.handle_request(scope, receive, send)
 
 
-def transport_security(hosts: frozenset[str]) -> TransportSecuritySettings:
-    """The SDK's DNS-rebinding settings for an allow-list from :func:`~veritask.serve.allowed_hosts`.
-
-    ``Host`` must be one of ``hosts`` and an ``Origin``, when present, must name one of them:
-    the same rule as the HTTP environment server's. :data:`~veritask.serve.ANY_HOST` turns the
-    checks off.
-    """
-    if ANY_HOST in hosts:
-        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=sorted(hosts),
-        allowed_origins=sorted(f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")),
-    )
+NO_SDK_HOST_CHECK = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+"""The SDK's own DNS-rebinding check is off: the servers' one guard
+(:func:`~veritask.serve._hosts.guard_hosts`) checks ``Host`` and ``Origin`` in front of it."""
 
 
 _RPC_CODES = {"TOO_DEEP": PARSE_ERROR}
@@ -428,9 +416,10 @@ def http_app(
 ) -> ASGIApp:
     """The streamable-HTTP ASGI application serving ``server`` at ``/mcp``.
 
-    Requests must name the server by an allowed ``Host`` (the loopback names with ``port``,
-    ``host`` itself when it is not loopback, and ``allowed_hosts``), and a browser's ``Origin``
-    must be one of them: DNS rebinding and cross-site requests are refused (421 / 403). Each
+    Requests must name the server by an allowed host in ``Host`` (the loopback names, ``host``
+    itself when it is not loopback, and ``allowed_hosts``, on any port), and a browser's
+    ``Origin`` must name one of them: DNS rebinding and cross-site requests are refused by the
+    servers' one guard (:func:`~veritask.serve._hosts.guard_hosts`: 400 / 403). Each
     body is read whole before the SDK sees it (:func:`~veritask.serve._asgi.bounded_body`): one
     over :data:`~veritask.serve.MAX_BODY_BYTES` is a 413, one nested past
     :data:`~veritask.serve.MAX_JSON_DEPTH` a 400, and a client leaving mid-body one log line;
@@ -439,18 +428,19 @@ def http_app(
     Args:
         server: The MCP server to expose.
         host: The address the application will be bound to.
-        port: The port it will be bound to.
+        port: The port it will be bound to (unused: any port is accepted).
         allowed_hosts: More names clients may use (see :func:`~veritask.serve.allowed_hosts`).
 
     Returns:
         An ASGI application (its lifespan runs the session manager).
     """
     names = [*allowed_hosts, *([] if is_loopback(host) else [host])]
-    hosts = host_allow_list(port, names)
-    security = transport_security(hosts)
-    guard = functools.partial(
-        bounded_body, make_error=rpc_error_body, hosts=None if ANY_HOST in hosts else hosts
-    )
+    security = NO_SDK_HOST_CHECK
+    del port  # the guard accepts the allowed names on any port
+
+    def guard(inner: ASGIApp) -> ASGIApp:
+        return guard_hosts(bounded_body(inner, make_error=rpc_error_body), names)
+
     if hasattr(server, "streamable_http_app"):
         app: ASGIApp = server.streamable_http_app(
             streamable_http_path=HTTP_PATH, host=host, transport_security=security
@@ -614,6 +604,7 @@ __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_PORT",
     "HTTP_PATH",
+    "NO_SDK_HOST_CHECK",
     "EnvironmentServer",
     "Opener",
     "build_server",
@@ -629,5 +620,4 @@ __all__ = [
     "serve_stdio",
     "session_tool_definitions",
     "tool_definitions",
-    "transport_security",
 ]

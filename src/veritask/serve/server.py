@@ -5,7 +5,8 @@ One event loop serves every connection; connections are kept alive between reque
 :data:`~veritask.serve.MAX_HEAD_BYTES` (uvicorn's own settings, and the app for a head that
 arrived whole). The server binds loopback by default and refuses a non-loopback address unless
 ``allow_remote=True``: there is no authentication, only unguessable session ids. Requests must
-name an allowed ``Host`` (the loopback names with the bound port, plus ``allowed_hosts``).
+name an allowed host (the loopback names, plus ``allowed_hosts``, on any port) in ``Host`` and,
+from a browser, ``Origin`` (:func:`~veritask.serve._hosts.guard_hosts`).
 
 The server listens the way every veritask server does (:mod:`veritask.serve._listen`): a
 deadline on receiving each request (:data:`~veritask.serve.REQUEST_TIMEOUT`, from the
@@ -40,9 +41,9 @@ from veritask.serve._net import (
     MAX_CONNECTIONS,
     REQUEST_TIMEOUT,
     check_bind,
+    host_names,
     is_loopback,
 )
-from veritask.serve._net import allowed_hosts as host_allow_list
 from veritask.serve._service import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, EnvService
 from veritask.serve._source import EnvSource
 from veritask.serve.app import make_app
@@ -60,8 +61,8 @@ class EnvHTTPServer:
         port: Port to bind; 0 picks a free one (read it back from ``port``).
         allow_remote: Allow a non-loopback ``host``. The server has no authentication.
         allowed_hosts: Names clients may use in ``Host`` besides the loopback ones (``name``
-            with the bound port, ``name:port``, or ``"*"`` for any; see
-            :func:`~veritask.serve.allowed_hosts`). A non-loopback ``host`` is added itself.
+            or ``name:port``, the port ignored, or ``"*"`` for any; see
+            :func:`~veritask.serve.host_names`). A non-loopback ``host`` is added itself.
         idle_timeout: Seconds after which an unused session is closed; None never expires.
         max_sessions: Open sessions allowed at once.
         max_state_bytes: Largest database a session's writes may leave (None: no cap).
@@ -100,8 +101,8 @@ class EnvHTTPServer:
         self._sock = bind(host, port)
         self._address: tuple[str, int] = self._sock.getsockname()[:2]
         names = [*allowed_hosts, *([] if is_loopback(host) else [host])]
-        self.allowed_hosts = host_allow_list(self.port, names)
-        """The ``Host`` values this server answers."""
+        self.allowed_hosts = host_names(names)
+        """The host names this server answers (on any port)."""
         config = guarded_config(
             make_app(self.service, hosts=self.allowed_hosts, log_requests=log_requests),
             request_timeout=request_timeout,
