@@ -6,7 +6,7 @@ HASH := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 CORE_STAMP := $(VENV)/.core-$(HASH)
 STAMP := $(VENV)/.dev-$(HASH)
 
-.PHONY: demo test test-ray test-verl lint typecheck bench clean
+.PHONY: demo test test-ray test-verl test-trl test-verifiers test-art test-skyrl test-areal test-rllm lint typecheck bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -67,8 +67,50 @@ $(VSTAMP): pyproject.toml
 test-verl: $(VSTAMP)
 	$(VVENV)/bin/python -m pytest -p no:cacheprovider tests/integrations/test_verl_agent_loop_real.py tests/integrations/test_verl_agent_loop.py
 
+# One target per trainer framework: each plays a real episode through the framework's own entry
+# point against a local stand-in model. TRL and verifiers are in the dev extras; the others pin
+# what the dev extras cannot hold (or pull in hundreds of MB), so each gets a virtualenv of its
+# own, made from the framework's extra: $(call framework_venv,DIR,EXTRA,MORE PIP ARGUMENTS).
+define framework_venv
+$(1)/.installed-$(HASH): pyproject.toml
+	$(PYTHON) -m venv $(1)
+	$(1)/bin/python -m pip install --quiet --upgrade pip
+	$(1)/bin/python -m pip install --quiet -e '.[$(2)]' 'pytest>=8,<10' 'hypothesis>=6.100,<7' $(3)
+	rm -f $(1)/.installed-*
+	touch $$@
+endef
+
+test-trl: $(STAMP)
+	$(BIN)/python -m pytest -p no:cacheprovider tests/integrations/test_trl.py tests/integrations/test_trl_users.py
+
+test-verifiers: $(STAMP)
+	$(BIN)/python -m pytest -p no:cacheprovider tests/integrations/test_verifiers_env.py tests/integrations/test_verifiers_v1.py
+
+AVENV := .venv-art
+$(eval $(call framework_venv,$(AVENV),art,'httpx>=0.28,<1'))
+test-art: $(AVENV)/.installed-$(HASH)
+	$(AVENV)/bin/python -m pytest -p no:cacheprovider tests/integrations/test_art_real.py
+
+SVENV := .venv-skyrl
+$(eval $(call framework_venv,$(SVENV),skyrl,'httpx>=0.28,<1'))
+test-skyrl: $(SVENV)/.installed-$(HASH)
+	$(SVENV)/bin/python -m pytest -p no:cacheprovider tests/integrations/test_skyrl_real.py
+
+# AReaL 1.0 declares torch, vLLM-era transformers, openhands, litellm[proxy] and more (several
+# GB); its workflow API needs none of them to run a workflow, so the extra installs areal with
+# the few packages that API imports (see the note on trainers as their users run them).
+ARVENV := .venv-areal
+$(eval $(call framework_venv,$(ARVENV),areal,'httpx>=0.28,<1' 'starlette>=1.10,<2' 'uvicorn>=0.54,<1'))
+test-areal: $(ARVENV)/.installed-$(HASH)
+	$(ARVENV)/bin/python -m pytest -p no:cacheprovider tests/integrations/test_areal_real.py
+
+RLVENV := .venv-rllm
+$(eval $(call framework_venv,$(RLVENV),rllm,'httpx>=0.28,<1'))
+test-rllm: $(RLVENV)/.installed-$(HASH)
+	$(RLVENV)/bin/python -m pytest -p no:cacheprovider tests/integrations/test_rllm_real.py
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/env_bench.py
 
 clean:
-	rm -rf $(VENV) $(RVENV) $(VVENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(RVENV) $(VVENV) $(AVENV) $(SVENV) $(ARVENV) $(RLVENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
