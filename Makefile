@@ -70,12 +70,13 @@ test-verl: $(VSTAMP)
 # One target per trainer framework: each plays a real episode through the framework's own entry
 # point against a local stand-in model. TRL and verifiers are in the dev extras; the others pin
 # what the dev extras cannot hold (or pull in hundreds of MB), so each gets a virtualenv of its
-# own, made from the framework's extra: $(call framework_venv,DIR,EXTRA,MORE PIP ARGUMENTS).
+# own, made from the framework's extra and the test packages: $(call framework_venv,DIR,EXTRA).
+FRAMEWORK_TEST_PACKAGES := 'pytest>=8,<10' 'hypothesis>=6.100,<7' 'httpx>=0.28,<1'
 define framework_venv
 $(1)/.installed-$(HASH): pyproject.toml
 	$(PYTHON) -m venv $(1)
 	$(1)/bin/python -m pip install --quiet --upgrade pip
-	$(1)/bin/python -m pip install --quiet -e '.[$(2)]' 'pytest>=8,<10' 'hypothesis>=6.100,<7' $(3)
+	$(1)/bin/python -m pip install --quiet -e '.[$(2)]' $(FRAMEWORK_TEST_PACKAGES)
 	rm -f $(1)/.installed-*
 	touch $$@
 endef
@@ -87,27 +88,36 @@ test-verifiers: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider tests/integrations/test_verifiers_env.py tests/integrations/test_verifiers_v1.py
 
 AVENV := .venv-art
-$(eval $(call framework_venv,$(AVENV),art,'httpx>=0.28,<1'))
+$(eval $(call framework_venv,$(AVENV),art))
 test-art: $(AVENV)/.installed-$(HASH)
 	$(AVENV)/bin/python -m pytest -p no:cacheprovider tests/integrations/test_art_real.py
 
 SVENV := .venv-skyrl
-$(eval $(call framework_venv,$(SVENV),skyrl,'httpx>=0.28,<1'))
+$(eval $(call framework_venv,$(SVENV),skyrl))
 test-skyrl: $(SVENV)/.installed-$(HASH)
 	$(SVENV)/bin/python -m pytest -p no:cacheprovider tests/integrations/test_skyrl_real.py
 
-# AReaL 1.0 declares torch, vLLM-era transformers, openhands, litellm[proxy] and more (several
-# GB); its workflow API needs none of them to run a workflow, so the extra installs areal with
-# the few packages that API imports (see the note on trainers as their users run them).
+# AReaL 1.0 declares its whole training stack (torch below 2.11 with its CUDA libraries,
+# transformers up to 5.3, openhands, litellm[proxy]: several GB), and its workflow modules import
+# torch, so its virtualenv holds the whole `areal` extra.
 ARVENV := .venv-areal
-$(eval $(call framework_venv,$(ARVENV),areal,'httpx>=0.28,<1' 'starlette>=1.10,<2' 'uvicorn>=0.54,<1'))
+$(eval $(call framework_venv,$(ARVENV),areal))
 test-areal: $(ARVENV)/.installed-$(HASH)
 	$(ARVENV)/bin/python -m pytest -p no:cacheprovider tests/integrations/test_areal_real.py
 
+# rLLM is not on PyPI: it is installed from its repository (RLLM_SOURCE), then the extra.
+RLLM_SOURCE ?= git+https://github.com/rllm-org/rllm.git
 RLVENV := .venv-rllm
-$(eval $(call framework_venv,$(RLVENV),rllm,'httpx>=0.28,<1'))
+$(RLVENV)/.installed-$(HASH): pyproject.toml
+	$(PYTHON) -m venv $(RLVENV)
+	$(RLVENV)/bin/python -m pip install --quiet --upgrade pip
+	$(RLVENV)/bin/python -m pip install --quiet '$(RLLM_SOURCE)'
+	$(RLVENV)/bin/python -m pip install --quiet -e '.[rllm]' $(FRAMEWORK_TEST_PACKAGES)
+	rm -f $(RLVENV)/.installed-*
+	touch $@
 test-rllm: $(RLVENV)/.installed-$(HASH)
-	$(RLVENV)/bin/python -m pytest -p no:cacheprovider tests/integrations/test_rllm_real.py
+	$(RLVENV)/bin/python -c 'import rllm.types, rllm.eval.types'
+	$(RLVENV)/bin/python -m pytest -p no:cacheprovider tests/integrations/test_adapters.py -k rllm
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/env_bench.py
