@@ -6,7 +6,7 @@ HASH := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 CORE_STAMP := $(VENV)/.core-$(HASH)
 STAMP := $(VENV)/.dev-$(HASH)
 
-.PHONY: demo test test-ray test-verl test-openenv lint typecheck bench clean
+.PHONY: demo test test-ray test-verl test-openenv test-trl test-verifiers test-art test-skyrl test-areal test-rllm lint typecheck bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -86,8 +86,70 @@ test-openenv: $(OSTAMP)
 	$(OVENV)/bin/python -m pytest -p no:cacheprovider tests/serve/test_openenv.py
 	$(OVENV)/bin/python -m pytest -p no:cacheprovider tests/serve/test_server_bad_inputs.py -k openenv
 
+# One target per trainer framework: each plays a real episode through the framework's own entry
+# point against a local stand-in model. TRL and verifiers are in the dev extras; the others pin
+# what the dev extras cannot hold (or pull in hundreds of MB), so each gets a virtualenv of its
+# own, made from the framework's extra and the test packages: $(call framework_venv,DIR,EXTRA).
+FRAMEWORK_TEST_PACKAGES := 'pytest>=8,<10' 'hypothesis>=6.100,<7' 'httpx>=0.28,<1'
+define framework_venv
+$(1)/.installed-$(HASH): pyproject.toml
+	$(PYTHON) -m venv $(1)
+	$(1)/bin/python -m pip install --quiet --upgrade pip
+	$(1)/bin/python -m pip install --quiet -e '.[$(2)]' $(FRAMEWORK_TEST_PACKAGES)
+	rm -f $(1)/.installed-*
+	touch $$@
+endef
+
+test-trl: $(STAMP)
+	$(BIN)/python -m pytest -p no:cacheprovider tests/integrations/test_trl.py tests/integrations/test_trl_users.py
+
+test-verifiers: $(STAMP)
+	$(BIN)/python -m pytest -p no:cacheprovider tests/integrations/test_verifiers_env.py tests/integrations/test_verifiers_v1.py
+
+AVENV := .venv-art
+$(eval $(call framework_venv,$(AVENV),art))
+test-art: $(AVENV)/.installed-$(HASH)
+	$(AVENV)/bin/python -m pytest -p no:cacheprovider tests/integrations/test_art_real.py
+
+SVENV := .venv-skyrl
+$(eval $(call framework_venv,$(SVENV),skyrl))
+test-skyrl: $(SVENV)/.installed-$(HASH)
+	$(SVENV)/bin/python -m pytest -p no:cacheprovider tests/integrations/test_skyrl_real.py
+
+# AReaL 1.0 declares its whole training stack (torch below 2.11 with its CUDA libraries,
+# transformers up to 5.3, openhands, litellm[proxy]: several GB), and its workflow modules import
+# torch. veritask never depends on LiteLLM, so the `areal` extra does not name areal: this
+# virtualenv installs it (AREAL_SPEC) beside the extra, the way an AReaL user already has it.
+AREAL_SPEC ?= areal>=1.0,<2
+ARVENV := .venv-areal
+$(ARVENV)/.installed-$(HASH): pyproject.toml
+	$(PYTHON) -m venv $(ARVENV)
+	$(ARVENV)/bin/python -m pip install --quiet --upgrade pip
+	$(ARVENV)/bin/python -m pip install --quiet '$(AREAL_SPEC)'
+	$(ARVENV)/bin/python -m pip install --quiet -e '.[areal]' $(FRAMEWORK_TEST_PACKAGES)
+	rm -f $(ARVENV)/.installed-*
+	touch $@
+test-areal: $(ARVENV)/.installed-$(HASH)
+	$(ARVENV)/bin/python -m pytest -p no:cacheprovider tests/integrations/test_areal_real.py
+
+# rLLM is not on PyPI: it is installed from its repository (RLLM_SOURCE), then the extra.
+RLLM_SOURCE ?= git+https://github.com/rllm-org/rllm.git
+RLVENV := .venv-rllm
+$(RLVENV)/.installed-$(HASH): pyproject.toml
+	$(PYTHON) -m venv $(RLVENV)
+	$(RLVENV)/bin/python -m pip install --quiet --upgrade pip
+	$(RLVENV)/bin/python -m pip install --quiet '$(RLLM_SOURCE)'
+	$(RLVENV)/bin/python -m pip install --quiet -e '.[rllm]' $(FRAMEWORK_TEST_PACKAGES)
+	rm -f $(RLVENV)/.installed-*
+	touch $@
+test-rllm: $(RLVENV)/.installed-$(HASH)
+	$(RLVENV)/bin/python -c 'import rllm.types, rllm.eval.types'
+	$(RLVENV)/bin/python -m pytest -p no:cacheprovider tests/integrations/test_adapters.py -k rllm
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/env_bench.py
 
 clean:
 	rm -rf $(VENV) $(RVENV) $(VVENV) $(OVENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+
+	rm -rf $(VENV) $(RVENV) $(VVENV) $(AVENV) $(SVENV) $(ARVENV) $(RLVENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -103,8 +103,11 @@ def test_areal_agent_workflow(dataset: str, task: TaskPackage, mode: str) -> Non
 class _ArtTrajectory:
     """ART's ``Trajectory`` fields as ``art/trajectories.py`` declares them."""
 
-    def __init__(self, messages_and_choices: list[Any], reward: float, metrics: dict) -> None:
+    def __init__(
+        self, messages_and_choices: list[Any], tools: list[Any], reward: float, metrics: dict
+    ) -> None:
         self.messages_and_choices, self.reward, self.metrics = messages_and_choices, reward, metrics
+        self.tools = tools
 
 
 @pytest.mark.parametrize("mode", ["oracle", "noop"])
@@ -125,6 +128,24 @@ def test_art_rollout(
     assert traj.reward == _expected(mode)
     kinds = {type(item).__name__ for item in traj.messages_and_choices}
     assert kinds == {"dict", "Choice"}  # raw choices for the trainable turns
+    assert traj.tools and {t["function"]["name"] for t in traj.tools} >= {
+        c.tool for c in task.witness
+    }
+
+
+def test_art_follows_the_latest_checkpoint() -> None:
+    from veritask.integrations.art import inference_name
+
+    class Model:
+        inference_model_name = "agent-001@0"  # what the backend answered at registration
+        step = 3
+
+        def get_inference_name(self) -> str:
+            return f"agent-001@{self.step}"
+
+    assert inference_name(Model()) == "agent-001@3"
+    legacy = types.SimpleNamespace(name="agent-001", inference_model_name="agent-001@0")
+    assert inference_name(legacy) == "agent-001@0"
 
 
 def _hermes(call: Any) -> str:

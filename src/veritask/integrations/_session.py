@@ -18,6 +18,7 @@ from typing import Any
 from veritask._util import loads_untrusted
 from veritask.agent import STOP, ScriptedUser, Turn
 from veritask.env import Environment, ToolResult
+from veritask.integrations._compact import compact_policy, task_transactions
 from veritask.rollout import EpisodeTask, TaskSource, score
 from veritask.task import EnvSession, EpisodeEnd, TaskPackage, ToolStep, Trajectory
 
@@ -264,10 +265,13 @@ class VeritaskEnv:
 
 
 def opening_prompts(
-    dataset: str | Path, domain: str | None = None
+    dataset: str | Path, domain: str | None = None, *, compact: bool = False
 ) -> list[tuple[TaskPackage, list[dict[str, Any]]]]:
     """Each task of a dataset (optionally of one domain) with its opening chat: the wiki policy
-    as system message and the scripted user's first message. Trainer dataset builders use it."""
+    as system message and the scripted user's first message. Trainer dataset builders use it.
+
+    With ``compact``, the policy keeps only the procedures (and their tables) that the task's
+    requests name (:func:`~veritask.integrations._compact.compact_policy`)."""
     source = dataset_source(str(dataset))
     policies: dict[str, str] = {}
     out = []
@@ -276,9 +280,13 @@ def opening_prompts(
             continue
         if pkg.policy not in policies:
             policies[pkg.policy] = source.dataset.verified_policy(pkg.policy, pkg.domain)
+        policy = policies[pkg.policy]
+        if compact:
+            spec = source.dataset.domain_spec(pkg.domain)
+            policy = compact_policy(policy, spec, task_transactions(pkg))
         opening = drive_user(ScriptedUser(pkg).open()).message
         prompt = [
-            {"role": "system", "content": policies[pkg.policy]},
+            {"role": "system", "content": policy},
             {"role": "user", "content": opening["content"]},
         ]
         out.append((pkg, prompt))

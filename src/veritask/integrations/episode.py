@@ -31,6 +31,7 @@ class EpisodeResult:
         trajectory: The verified Trajectory (messages, steps, distances, breakdown).
         outputs: One model output per request, in order; ``output.choice`` is the raw choice.
         turn_rewards: The dense reward of each assistant turn, in order.
+        tools: The OpenAI tool schemas every request carried (what the model sampled with).
     """
 
     task_id: str
@@ -38,6 +39,7 @@ class EpisodeResult:
     trajectory: Trajectory
     outputs: list[ModelOutput] = field(default_factory=list)
     turn_rewards: list[float] = field(default_factory=list)
+    tools: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -110,7 +112,12 @@ async def run_episode(
                 break
         traj = env.trajectory()
         return EpisodeResult(
-            obs.task_id, float(traj.reward or 0.0), traj, outputs, per_turn_rewards(traj)
+            obs.task_id,
+            float(traj.reward or 0.0),
+            traj,
+            outputs,
+            per_turn_rewards(traj),
+            list(obs.tools),
         )
     finally:
         env.close()

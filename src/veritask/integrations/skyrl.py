@@ -91,9 +91,13 @@ def _observation(messages: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def register(env_id: str = ENV_CLASS) -> None:
-    """Register :class:`VeritaskTextEnv` with skyrl_gym under ``env_id``."""
+    """Register :class:`VeritaskTextEnv` with skyrl_gym under ``env_id`` (once: skyrl_gym
+    refuses a second registration of an id, so a repeated call is a no-op)."""
     from skyrl_gym.envs import register as skyrl_register
+    from skyrl_gym.envs.registration import registry
 
+    if env_id in registry:
+        return
     skyrl_register(id=env_id, entry_point="veritask.integrations.skyrl:VeritaskTextEnv")
 
 

@@ -94,8 +94,8 @@ class VeritaskTRLEnv:
 
         Returns what the prompt still lacks of the opening observation, which TRL appends to
         the last prompt message: nothing for rows from :func:`build_grpo_dataset` (their prompt
-        already holds the policy and the user's opening), the opening request (and the policy,
-        when no message carries it) otherwise.
+        already holds the policy, whole or compact, and the user's opening), the opening request
+        (and the policy, when the prompt has no system message) otherwise.
         """
         if task_id is None:
             packages = [p for p in self._env.source.packages if p.domain == self.domain]
@@ -107,7 +107,7 @@ class VeritaskTRLEnv:
         self._calls = 0
         shown = _texts(prompt)
         parts = []
-        if not any(obs.system in text for text in shown):
+        if not _has_system(prompt) and not any(obs.system in text for text in shown):
             parts.append(obs.system)
         if not any(obs.user in text for text in shown):
             parts.append(obs.user)
@@ -132,6 +132,12 @@ def _record_call(env: VeritaskEnv, tool: str, arguments: Mapping[str, Any], call
     env.record_call(tool, arguments, call_id)
     content: str = env.messages[-1]["content"]
     return content
+
+
+def _has_system(prompt: Any) -> bool:
+    if isinstance(prompt, str) or not isinstance(prompt, Sequence):
+        return False
+    return any(isinstance(m, Mapping) and m.get("role") == "system" for m in prompt)
 
 
 def _texts(prompt: Any) -> list[str]:
@@ -241,11 +247,23 @@ def environment_factories(
 
 
 def grpo_rows(
-    dataset: str, *, domain: str | None = None, environment_column: bool = False
+    dataset: str,
+    *,
+    domain: str | None = None,
+    environment_column: bool = False,
+    compact: bool = False,
+    single_turn_only: bool = False,
+    user_tool: bool = False,
 ) -> list[dict[str, Any]]:
     """The rows of :func:`build_grpo_dataset` as plain dicts."""
+    from veritask.integrations.trl_users import USER_TOOL_INSTRUCTION, single_turn
+
     rows = []
-    for pkg, prompt in opening_prompts(dataset, domain):
+    for pkg, prompt in opening_prompts(dataset, domain, compact=compact):
+        if single_turn_only and not single_turn(pkg):
+            continue
+        if user_tool:
+            prompt[0]["content"] += "\n\n" + USER_TOOL_INSTRUCTION
         row: dict[str, Any] = {
             "prompt": prompt,
             "task_id": pkg.id,
@@ -260,15 +278,30 @@ def grpo_rows(
 
 
 def build_grpo_dataset(
-    dataset_dir: str, *, domain: str | None = None, environment_column: bool = False
+    dataset_dir: str,
+    *,
+    domain: str | None = None,
+    environment_column: bool = False,
+    compact: bool = False,
+    single_turn_only: bool = False,
+    user_tool: bool = False,
 ) -> Dataset:
     """A ``datasets.Dataset`` for ``GRPOTrainer``: one row per task.
+
+    TRL's environment mode has no user turn after the prompt: train either on
+    ``single_turn_only`` rows with the plain class, or with ``user_tool`` rows and the class of
+    :func:`~veritask.integrations.trl_users.make_user_environment_class`, whose
+    ``respond_to_user`` tool carries the user's later turns.
 
     Args:
         dataset_dir: A dataset directory made by ``veritask.synth.generate``.
         domain: Keep only tasks of this domain.
         environment_column: Add TRL's ``environment`` routing column (the domain), for a
             ``dict`` ``environment_factory`` from :func:`environment_factories`.
+        compact: Keep in each prompt only the policy's procedures (and tables) that the task's
+            requests name.
+        single_turn_only: Keep only tasks solvable without a later user turn.
+        user_tool: Tell the model (system prompt) to reach the user through ``respond_to_user``.
 
     Returns:
         Columns ``prompt`` (conversational: the system policy and the user's opening message),
@@ -277,9 +310,15 @@ def build_grpo_dataset(
     """
     from datasets import Dataset
 
-    return Dataset.from_list(
-        grpo_rows(dataset_dir, domain=domain, environment_column=environment_column)
+    rows = grpo_rows(
+        dataset_dir,
+        domain=domain,
+        environment_column=environment_column,
+        compact=compact,
+        single_turn_only=single_turn_only,
+        user_tool=user_tool,
     )
+    return Dataset.from_list(rows)
 
 
 # -- reward functions --------------------------------------------------------------------------
