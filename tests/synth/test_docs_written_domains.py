@@ -19,12 +19,6 @@ from veritask._cli.main import cli
 UNSEEN = Path(__file__).parent.parent / "fixtures" / "unseen_domains"
 N = 12
 
-# The expense desk's approver is an agent-decided column fixed by an authority rule without a
-# repair: `check` calls every package grounded, but the faithful agent does not work the
-# approver out, and the user then cuts the amount after the agent's own routing mistake.
-APPROVER_NOT_DERIVED = pytest.mark.xfail(
-    strict=True, reason="grounded but not solved: agent-decided approver fixed by a routing rule"
-)
 SPECS = [
     pytest.param("ferry_desk.yaml", id="ferry_desk"),
     pytest.param("expense_desk.yaml", id="expense_desk"),
@@ -64,24 +58,42 @@ def datasets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_examples_pass_and_a_batch_is_certified(spec: str, datasets: dict[str, Path]) -> None:
     report = _run("validate", str(UNSEEN / spec), "--examples")
     assert report["ok"] is True and report["failures"] == []
-    assert 6 <= report["tables"] <= 10 and report["rules"] >= 10
+    assert 6 <= report["tables"] <= 10 and report["rules"] >= 12
     check = _run("check", str(datasets[spec]))
     assert check["failures"] == []
     assert check["certified"] == check["grounded"] == check["spoiler_free"] == N
 
 
-@pytest.mark.parametrize(
-    "spec",
-    [
-        pytest.param("ferry_desk.yaml", id="ferry_desk"),
-        pytest.param("expense_desk.yaml", id="expense_desk", marks=APPROVER_NOT_DERIVED),
-        pytest.param("parts_shop.yaml", id="parts_shop"),
-    ],
-)
+@pytest.mark.parametrize("spec", SPECS)
 def test_the_faithful_agent_solves_every_task(spec: str, datasets: dict[str, Path]) -> None:
     result = _run("eval", str(datasets[spec]), "--agent", "faithful")
     failed = [t["id"] for t in result["per_task"] if t["successes"] < t["trials"]]
     assert failed == []
+
+
+def _routing_as_authority(text: str) -> str:
+    """The expense desk with its approver routing written as an authority rule, no repair."""
+    calc = "    category: calculation\n    condition: >-\n      NEW.approver_id IS NOT"
+    assert text.count(calc) == 1
+    text = text.replace(calc, calc.replace("calculation", "authority"))
+    repair = next(line for line in text.splitlines() if "repair: {column: approver_id" in line)
+    return text.replace(repair + "\n", "")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="grounded but not solved: an agent-decided approver fixed by a rule without a repair",
+)
+def test_an_approver_fixed_without_a_repair_is_grounded_only_if_solvable(tmp_path: Path) -> None:
+    spec = tmp_path / "expense_authority.yaml"
+    text = (UNSEEN / "expense_desk.yaml").read_text(encoding="utf-8")
+    spec.write_text(_routing_as_authority(text), encoding="utf-8")
+    out = tmp_path / "out"
+    _run("generate", "--domain", str(spec), "--n", str(N), "--seed", "0", "--out", str(out))
+    grounded = _run("check", str(out))["grounded"]
+    result = _run("eval", str(out), "--agent", "faithful")
+    solved = sum(t["successes"] == t["trials"] for t in result["per_task"])
+    assert solved == grounded
 
 
 @pytest.mark.parametrize("spec", SPECS)
