@@ -54,9 +54,13 @@ OUT_FILE = OutputFile()
 
 
 def not_a_directory(name: str) -> str:
-    """``name``, or a one-line error when it names a directory (a spec is a file)."""
-    if os.path.isdir(name):
-        raise click.ClickException(f"{name} is a directory; give a built-in domain or a spec file")
+    """``name``, or a one-line error when it names a directory without a ``spec.yaml`` (a
+    domain kept as a folder, the layout of the built-ins, is given by the folder)."""
+    if os.path.isdir(name) and not os.path.isfile(os.path.join(name, "spec.yaml")):
+        raise click.ClickException(
+            f"{name} is a directory without a spec.yaml; give a built-in domain, a spec file "
+            "or a folder holding spec.yaml"
+        )
     return name
 
 
