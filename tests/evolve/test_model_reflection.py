@@ -14,6 +14,7 @@ import pytest
 from veritask.evolve import (
     RUN_DIR,
     EvolveConfig,
+    StreamSettings,
     Synthesizer,
     domain_rules,
     enumerate_plans,
@@ -25,7 +26,11 @@ from veritask.synth import GENERATOR, generate
 from veritask.task import TaskPackage, check_dataset
 
 SYNTH = Synthesizer(f"symbolic:{GENERATOR}", generate)
-CONFIG = EvolveConfig(("mock",), plans=1, iterations=2, candidates=20, batch=4, model="scripted")
+RANDOM = StreamSettings(assistant="random")
+"""The random assistant fails tasks, so attribution has trajectories to attribute."""
+CONFIG = EvolveConfig(
+    ("mock",), plans=1, iterations=2, candidates=20, batch=4, settings=RANDOM, model="scripted"
+)
 
 
 @dataclass
@@ -88,7 +93,7 @@ def test_a_task_attribution_changes_the_next_plan(tmp_path: Path, model_reflects
     config = (
         CONFIG
         if model_reflects
-        else EvolveConfig(("mock",), plans=1, iterations=2, candidates=20, batch=4)
+        else EvolveConfig(("mock",), plans=1, iterations=2, candidates=20, batch=4, settings=RANDOM)
     )
     evolve(config, tmp_path, SYNTH, model=model if model_reflects else None, solver=NeverSolves())
     first, second = _unit(tmp_path, "plan-00.iter0"), _unit(tmp_path, "plan-00.iter1")

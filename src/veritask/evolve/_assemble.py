@@ -64,6 +64,7 @@ def _row(unit: dict[str, Any]) -> dict[str, Any]:
         "rejected": _rejections(unit["verification"]),
         "reflection": unit["reflection"],
         "plan_diff": unit["plan_diff"],
+        "selection": unit.get("selection", []),
         **extra,
     }
 

@@ -11,6 +11,7 @@ picks the candidates it wants (:func:`select`), and everything after that is thi
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from veritask.evolve._model_roles import model_judgment, model_rationale, model_
 from veritask.evolve._plans import PlanPair, plan_diff
 from veritask.evolve._reflect import Evidence, reflect
 from veritask.evolve._task_agent import TaskAgent
-from veritask.evolve._verify import TaskVerdict, select, unverified, verify_task
+from veritask.evolve._verify import TaskVerdict, score_parts, select, unverified, verify_task
 from veritask.model import CostLedger, ModelProvider, StructuredOutputError
 from veritask.rollout import TaskSource
 from veritask.task import TaskPackage, Trajectory
@@ -245,6 +246,8 @@ class Synthesized:
     chosen: list[_Candidate]
     logs: dict[str, Any] = field(default_factory=dict)
     """The synthesis agent's log per domain (empty for the symbolic generator)."""
+    why: list[dict[str, Any]] = field(default_factory=list)
+    """Per chosen candidate: its score and the factors of it (plan weights, tier, styles)."""
 
 
 @dataclass
@@ -265,7 +268,14 @@ async def synthesize(
     candidates, made, logs = await _synthesize(pair, pool, settings, roles)
     by_id = {c.pkg.id: c for c in candidates}
     chosen = [by_id[p.id] for p in select(pair.synthesis, [c.pkg for c in candidates])]
-    return Synthesized(made, chosen, logs)
+    why = [_why(pair, c.pkg) for c in chosen]
+    return Synthesized(made, chosen, logs, why)
+
+
+def _why(pair: PlanPair, pkg: TaskPackage) -> dict[str, Any]:
+    """Why selection took a candidate: its score and the factors of it."""
+    parts = score_parts(pair.synthesis, pkg)
+    return {"id": pkg.id, "score": round(math.prod(parts.values()), 6), **parts}
 
 
 async def verify(
@@ -321,6 +331,7 @@ def _artifact(pair: PlanPair, following: PlanPair, how: str, v: Verified) -> dic
         "iteration": pair.synthesis.iteration,
         "plan": pair.model_dump(mode="json"),
         "candidates": made,
+        "selection": v.synthesized.why,
         "verification": [c.verdict.to_json() for c in cands if c.verdict is not None],
         "rollouts": records,
         "counts": {"candidates": sum(made.values()), **counts},
