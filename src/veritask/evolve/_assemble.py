@@ -81,6 +81,7 @@ def _workflow(record: dict[str, Any]) -> dict[str, Any]:
         "reason": record["reason"],
         "next_version": following["version"] if following is not None else None,
         "proposal": record["proposal"],
+        "rolled_back_so_far": len(record["rolled_back"]),
     }
 
 

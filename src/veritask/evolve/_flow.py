@@ -28,6 +28,8 @@ class Flow:
     current: Workflow
     kept: Workflow
     kept_figures: dict[str, float] | None
+    rolled_back: tuple[dict[str, Any], ...] = ()
+    """The diffs of the versions rolled back so far (the orchestrator is shown them)."""
 
     def running(self, pair: PlanPair) -> PlanPair:
         """The plans with the current version's stage settings."""
@@ -40,7 +42,8 @@ class Flow:
         kept = Workflow.model_validate(record["baseline"]["workflow"])
         following = record["next"]
         current = Workflow.model_validate(following) if following is not None else kept
-        return Flow(current, kept, dict(record["baseline"]["figures"]))
+        rolled = tuple(record["rolled_back"])
+        return Flow(current, kept, dict(record["baseline"]["figures"]), rolled)
 
 
 def _rejected(artifact: dict[str, Any]) -> dict[str, int]:
@@ -67,19 +70,22 @@ async def orchestrate(
     else:
         kept, reason = decide(measured, flow.kept_figures)
     baseline, base_figures = (ran, measured) if kept else (flow.kept, flow.kept_figures or {})
+    diff = workflow_diff(flow.kept, ran) if ran.parent is not None else {}
+    rolled = list(flow.rolled_back) + ([] if kept else [diff])
     record: dict[str, Any] = {
         "ran": ran.model_dump(mode="json"),
-        "diff": workflow_diff(flow.kept, ran) if ran.parent is not None else {},
+        "diff": diff,
         "figures": measured,
         "kept": kept,
         "reason": reason,
         "baseline": {"workflow": baseline.model_dump(mode="json"), "figures": base_figures},
         "proposal": None,
         "next": None,
+        "rolled_back": rolled,
     }
     if last:
         return record
-    evidence = evidence_of(counts, _rejected(artifact))
+    evidence = {**evidence_of(counts, _rejected(artifact)), "rolled_back": rolled}
     try:
         proposal = await propose(provider, baseline, measured, evidence, ledger)
         following = apply(baseline, proposal, ran.version + 1)

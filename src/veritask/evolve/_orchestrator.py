@@ -189,23 +189,31 @@ async def propose(
 
 def orchestrator_script(messages: list[dict[str, Any]], tools: Any = None) -> str:
     """The offline orchestrator, as a ``scripted`` provider's script: reads the request and
-    answers a proposal by fixed rules (task-side failures: more candidates to choose from and a
-    stricter verification prompt; an assistant that fails too little or too much: a reflection
-    prompt that steers the difficulty, and a batch one larger)."""
+    answers a proposal by fixed rules. Task-side failures (verification, TASK) dominate: more
+    candidates to choose from and a stricter verification prompt; otherwise one more task per
+    batch and a reflection prompt that aims at the difficulty target. A setting whose change
+    was rolled back before is not proposed again while another is left."""
     del tools
     request = json.loads(messages[-1]["content"])
     flow, evidence = request["workflow"], request["evidence"]
     counts, rejected = evidence["counts"], evidence["task_verification_failures"]
-    changes: list[dict[str, Any]] = []
+    tried = {key for diff in evidence.get("rolled_back", []) for key in diff}
     task_side = counts["TASK"] + sum(rejected.values())
-    if task_side > counts["TRAJECTORY"]:
-        stage = max(sorted(rejected), key=lambda k: rejected[k]) if rejected else "attribute"
-        changes.append(_setting("candidates", min(400, flow["candidates"] * 2), stage))
-        changes.append(_prompt("verify", flow, f"reject tasks like the {stage} failures", stage))
-    else:
-        changes.append(_setting("batch", min(100, flow["batch"] + 1), "rollout"))
-        changes.append(_prompt("reflect", flow, "aim at the difficulty target", "rollout"))
-    return json.dumps({"changes": changes}, sort_keys=True)
+    stage = max(sorted(rejected), key=lambda k: rejected[k]) if rejected else "attribute"
+    options = [
+        [
+            _setting("candidates", min(400, flow["candidates"] * 2), stage),
+            _prompt("verify", flow, f"reject tasks like the {stage} failures", stage),
+        ],
+        [
+            _setting("batch", min(100, flow["batch"] + 1), "rollout"),
+            _prompt("reflect", flow, "aim at the difficulty target", "rollout"),
+        ],
+    ]
+    if task_side <= counts["TRAJECTORY"]:
+        options.reverse()
+    fresh = [o for o in options if o[0]["setting"] not in tried]
+    return json.dumps({"changes": (fresh or options)[0]}, sort_keys=True)
 
 
 def _setting(name: str, value: int, stage: str) -> dict[str, Any]:
