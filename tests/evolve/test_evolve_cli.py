@@ -123,3 +123,23 @@ def test_curate_keeps_tasks_whose_pass_rate_is_strictly_between_0_and_1(tmp_path
     summary = _json("curate", str(trajectories), "--out", str(kept))
     assert summary["groups"] == 6 and summary["kept"] == len(expected)
     assert sorted(kept.read_text().split()) == expected and expected
+
+
+def test_the_scripted_orchestrator_and_the_error_model_on_the_command_line(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "flow"
+    args = ["evolve", "run", "--domains", "mock", "--plans", "1", *SMALL, "--out", str(out)]
+    ran = _json(*args, "--orchestrator", "scripted", "--error-rate", "0.5")
+    assert ran["units"] == 3
+    config = json.loads((out / "run.json").read_text())
+    assert config["orchestrator"] == "scripted" and config["assistant"] == "faithful"
+    assert config["errors"]["rate"] == 0.5
+    code, text = _run("evolve", "report", str(out))
+    assert code == 0, text
+    assert "stream   iter  version  kept" in text
+    assert "kept: the first version is the baseline" in text
+    assert ("kept: yield" in text) != ("rolled back: yield" in text)
+    assert "changed: " in text
+    code, text = _run(*args, "--error-kinds", "premature-end,forgetful")
+    assert code == 2 and "unknown error kinds ['forgetful']" in text

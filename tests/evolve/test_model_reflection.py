@@ -14,18 +14,27 @@ import pytest
 from veritask.evolve import (
     RUN_DIR,
     EvolveConfig,
+    StreamSettings,
     Synthesizer,
+    candidate_score,
     domain_rules,
     enumerate_plans,
     evolve,
+    read_report,
+    select,
 )
+from veritask.evolve._verify import TERSE_WORDS, style_fits
 from veritask.model import ScriptedProvider
 from veritask.rollout import TaskSource
 from veritask.synth import GENERATOR, generate
 from veritask.task import TaskPackage, check_dataset
 
 SYNTH = Synthesizer(f"symbolic:{GENERATOR}", generate)
-CONFIG = EvolveConfig(("mock",), plans=1, iterations=2, candidates=20, batch=4, model="scripted")
+RANDOM = StreamSettings(assistant="random")
+"""The random assistant fails tasks, so attribution has trajectories to attribute."""
+CONFIG = EvolveConfig(
+    ("mock",), plans=1, iterations=2, candidates=20, batch=4, settings=RANDOM, model="scripted"
+)
 
 
 @dataclass
@@ -88,7 +97,7 @@ def test_a_task_attribution_changes_the_next_plan(tmp_path: Path, model_reflects
     config = (
         CONFIG
         if model_reflects
-        else EvolveConfig(("mock",), plans=1, iterations=2, candidates=20, batch=4)
+        else EvolveConfig(("mock",), plans=1, iterations=2, candidates=20, batch=4, settings=RANDOM)
     )
     evolve(config, tmp_path, SYNTH, model=model if model_reflects else None, solver=NeverSolves())
     first, second = _unit(tmp_path, "plan-00.iter0"), _unit(tmp_path, "plan-00.iter1")
@@ -130,3 +139,47 @@ def test_a_reflection_malformed_for_good_is_rejected_with_its_reason(tmp_path: P
     assert first["reflection"].endswith("; symbolic reflection")
     repairs = [r for r in model.requests if "could not be used" in str(r["messages"][-1])]
     assert repairs, "the malformed answer was sent back for repair first"
+
+
+def _chosen(out: Path, unit: str) -> list[str]:
+    return [s["id"] for s in _unit(out, unit)["selection"]]
+
+
+def test_a_reflection_that_changes_the_tier_changes_the_symbolic_selection(
+    tmp_path: Path,
+) -> None:
+    plan = enumerate_plans(domain_rules(("mock",)), 1, candidates=20, batch=4)[0]
+    tier = next(t for t in ("L1", "L2", "L3") if t != plan.synthesis.tier)
+    runs = {}
+    for name, react_to in (("with", "Failures with reasons"), ("without", "never-in-text")):
+        model = _model("PASS", react_to, {"tier": tier})
+        evolve(CONFIG, tmp_path / name, SYNTH, model=model)
+        runs[name] = tmp_path / name
+    changed = _unit(runs["with"], "plan-00.iter0")
+    assert changed["plan_diff"]["synthesis.tier"] == [plan.synthesis.tier, tier]
+    assert "synthesis.tier" not in _unit(runs["without"], "plan-00.iter0")["plan_diff"]
+    assert _chosen(runs["with"], "plan-00.iter0") == _chosen(runs["without"], "plan-00.iter0")
+    assert _chosen(runs["with"], "plan-00.iter1") != _chosen(runs["without"], "plan-00.iter1")
+    # the report says why: each chosen candidate's score factors, the tier's among them
+    row = read_report(runs["with"])["iterations"][1]
+    pool = TaskSource.load(runs["with"] / RUN_DIR / "pool" / "plan-00" / "iter1" / "mock")
+    tiers = {p.id: p.difficulty for p in pool.packages}
+    assert all((s["tier"] == 2.0) == (tiers[s["id"]] == tier) for s in row["selection"])
+    assert any(s["tier"] == 2.0 for s in row["selection"])
+
+
+def test_styles_change_the_selection(tmp_path: Path) -> None:
+    generate("mock", 4, 5, tmp_path)
+    plan = enumerate_plans(domain_rules(("mock",)), 1, candidates=4, batch=1)[0].synthesis
+    pkg = next(p for p in TaskSource.load(tmp_path).packages if candidate_score(plan, p) > 0)
+    long = pkg.model_copy(update={"id": "a-long", "task_description": "word " * 200})
+    short = pkg.model_copy(update={"id": "b-short", "task_description": "Move my booking."})
+    assert len(long.task_description.split()) > TERSE_WORDS >= len(short.task_description.split())
+
+    def chosen(styles: list[str]) -> list[str]:
+        return [p.id for p in select(plan.model_copy(update={"styles": styles}), [long, short])]
+
+    assert chosen([]) == ["a-long"]  # a tie, broken by id
+    assert chosen(["terse"]) == ["b-short"] and chosen(["detailed"]) == ["a-long"]
+    assert style_fits("booking", short) and not style_fits("booking", long)
+    assert chosen(["about a booking"]) == ["b-short"]

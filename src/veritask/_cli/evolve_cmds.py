@@ -24,7 +24,17 @@ def evolve_group() -> None:
               help="Candidates synthesized per domain, stream and iteration.")  # fmt: skip
 @click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True,
               help="Candidates per iteration that go on to verification.")  # fmt: skip
-@click.option("--agent", default="random", show_default=True, help="The assistant.")
+@click.option("--agent", default="faithful", show_default=True,
+              help="The assistant (faithful errs by --error-rate; random, oracle, or a provider "
+              "spec).")  # fmt: skip
+@click.option("--error-rate", type=click.FloatRange(0.0, 1.0), default=0.2, show_default=True,
+              help="Share of episodes in which the faithful agent (rollouts and the reference "
+              "solver of attribution) makes one error.")  # fmt: skip
+@click.option("--error-kinds", default="premature-end,skip-confirmation,wrong-argument",
+              show_default=True, help="The errors it makes (comma-separated).")  # fmt: skip
+@click.option("--orchestrator",
+              help="Provider spec of the orchestrator that versions each stream's workflow "
+              "(prompts, stage settings); 'scripted' runs the offline one.")  # fmt: skip
 @click.option("--user", default="scripted", show_default=True, help="The user simulator.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
@@ -44,16 +54,22 @@ def evolve_group() -> None:
 @click.option("--json", "as_json", is_flag=True)
 def run_cmd(**opts: Any) -> None:
     """Run (or resume) N plan streams for K iterations; the dataset is their union."""
+    from veritask.agent._error_model import ErrorModel, parse_kinds
     from veritask.evolve import EvolveConfig, StreamSettings, Synthesizer, evolve
     from veritask.pipeline import RunConflict
     from veritask.synth import GENERATOR, generate
 
+    try:
+        errors = ErrorModel(opts["error_rate"], parse_kinds(opts["error_kinds"]))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--error-kinds") from None
     settings = StreamSettings(
         assistant=opts["agent"],
         user=opts["user"],
         seed=opts["seed"],
         task_verification=not opts["no_task_verification"],
         reflection=not opts["no_reflection"],
+        errors=errors,
     )
     config = EvolveConfig(
         domains=tuple(d.strip() for d in opts["domains"].split(",") if d.strip()),
@@ -64,14 +80,17 @@ def run_cmd(**opts: Any) -> None:
         settings=settings,
         model=opts["model"],
         synthesis=opts["synthesis"],
+        orchestrator=opts["orchestrator"],
     )
     if opts["synthesis"] == "model" and not opts["model"]:
         raise click.UsageError("--synthesis model needs --model")
     model = provider_arg(opts["model"]) if opts["model"] else None
+    orchestrator = _orchestrator(opts["orchestrator"])
+    synthesizer = Synthesizer(f"symbolic:{GENERATOR}", generate)
     try:
         with model_calls(opts["model"]):
             summary = evolve(
-                config, opts["out"], Synthesizer(f"symbolic:{GENERATOR}", generate), model=model
+                config, opts["out"], synthesizer, model=model, orchestrator=orchestrator
             )
     except (RunConflict, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
@@ -81,6 +100,18 @@ def run_cmd(**opts: Any) -> None:
         return
     click.echo(f"{summary.tasks} tasks in {summary.out} ({summary.units} units, "
                f"{summary.resumed_units} resumed)")  # fmt: skip
+
+
+def _orchestrator(spec: str | None) -> Any:
+    """The orchestrator's provider: ``scripted`` answers by the offline rules."""
+    if spec is None:
+        return None
+    if spec == "scripted":
+        from veritask.evolve import orchestrator_script
+        from veritask.model import get_provider
+
+        return get_provider("scripted", script=orchestrator_script)
+    return provider_arg(spec)
 
 
 @evolve_group.command("status")
@@ -123,6 +154,18 @@ def report_cmd(directory: str, as_json: bool) -> None:
             f"{r['verified']:>4} {r['succeeded']:>3} {r['TASK']:>5} {r['TRAJECTORY']:>5} "
             f"{r['accepted']:>4}  {changed}"
         )
+    flows = [r for r in report["iterations"] if "workflow" in r]
+    if flows:
+        click.echo("stream   iter  version  kept  figures / reason / changes")
+    for r in flows:
+        w = r["workflow"]
+        f = w["figures"]
+        click.echo(
+            f"{r['stream']:<8} {r['iteration']:>4} {w['version']:>8}  {'yes' if w['kept'] else 'no':>4}"
+            f"  yield {f['yield']:.3f} gap {f['difficulty_gap']:.3f}; {w['reason']}"
+        )
+        if w["diff"]:
+            click.echo(f"{'':<28}changed: {', '.join(sorted(w['diff']))}")
     click.echo(json.dumps(report["totals"], sort_keys=True))
 
 

@@ -10,6 +10,10 @@
   duplicate, difficulty, per-task SQL checkers), rollouts with any assistant, attribution of
   failures by execution (``attribute``: TASK when a text-only solver fails too, TRAJECTORY when
   it succeeds), and reflection (symbolic weight shifts, or a model's revision).
+- The workflow: each stream's worker prompts and stage settings as versioned data
+  (``Workflow``); an orchestrator (a model, or ``orchestrator_script`` behind the scripted
+  provider) proposes changes from attribution, and a version is kept only when the next
+  iteration's measured yield or difficulty gap improves, else rolled back (``orchestrate``).
 - The run: ``evolve`` / ``evolve_async``, the plan streams as an ``Evolution`` on the engine of
   ``veritask.pipeline`` (the one ``logic evolve`` runs on): units with a run manifest, exact
   resume, a dataset directory assembled from the units, and a report.
@@ -25,6 +29,7 @@ from veritask.evolve._attribution import (
     run_role,
 )
 from veritask.evolve._coverage import coverage, enumerate_plans
+from veritask.evolve._flow import Flow, orchestrate
 from veritask.evolve._model_roles import (
     Judgment,
     Rationale,
@@ -32,6 +37,14 @@ from veritask.evolve._model_roles import (
     model_plans,
     model_rationale,
     model_reflection,
+)
+from veritask.evolve._orchestrator import (
+    ROLES,
+    Change,
+    Workflow,
+    initial_workflow,
+    orchestrator_script,
+    workflow_diff,
 )
 from veritask.evolve._plans import (
     ARCHETYPES,
@@ -62,16 +75,19 @@ __all__ = [
     "ARCHETYPES",
     "FAILURE_TAXONOMY",
     "PLAN_SCHEMA",
+    "ROLES",
     "RUN_DIR",
     "TIERS",
     "AgentLog",
     "Attributed",
     "Attribution",
+    "Change",
     "EvaluationPlan",
     "Evidence",
     "EvolveConfig",
     "EvolveSummary",
     "FaithfulSolver",
+    "Flow",
     "Judgment",
     "PlanPair",
     "PlanStreams",
@@ -86,6 +102,7 @@ __all__ = [
     "Synthesizer",
     "TaskAgent",
     "TaskVerdict",
+    "Workflow",
     "attribute",
     "candidate_score",
     "coverage",
@@ -95,10 +112,13 @@ __all__ = [
     "evolve",
     "evolve_async",
     "features",
+    "initial_workflow",
     "model_judgment",
     "model_plans",
     "model_rationale",
     "model_reflection",
+    "orchestrate",
+    "orchestrator_script",
     "plan_diff",
     "read_report",
     "reflect",
@@ -106,4 +126,5 @@ __all__ = [
     "select",
     "status",
     "verify_task",
+    "workflow_diff",
 ]

@@ -56,6 +56,7 @@ def _copy(pool: DatasetDir, ds: DatasetDir, pkg: TaskPackage) -> None:
 
 def _row(unit: dict[str, Any]) -> dict[str, Any]:
     """One stream iteration in the report."""
+    extra = {"workflow": _workflow(unit["workflow"])} if "workflow" in unit else {}
     return {
         "stream": unit["stream"],
         "iteration": unit["iteration"],
@@ -63,6 +64,24 @@ def _row(unit: dict[str, Any]) -> dict[str, Any]:
         "rejected": _rejections(unit["verification"]),
         "reflection": unit["reflection"],
         "plan_diff": unit["plan_diff"],
+        "selection": unit.get("selection", []),
+        **extra,
+    }
+
+
+def _workflow(record: dict[str, Any]) -> dict[str, Any]:
+    """The workflow version an iteration ran, its diff, figures and the decision on it."""
+    following = record["next"]
+    return {
+        "version": record["ran"]["version"],
+        "parent": record["ran"]["parent"],
+        "diff": record["diff"],
+        "figures": record["figures"],
+        "kept": record["kept"],
+        "reason": record["reason"],
+        "next_version": following["version"] if following is not None else None,
+        "proposal": record["proposal"],
+        "rolled_back_so_far": len(record["rolled_back"]),
     }
 
 

@@ -9,10 +9,12 @@ text-only solver drops in without touching the loop.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from veritask.rollout import EpisodeLimits, RoleFactory, TaskSource, run_episode, score
+from veritask.agent import Agent
+from veritask.agent._error_model import ErringAgent, ErrorModel
+from veritask.rollout import EpisodeLimits, EpisodeTask, RoleFactory, TaskSource, run_episode, score
 from veritask.task import TaskPackage, Trajectory
 
 Attribution = Literal["TASK", "TRAJECTORY"]
@@ -32,6 +34,19 @@ async def run_role(
     return score(trajectory, source, package)
 
 
+@dataclass
+class ErringRoles(RoleFactory):
+    """A role factory whose ``faithful`` agent errs by an :class:`ErrorModel` (every other
+    name builds what :class:`~veritask.rollout.RoleFactory` builds)."""
+
+    errors: ErrorModel = field(default_factory=ErrorModel)
+
+    def _agent(self, task: EpisodeTask, trial: int, seed: int) -> Agent:
+        if self.agent == "faithful" and self.errors.rate > 0:
+            return ErringAgent(task.domain.spec, self.errors, seed)
+        return super()._agent(task, trial, seed)
+
+
 class Solver(Protocol):
     """A reference solver that sees only what the task's text and the policy give."""
 
@@ -44,14 +59,17 @@ class Solver(Protocol):
 
 @dataclass
 class FaithfulSolver:
-    """The faithful agent with the scripted user: the default reference solver."""
+    """The faithful agent with the scripted user: the default reference solver. With an error
+    model whose rate is above 0 it can fail a solvable task, so TASK attribution can fire."""
 
     name: str = "faithful"
     limits: EpisodeLimits | None = None
+    errors: ErrorModel = field(default_factory=ErrorModel)
 
     async def solves(self, source: TaskSource, package: TaskPackage, seed: int) -> bool:
         """Run the faithful agent once; True when the trajectory's reward is 1."""
-        trajectory = await run_role(source, package, RoleFactory("faithful"), seed, self.limits)
+        roles = ErringRoles("faithful", errors=self.errors)
+        trajectory = await run_role(source, package, roles, seed, self.limits)
         return trajectory.reward == 1.0
 
 

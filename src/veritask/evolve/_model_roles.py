@@ -93,12 +93,15 @@ async def model_judgment(
     rubrics: list[str],
     task: dict[str, Any],
     ledger: CostLedger | None = None,
+    system: str | None = None,
 ) -> Judgment:
-    """The model's PASS/FAIL and rationale for a candidate the deterministic checks passed."""
+    """The model's PASS/FAIL and rationale for a candidate the deterministic checks passed
+    (``system``: the workflow's prompt for the role, replacing the default)."""
     messages = [
         {
             "role": "system",
-            "content": "You verify tasks against rubrics. Answer with JSON "
+            "content": system
+            or "You verify tasks against rubrics. Answer with JSON "
             '{"verdict": "PASS" or "FAIL", "rationale": "..."} and nothing else.',
         },
         {
@@ -117,10 +120,12 @@ async def model_reflection(
     failures: list[dict[str, Any]],
     domain_rules: dict[str, list[str]],
     ledger: CostLedger | None = None,
+    system: str | None = None,
 ) -> PlanPair:
-    """The model's revision of both plans from one iteration's failures and attributions."""
+    """The model's revision of both plans from one iteration's failures and attributions
+    (``system``: the workflow's prompt for the role, replacing the default)."""
     messages = [
-        {"role": "system", "content": PLAN_SYSTEM},
+        {"role": "system", "content": system or PLAN_SYSTEM},
         {
             "role": "user",
             "content": f"{_schema_message(domain_rules)}\nCurrent plans: "
@@ -145,13 +150,15 @@ async def model_rationale(
     provider: ModelProvider,
     failure: dict[str, Any],
     ledger: CostLedger | None = None,
+    system: str | None = None,
 ) -> Rationale:
     """The model's explanation of one failed trajectory's attribution (the attribution itself
     is decided by running the reference solver; the model only explains it)."""
     messages = [
         {
             "role": "system",
-            "content": "You explain why an assistant failed a tool-use task. The attribution "
+            "content": system
+            or "You explain why an assistant failed a tool-use task. The attribution "
             "(TASK: the task cannot be solved from its text; TRAJECTORY: it can and the "
             "assistant failed) was decided by running a reference solver; do not change it. "
             'Answer with JSON {"rationale": "..."} and nothing else.',

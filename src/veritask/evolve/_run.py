@@ -23,7 +23,9 @@ from veritask.domains import builtin_domains, load_domain
 from veritask.evolve._assemble import RUN_DIR, assemble
 from veritask.evolve._attribution import FaithfulSolver, Solver
 from veritask.evolve._coverage import coverage, enumerate_plans
+from veritask.evolve._flow import Flow, orchestrate
 from veritask.evolve._model_roles import model_plans
+from veritask.evolve._orchestrator import initial_workflow
 from veritask.evolve._plans import PlanPair
 from veritask.evolve._stream import (
     StreamRoles,
@@ -55,6 +57,8 @@ class EvolveConfig:
     """The model spec of the model roles (None: symbolic roles)."""
     synthesis: Literal["symbolic", "model"] = "symbolic"
     """Who synthesizes candidates: the given synthesizer, or the model's synthesis agent."""
+    orchestrator: str | None = None
+    """The model spec of the orchestrator (None: each stream's workflow stays as it starts)."""
 
     def to_json(self, synthesizer: str) -> dict[str, Any]:
         """The run config as the manifest stores it."""
@@ -72,6 +76,8 @@ class EvolveConfig:
             "reflection": s.reflection,
             "model": self.model,
             "synthesizer": TASK_AGENT if self.synthesis == "model" else synthesizer,
+            "errors": s.errors.to_json(),
+            "orchestrator": self.orchestrator,
         }
 
 
@@ -104,6 +110,8 @@ class StreamState:
 
     pair: PlanPair
     seen: dict[tuple[str, str], str]
+    flow: Flow | None = None
+    """The workflow the next iteration runs, and the last kept one (with an orchestrator)."""
 
     def after(self, artifact: dict[str, Any]) -> StreamState:
         """The state after the iteration that wrote ``artifact``."""
@@ -111,7 +119,8 @@ class StreamState:
         for item in artifact["accepted"]:
             pkg = item["package"]
             seen[(pkg["origin"], pkg["target"])] = pkg["id"]
-        return StreamState(PlanPair.model_validate(artifact["next_plan"]), seen)
+        flow = Flow.after(artifact["workflow"]) if "workflow" in artifact else self.flow
+        return StreamState(PlanPair.model_validate(artifact["next_plan"]), seen, flow)
 
 
 @dataclass
@@ -159,12 +168,20 @@ class PlanStreams:
         """The stream's plans from the plan set; nothing accepted yet."""
         assert opening is not None
         pair = PlanPair.model_validate(opening["plans"][self.streams().index(stream)])
-        return StreamState(pair, {})
+        if self.roles.orchestrator is None:
+            return StreamState(pair, {})
+        first = initial_workflow(pair.synthesis.candidates, pair.synthesis.batch)
+        return StreamState(pair, {}, Flow(first, first, None))
 
     async def synthesize(self, stream: str, k: int, state: StreamState) -> Synthesized:
-        """Certified candidates in ``pool/<stream>/iter<k>``, selected by the plan."""
+        """Certified candidates in ``pool/<stream>/iter<k>``, selected by the plan (and the
+        workflow's stage settings, with an orchestrator)."""
         pool = self.run_dir / "pool" / stream / f"iter{k}"
-        return await synthesize(state.pair, pool, self.config.settings, self.roles)
+        pair = state.pair
+        if state.flow is not None:
+            pair = state.flow.running(pair)
+            self.roles.prompts[stream] = {str(r): p for r, p in state.flow.current.prompts.items()}
+        return await synthesize(pair, pool, self.config.settings, self.roles)
 
     async def verify(
         self, stream: str, k: int, state: StreamState, candidates: Synthesized
@@ -178,8 +195,14 @@ class PlanStreams:
         self, stream: str, k: int, state: StreamState, verified: Verified
     ) -> Step[StreamState]:
         """The next plans; the artifact holds them, so a restore rebuilds the same state."""
-        del stream, k
         artifact = await reflect_on(state.pair, verified, self.config.settings, self.roles)
+        if state.flow is not None:
+            assert self.roles.orchestrator is not None
+            last = k == self.config.iterations - 1
+            artifact["workflow"] = await orchestrate(
+                self.roles.orchestrator, state.flow, artifact, last, self.roles.ledger
+            )
+        self.roles.prompts.pop(stream, None)
         return Step(artifact, state.after(artifact))
 
     def failed(self, stream: str, k: int, state: StreamState) -> None:
@@ -218,6 +241,7 @@ async def evolve_async(
     model: ModelProvider | None = None,
     solver: Solver | None = None,
     progress: Callable[[str], None] | None = None,
+    orchestrator: ModelProvider | None = None,
 ) -> EvolveSummary:
     """Run (or resume) an evolve job into the dataset directory ``out``.
 
@@ -226,16 +250,25 @@ async def evolve_async(
         out: The dataset directory (a rerun with the same config resumes it).
         synthesizer: Makes certified candidates (``veritask.synth.generate`` on the CLI).
         model: The provider of the model roles; required exactly when ``config.model`` is set.
-        solver: The reference solver of attribution (default: the faithful agent).
+        solver: The reference solver of attribution (default: the faithful agent with the
+            settings' error model).
         progress: Called with each finished unit's id.
+        orchestrator: The orchestrator's provider; required exactly when
+            ``config.orchestrator`` is set.
 
     Raises:
         veritask.pipeline.RunConflict: ``out`` holds a run with another config.
     """
     if (model is None) != (config.model is None):
         raise ValueError("give a model provider exactly when the config names a model")
+    if (orchestrator is None) != (config.orchestrator is None):
+        raise ValueError("give an orchestrator provider exactly when the config names one")
     roles = StreamRoles(
-        synthesizer, solver or FaithfulSolver(), domain_rules(config.domains), model
+        synthesizer,
+        solver or FaithfulSolver(errors=config.settings.errors),
+        domain_rules(config.domains),
+        model,
+        orchestrator=orchestrator,
     )
     roles.domain_sources = domain_sources(config.domains)
     if config.synthesis == "model":
@@ -258,8 +291,17 @@ def evolve(
     model: ModelProvider | None = None,
     solver: Solver | None = None,
     progress: Callable[[str], None] | None = None,
+    orchestrator: ModelProvider | None = None,
 ) -> EvolveSummary:
     """:func:`evolve_async` for callers outside an event loop."""
     return asyncio.run(
-        evolve_async(config, out, synthesizer, model=model, solver=solver, progress=progress)
+        evolve_async(
+            config,
+            out,
+            synthesizer,
+            model=model,
+            solver=solver,
+            progress=progress,
+            orchestrator=orchestrator,
+        )
     )

@@ -11,6 +11,7 @@ picks the candidates it wants (:func:`select`), and everything after that is thi
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,15 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from veritask._util import derive_seed
+from veritask.agent._error_model import ErrorModel
 from veritask.env import Environment
-from veritask.evolve._attribution import Solver, attribute, run_role
+from veritask.evolve._attribution import ErringRoles, Solver, attribute, run_role
 from veritask.evolve._model_roles import model_judgment, model_rationale, model_reflection
 from veritask.evolve._plans import PlanPair, plan_diff
 from veritask.evolve._reflect import Evidence, reflect
 from veritask.evolve._task_agent import TaskAgent
-from veritask.evolve._verify import TaskVerdict, select, unverified, verify_task
+from veritask.evolve._verify import TaskVerdict, score_parts, select, unverified, verify_task
 from veritask.model import CostLedger, ModelProvider, StructuredOutputError
-from veritask.rollout import RoleFactory, TaskSource
+from veritask.rollout import TaskSource
 from veritask.task import TaskPackage, Trajectory
 from veritask.verify import Checker, partial_credit
 
@@ -47,11 +49,18 @@ class Synthesizer:
 class StreamSettings:
     """What decides a stream's outputs besides its plans (part of the run config)."""
 
-    assistant: str = "random"
+    assistant: str = "faithful"
+    """The rollout agent (``faithful`` errs by ``errors``; ``random`` and the rest by name)."""
     user: str = "scripted"
     seed: int = 0
     task_verification: bool = True
     reflection: bool = True
+    errors: ErrorModel = field(default_factory=lambda: ErrorModel(DEFAULT_ERROR_RATE))
+    """The error model of the faithful rollout agent and of the reference solver."""
+
+
+DEFAULT_ERROR_RATE = 0.2
+"""The faithful agent's default error rate in the engine (a solver that can fail)."""
 
 
 @dataclass
@@ -67,6 +76,10 @@ class StreamRoles:
     """Synthesizes with a model instead of ``synthesizer`` when set."""
     domain_sources: dict[str, str] = field(default_factory=dict)
     """Spec name -> how the run was given the domain (a built-in name or a spec file)."""
+    orchestrator: ModelProvider | None = None
+    """Proposes workflow changes between iterations when set."""
+    prompts: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Stream -> the prompts by role of the workflow version its current iteration runs."""
 
     def source(self, domain: str) -> str:
         """What to load the domain named ``domain`` from."""
@@ -80,6 +93,7 @@ class _Candidate:
     verdict: TaskVerdict | None = None
     trajectory: Trajectory | None = None
     record: dict[str, Any] = field(default_factory=dict)
+    pkg_stream: str = ""
 
 
 async def _synthesize(
@@ -100,7 +114,7 @@ async def _synthesize(
             roles.synthesizer.generate(roles.source(domain), plan.candidates, seed, root)
         source = TaskSource.load(root)
         counts[domain] = len(source.packages)
-        out += [_Candidate(source, pkg) for pkg in source.packages]
+        out += [_Candidate(source, pkg, pkg_stream=plan.stream) for pkg in source.packages]
     return out, counts, logs
 
 
@@ -118,7 +132,9 @@ async def _verify(
         cand.verdict = verify_task(cand.source, cand.pkg, pair.evaluation, seen)
         if cand.verdict.passed and roles.model is not None:
             task = {"description": cand.pkg.task_description, "tags": cand.pkg.tags}
-            judged = await model_judgment(roles.model, pair.evaluation.rubrics, task, roles.ledger)
+            system = roles.prompts.get(pair.stream, {}).get("verify")
+            rubrics = pair.evaluation.rubrics
+            judged = await model_judgment(roles.model, rubrics, task, roles.ledger, system)
             cand.verdict.rationale = judged.rationale
             if judged.verdict == "FAIL":
                 cand.verdict.fail("model", judged.rationale)
@@ -150,7 +166,7 @@ async def _rollout(
     cand: _Candidate, pair: PlanPair, settings: StreamSettings, roles: StreamRoles
 ) -> dict[str, Any]:
     pkg = cand.pkg
-    factory = RoleFactory(settings.assistant, settings.user)
+    factory = ErringRoles(settings.assistant, settings.user, errors=settings.errors)
     seed = derive_seed(settings.seed, pkg.id, "assistant") % 1_000_000
     cand.trajectory = await run_role(cand.source, pkg, factory, seed)
     reward = cand.trajectory.reward
@@ -182,7 +198,8 @@ async def _rationale(cand: _Candidate, record: dict[str, Any], roles: StreamRole
         "assistant_calls": steps,
     }
     try:
-        return (await model_rationale(roles.model, failure, roles.ledger)).rationale
+        system = roles.prompts.get(cand.pkg_stream, {}).get("attribute")
+        return (await model_rationale(roles.model, failure, roles.ledger, system)).rationale
     except StructuredOutputError as exc:
         return f"model answer rejected ({exc})"
 
@@ -199,8 +216,9 @@ async def _next_plan(
     if roles.model is None:
         return reflect(pair, evidence), "symbolic"
     try:
+        system = roles.prompts.get(pair.stream, {}).get("reflect")
         revised = await model_reflection(
-            roles.model, pair, failures, roles.domain_rules, roles.ledger
+            roles.model, pair, failures, roles.domain_rules, roles.ledger, system
         )
     except StructuredOutputError as exc:
         return reflect(pair, evidence), f"model answer rejected ({exc}); symbolic reflection"
@@ -228,6 +246,8 @@ class Synthesized:
     chosen: list[_Candidate]
     logs: dict[str, Any] = field(default_factory=dict)
     """The synthesis agent's log per domain (empty for the symbolic generator)."""
+    why: list[dict[str, Any]] = field(default_factory=list)
+    """Per chosen candidate: its score and the factors of it (plan weights, tier, styles)."""
 
 
 @dataclass
@@ -248,7 +268,14 @@ async def synthesize(
     candidates, made, logs = await _synthesize(pair, pool, settings, roles)
     by_id = {c.pkg.id: c for c in candidates}
     chosen = [by_id[p.id] for p in select(pair.synthesis, [c.pkg for c in candidates])]
-    return Synthesized(made, chosen, logs)
+    why = [_why(pair, c.pkg) for c in chosen]
+    return Synthesized(made, chosen, logs, why)
+
+
+def _why(pair: PlanPair, pkg: TaskPackage) -> dict[str, Any]:
+    """Why selection took a candidate: its score and the factors of it."""
+    parts = score_parts(pair.synthesis, pkg)
+    return {"id": pkg.id, "score": round(math.prod(parts.values()), 6), **parts}
 
 
 async def verify(
@@ -304,6 +331,7 @@ def _artifact(pair: PlanPair, following: PlanPair, how: str, v: Verified) -> dic
         "iteration": pair.synthesis.iteration,
         "plan": pair.model_dump(mode="json"),
         "candidates": made,
+        "selection": v.synthesized.why,
         "verification": [c.verdict.to_json() for c in cands if c.verdict is not None],
         "rollouts": records,
         "counts": {"candidates": sum(made.values()), **counts},

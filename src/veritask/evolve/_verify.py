@@ -1,7 +1,9 @@
 """Plan-driven selection of candidates, and the deterministic task verification.
 
 Selection scores each certified candidate by the synthesis plan's weights (its archetype, its
-difficulty, the rules it exercises and its tool-use patterns) and keeps the best ``batch``; a
+difficulty, the rules it exercises and its tool-use patterns), the plan's tier (the tier the
+stream centers on counts double) and its styles (each style the candidate fits counts 1.5
+times), and keeps the best ``batch``; a
 candidate whose user archetype the plan does not name is not taken. Verification checks each
 selected candidate against the evaluation plan: certificate (witness replay), grounded (the text
 determines the target), spoiler-free, not a duplicate of an earlier task of the stream,
@@ -11,6 +13,8 @@ s_origin. Every failed check is a reason; a candidate passes when there is none.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,13 +24,54 @@ from veritask.rollout import TaskSource
 from veritask.task import TaskPackage, certify, find_spoilers, grounding, text_keys
 from veritask.verify import Checker, CheckerError, make_checkers
 
+TIER_FACTOR = 2.0
+"""A candidate at the plan's tier scores this many times more (the tier the stream centers on)."""
+STYLE_FACTOR = 1.5
+"""A candidate scores this many times more for each of the plan's styles it fits."""
+TERSE_WORDS = 150
+"""A description of at most this many words fits a terse style, a longer one a detailed style
+(symbolic descriptions of the built-in domains run 94-358 words, median about 160)."""
+_TERSE = {"terse", "short", "concise", "brief"}
+_DETAILED = {"detailed", "verbose", "long", "elaborate"}
 
-def candidate_score(plan: SynthesisPlan, pkg: TaskPackage) -> float:
-    """How well a candidate fits the plan (0: its user archetype is not in the plan)."""
-    archetype = plan.archetypes.get(pkg.user_profile.archetype, 0.0)
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z][a-z0-9_-]+", text.lower()) if len(w) >= 3}
+
+
+def style_fits(style: str, pkg: TaskPackage) -> bool:
+    """Whether a candidate fits a style: ``terse`` (or short, concise, brief) and ``detailed``
+    (or verbose, long, elaborate) by the description's length; any other style when one of its
+    words is one of the candidate's tags, its user archetype or a word of its description."""
+    words = _words(style)
+    length = len(pkg.task_description.split())
+    if words & _TERSE:
+        return length <= TERSE_WORDS
+    if words & _DETAILED:
+        return length > TERSE_WORDS
+    own = {t.lower() for t in pkg.tags} | {pkg.user_profile.archetype}
+    return bool(words & (own | _words(pkg.task_description)))
+
+
+def score_parts(plan: SynthesisPlan, pkg: TaskPackage) -> dict[str, float]:
+    """The factors of a candidate's score, by name (their product is the score)."""
     rules = sum(plan.rules.get(r, 0.0) for r in pkg.rules_exercised)
     patterns = sum(plan.tool_patterns.get(t, 0.0) for t in pkg.tags)
-    return archetype * plan.difficulty_mix.get(pkg.difficulty, 0.0) * (1 + rules) * (1 + patterns)
+    fits = sum(1 for style in plan.styles if style_fits(style, pkg))
+    return {
+        "archetype": plan.archetypes.get(pkg.user_profile.archetype, 0.0),
+        "difficulty": plan.difficulty_mix.get(pkg.difficulty, 0.0),
+        "rules": 1 + rules,
+        "patterns": 1 + patterns,
+        "tier": TIER_FACTOR if pkg.difficulty == plan.tier else 1.0,
+        "styles": STYLE_FACTOR**fits,
+    }
+
+
+def candidate_score(plan: SynthesisPlan, pkg: TaskPackage) -> float:
+    """How well a candidate fits the plan (0: its user archetype is not in the plan): the
+    product of :func:`score_parts`, so a plan's tier and styles change what is selected."""
+    return math.prod(score_parts(plan, pkg).values())
 
 
 def select(plan: SynthesisPlan, candidates: list[TaskPackage]) -> list[TaskPackage]:
