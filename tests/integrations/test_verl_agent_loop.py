@@ -177,3 +177,8 @@ def test_write_verl_files(dataset: str, tmp_path: Path) -> None:
     train = datasets.Dataset.from_parquet(str(paths["train"]))
     assert set(train["agent_name"]) == {"veritask_agent"}
     assert all(e["task_id"] and e["dataset_dir"] for e in train["extra_info"])
+    overrides = yaml.safe_load(paths["overrides"].read_text())
+    longest = max(sum(len(m["content"] or "") for m in row["prompt"]) for row in train)
+    assert overrides["data.max_prompt_length"] >= longest  # characters: an upper bound
+    assert overrides["actor_rollout_ref.rollout.multi_turn.max_tool_response_length"] > 256
+    assert overrides["data.truncation"] == "error"

@@ -292,17 +292,34 @@ def verl_agent_loop_config(dataset_dir: str | None = None) -> list[dict[str, Any
     return [entry]
 
 
-def write_verl_files(dataset_dir: str, out_dir: str) -> dict[str, Path]:
-    """Write ``train.parquet`` (rows with ``agent_name: veritask_agent``) and
-    ``agent_loop_config.yaml`` for verl >= 0.8; returns their paths (needs ``datasets``)."""
+def write_verl_files(
+    dataset_dir: str, out_dir: str, tokenizer: Any | None = None
+) -> dict[str, Path]:
+    """Write ``train.parquet`` (rows with ``agent_name: veritask_agent``),
+    ``agent_loop_config.yaml`` and ``overrides.yaml`` for verl >= 0.8; returns their paths
+    (needs ``datasets``).
+
+    ``overrides.yaml`` holds the Hydra overrides of
+    :func:`~veritask.integrations.verl_settings.verl_settings`, measured on the dataset, under
+    which verl neither cuts a tool response (its default keeps 256 characters) nor drops a
+    prompt (its default prompt length is 512 tokens); prompt lengths are in ``tokenizer``'s
+    tokens, or in characters (an upper bound) without one."""
     import yaml
     from datasets import Dataset
 
+    from veritask.integrations.verl_settings import verl_settings
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = {"train": out / "train.parquet", "agent_loop_config": out / "agent_loop_config.yaml"}
+    paths = {
+        "train": out / "train.parquet",
+        "agent_loop_config": out / "agent_loop_config.yaml",
+        "overrides": out / "overrides.yaml",
+    }
     Dataset.from_list(verl_rows(dataset_dir, agent_name=AGENT_NAME)).to_parquet(str(paths["train"]))
     paths["agent_loop_config"].write_text(
         yaml.safe_dump(verl_agent_loop_config(dataset_dir), sort_keys=False)
     )
+    overrides = verl_settings(dataset_dir, tokenizer=tokenizer)
+    paths["overrides"].write_text(yaml.safe_dump(overrides, sort_keys=False))
     return paths
