@@ -26,11 +26,15 @@ from veritask.task import (
     WitnessCall,
     check_dataset,
     intent_columns,
+    key_names,
     lint_dataset,
     lint_package,
     load_dataset,
     repeated_texts,
     status_of_procedure,
+)
+from veritask.task import (
+    tested_words as words_tested,
 )
 
 H = "0" * 64
@@ -251,3 +255,42 @@ def test_an_unknown_intent_column_is_a_located_spec_error(tmp_path: Path) -> Non
     path.write_text(broken)
     with pytest.raises(SpecError, match=r"intent\[0\].*unknown column 'colour'"):
         load_spec(path)
+
+
+def test_a_join_on_a_key_is_not_what_a_rule_tests(compiled: dict[str, CompiledDomain]) -> None:
+    """The return window reads the item's delivery step through its key: it tests the step
+    (and the tier and window it adds), not which order or product the item belongs to."""
+    spec = compiled["retail"].spec
+    tested = words_tested(spec.rule("RETURN_WINDOW"), key_names(spec))
+    assert {"request_step", "delivered_step", "return_window_steps"} <= tested
+    assert not tested & {"order_item_id", "order_id", "product_id", "category"}
+
+
+def _return(order_id: int, product: str) -> Ask:
+    item = RowRef(table="order_items", match={"order_id": order_id, "product_id": product})
+    return Ask(
+        transaction="open_return",
+        tool="insert_returns",
+        values={"quantity": 1, "request_step": 40},
+        refs={"order_item_id": item},
+    )
+
+
+def test_another_purchase_after_a_return_window_changes_intent(
+    compiled: dict[str, CompiledDomain],
+) -> None:
+    """After "the return window for this item has expired" the user may not switch to an item
+    of another order: a return is about the item the user bought."""
+    domain = compiled["retail"]
+    env = Environment(domain)
+    origin = env.image()
+    sub = SubGoal(
+        title="Open Return Request",
+        request="r",
+        ask=_return(1002, "p_headphones"),
+        fallbacks=[Fallback(rule="RETURN_WINDOW", then=_return(1001, "p_headphones"))],
+    )
+    pkg = _package([sub], domain="retail")
+    found = lint_package(domain.spec, domain.tools, pkg, env, origin)
+    assert [f.kind for f in found] == ["changed_intent"]
+    assert "order_id 1002 -> 1001" in found[0].detail

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +55,8 @@ _LABELS = ("name", "full_name", "title", "label", "display_name")
 _WORD = re.compile(r"[a-z]+")
 _NEW_OLD = re.compile(r"\b(?:NEW|OLD)\.([a-z][a-z0-9_]*)")
 _BARE = re.compile(r"\b([a-z][a-z0-9_]*)\b")
+_NAME = r"(?:(?:NEW|OLD|[a-z_][a-z0-9_]*)\.)?[a-z_][a-z0-9_]*"
+_EQUALITY = re.compile(rf"(?<![\w.'])({_NAME})\s*=\s*({_NAME})(?![\w.'(])")
 
 
 @dataclass(frozen=True)
@@ -138,10 +140,26 @@ def _state_like(column: Column) -> bool:
     return column.name in ("status", "state") or column.name.endswith("_status")
 
 
-def tested_words(rule: Rule) -> set[str]:
-    """Every identifier the rule's guard and condition mention (columns it tests)."""
+def key_names(spec: DomainSpec) -> frozenset[str]:
+    """The primary-key column names of ``spec``'s tables (``id`` always among them)."""
+    return frozenset({"id"} | {c.name for t in spec.tables for c in t.primary_key})
+
+
+def tested_words(rule: Rule, keys: Collection[str] = ("id",)) -> set[str]:
+    """The identifiers the rule's guard and condition test: every one they mention, except
+    those that only join one record to another (``oi.id = NEW.order_item_id``: an equality
+    with a primary key named in ``keys`` on one side). A return-window rule looks the order
+    item up by its key to read its delivery step: it tests the step, not which item."""
     text = f"{rule.when or ''} {rule.condition}"
+    joins = [m for m in _EQUALITY.finditer(text) if _is_join(m.group(1), m.group(2), keys)]
+    for m in reversed(joins):
+        text = text[: m.start()] + " " + text[m.end() :]
     return set(_NEW_OLD.findall(text)) | set(_BARE.findall(text))
+
+
+def _is_join(left: str, right: str, keys: Collection[str]) -> bool:
+    a, b = left.split(".")[-1], right.split(".")[-1]
+    return a != b and (a in keys or b in keys)
 
 
 class _PackageLint:
@@ -237,7 +255,7 @@ class _PackageLint:
         if a is None or b is None:
             return
         table = self.spec.table(old.table)
-        tested = tested_words(rule)
+        tested = tested_words(rule, key_names(self.spec))
         differ = [
             c
             for c in intent_columns(table)
