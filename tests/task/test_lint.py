@@ -31,6 +31,7 @@ from veritask.task import (
     lint_package,
     load_dataset,
     repeated_texts,
+    standing_cast,
     status_of_procedure,
 )
 from veritask.task import (
@@ -294,3 +295,23 @@ def test_another_purchase_after_a_return_window_changes_intent(
     found = lint_package(domain.spec, domain.tools, pkg, env, origin)
     assert [f.kind for f in found] == ["changed_intent"]
     assert "order_id 1002 -> 1001" in found[0].detail
+
+
+def test_users_made_for_one_scene_are_not_the_standing_cast() -> None:
+    """A user drawn on a single origin cannot be compared with users present in every scene:
+    balance is measured over the users with tasks on several origins."""
+    ask = _cancel(BOOKING_UA205, cancellation_step=6)
+
+    def pkg(i: int, user: str, origin: int) -> TaskPackage:
+        return _package(
+            [_sub(ask)],
+            id=f"travel-t-{i:06d}",
+            origin=f"{origin:064x}",
+            user_profile=UserProfile(user_id=user, name=user, archetype="rookie"),
+        )
+
+    standing = [pkg(i, ("u_a", "u_b")[i % 2], i % 5) for i in range(60)]
+    one_off = [pkg(100 + i, f"u_scene_{i}", i % 5) for i in range(40)]
+    cast = standing_cast(standing + one_off)
+    assert cast == {"u_a": 30, "u_b": 30}
+    assert not [f for f in lint_dataset(standing + one_off) if f.kind == "skewed_cast"]

@@ -17,6 +17,7 @@ from veritask.task._lint import (
     lint_package,
     normalised_text,
     repeated_texts,
+    standing_cast,
     status_of_procedure,
     tested_words,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "replay_witness",
     "report_dataset",
     "sha256",
+    "standing_cast",
     "status_of_procedure",
     "task_asks",
     "tested_words",

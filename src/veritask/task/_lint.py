@@ -434,15 +434,12 @@ def lint_dataset(packages: Iterable[TaskPackage]) -> list[LintFinding]:
     The same (normalised) text on the same s_origin is the same task asked twice, whatever the
     witness did (:func:`repeated_texts` counts the repeats on other origins, which are allowed).
     The cast is skewed when one user is in more than :data:`CAST_SKEW` times a uniform share of
-    the tasks among the users the dataset has tasks for (with at least :data:`MIN_CAST_TASKS`
-    tasks)."""
+    the tasks of the standing cast (:func:`standing_cast`, with at least :data:`MIN_CAST_TASKS`
+    such tasks)."""
     found: list[LintFinding] = []
     first: dict[tuple[str, str], str] = {}
-    users: Counter[str] = Counter()
-    total = 0
+    packages = list(packages)
     for pkg in packages:
-        total += 1
-        users[pkg.user_profile.user_id] += 1
         key = (normalised_text(pkg.task_description), pkg.origin)
         seen = first.setdefault(key, pkg.id)
         if seen != pkg.id:
@@ -451,11 +448,32 @@ def lint_dataset(packages: Iterable[TaskPackage]) -> list[LintFinding]:
                     pkg.id, "repeated_text", f"the task text of {seen!r} on the same origin"
                 )
             )
-    found += _skew(users, total)
+    found += _skew(standing_cast(packages))
     return found
 
 
-def _skew(users: Mapping[str, int], total: int) -> list[LintFinding]:
+def standing_cast(packages: Iterable[TaskPackage]) -> Counter[str]:
+    """Tasks per user of the standing cast: the users with tasks on at least two origins and
+    a fifth of them (a key drawn for one scene can recur by chance in another).
+
+    A user the Set Designer made for one scene can only be drawn in that scene's unit, so
+    comparing it with users present in every scene says nothing about balance; when the
+    dataset has a single origin every user counts."""
+    users: Counter[str] = Counter()
+    origins: dict[str, set[str]] = {}
+    for pkg in packages:
+        user = pkg.user_profile.user_id
+        users[user] += 1
+        origins.setdefault(user, set()).add(pkg.origin)
+    scenes = len({o for seen in origins.values() for o in seen})
+    if scenes < 2:
+        return users
+    least = max(2, scenes // 5)
+    return Counter({u: n for u, n in users.items() if len(origins[u]) >= least})
+
+
+def _skew(users: Mapping[str, int]) -> list[LintFinding]:
+    total = sum(users.values())
     if total < MIN_CAST_TASKS or len(users) < 2:
         return []
     uniform = total / len(users)
