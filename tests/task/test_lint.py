@@ -315,3 +315,17 @@ def test_users_made_for_one_scene_are_not_the_standing_cast() -> None:
     cast = standing_cast(standing + one_off)
     assert cast == {"u_a": 30, "u_b": 30}
     assert not [f for f in lint_dataset(standing + one_off) if f.kind == "skewed_cast"]
+
+
+def test_a_later_request_dated_before_a_refused_time_is_found(travel: Any) -> None:
+    """Told at step 20 that the cancellation costs a penalty, the user gives up; a later
+    sub-goal may not cancel another booking "at step 4" (the clock is not the user's)."""
+    refused = _sub(
+        _cancel(BOOKING_UA205, cancellation_step=20),
+        Fallback(rule="FLIGHT_REFUND_PENALTY", then=None),
+    )
+    earlier = _package([refused, _sub(_cancel(BOOKING_UA100, cancellation_step=4))])
+    kinds = _kinds(travel, earlier)
+    assert "clock_backwards" in kinds
+    later = _package([refused, _sub(_cancel(BOOKING_UA100, cancellation_step=21))])
+    assert "clock_backwards" not in _kinds(travel, later)

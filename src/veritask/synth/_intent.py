@@ -39,3 +39,11 @@ def moves_clock(table: Table, col: str, args: dict[str, Any], decided: set[str])
     if col in decided or args.get(col) is None:
         return False
     return col in table.column_names and is_time_column(table.column(col))
+
+
+def offer_rank(table: Table, col: str, args: dict[str, Any]) -> int:
+    """Which columns an offered alternative changes first: 0 a value the user left out, 1
+    another referenced record (of the same kind), 2 a value the user stated."""
+    if args.get(col) is None:
+        return 0
+    return 1 if col in table.column_names and table.column(col).references else 2

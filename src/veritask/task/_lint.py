@@ -7,6 +7,9 @@ of package that fail that reading (``docs/design/0045-intent-and-the-semantic-li
 
 - ``restated_time``: after a refusal the user "accepts" another time or step for the same
   request (the clock is not the user's to move past a time window or an irreversibility rule);
+- ``clock_backwards``: after a refusal that tested a time the user stated, a later request of
+  the task on the same table states an earlier time (the refused change asked again "at step 2"
+  in a later sub-goal, a cancellation dated before the refused change);
 - ``calculation_trigger``: a reactive trigger keyed on a calculation the agent, not the user,
   got wrong (a fallback must be the user's decision, not a reaction to the agent's error);
 - ``replaced_record``: the record a request acts on is swapped for another one after a refusal;
@@ -35,6 +38,7 @@ from veritask.task._package import Ask, RowRef, TaskPackage
 
 LINT_KINDS = (
     "restated_time",
+    "clock_backwards",
     "calculation_trigger",
     "replaced_record",
     "changed_intent",
@@ -184,24 +188,67 @@ class _PackageLint:
         rows = (
             _OriginRows(self.spec, env, origin) if env is not None and origin is not None else None
         )
+        refused: dict[str, tuple[Any, str]] = {}
         for n, sub in enumerate(self.pkg.task.sub_goals, 1):
             if sub.ask is None:
                 continue
             current = sub.ask
             stated = set(sub.ask.values)
+            self._clock(n, current, refused, set())
             for fb in sub.fallbacks:
                 rule = self.rule(fb.rule)
                 if rule is not None:
                     self._calculation(n, rule, stated)
+                    self._refused_time(current, rule, refused)
                 if fb.then is None:
                     continue
                 self._alternative(n, rule, current, fb.then, rows)
+                self._clock(n, fb.then, refused, {c for c in fb.then.values if c in current.values})
                 current = fb.then
                 stated |= set(fb.then.values)
         self._terminal()
         if env is not None and origin is not None:
             self._noops(env, origin)
         return self.found
+
+    def _times(self, ask: Ask) -> dict[str, Any]:
+        """The times ``ask`` states (numeric values of time columns of its table)."""
+        table = self._table_of(ask.tool)
+        if table is None:
+            return {}
+        return {
+            col: value
+            for col, value in ask.values.items()
+            if isinstance(value, (int, float))
+            and (column := _column(table, col)) is not None
+            and is_time_column(column)
+        }
+
+    def _refused_time(self, ask: Ask, rule: Rule, refused: dict[str, tuple[Any, str]]) -> None:
+        """Remember the latest time the user stated that ``rule`` refused, per table."""
+        tested = tested_words(rule, key_names(self.spec))
+        tool = self.tools.get(ask.tool)
+        for col, value in self._times(ask).items():
+            if col in tested and tool is not None:
+                seen = refused.get(tool.table)
+                if seen is None or value > seen[0]:
+                    refused[tool.table] = (value, f"{col} {value!r} ({rule.id})")
+
+    def _clock(
+        self, n: int, ask: Ask, refused: dict[str, tuple[Any, str]], restated: set[str]
+    ) -> None:
+        """A time stated after a refused one on the same table may not be earlier (columns
+        the same request restates are ``restated_time`` findings instead)."""
+        tool = self.tools.get(ask.tool)
+        seen = refused.get(tool.table) if tool is not None else None
+        if seen is None:
+            return
+        for col, value in self._times(ask).items():
+            if col not in restated and value < seen[0]:
+                self.add(
+                    "clock_backwards",
+                    f"sub-goal {n}: states {col} {value!r}, earlier than the refused {seen[1]}",
+                )
 
     def _calculation(self, n: int, rule: Rule, stated: set[str]) -> None:
         """A trigger keyed on a calculation the user did not make."""
