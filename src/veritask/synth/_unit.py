@@ -129,12 +129,12 @@ class UnitWorker:
         first = (self.model.transaction_for(aim) if aim else None) or rng.choice(
             self.model.write_transactions
         )
-        actors, even = self._cast_order(scene, env, view, explorer, rng, aim)
+        actors = self._cast_order(scene, env, view, explorer, rng, aim)
         direct = self.model.direct_request(aim) if aim is not None else None
         # First look for an episode that collides with the aimed rule (coverage): through its
         # procedure, else by asking for the outcome it reserves; then any episode.
         for aimed, allow in ((True, refusal_ok), (False, False)):
-            for actor in actors[:7] if aimed else even[:4]:
+            for actor in actors[: 7 if aimed else 4]:
                 for tx in (first, direct) if aimed and direct is not None else (first,):
                     env.restore(scene.origin)
                     view.invalidate()
@@ -165,12 +165,8 @@ class UnitWorker:
         explorer: SymbolicExplorer,
         rng: random.Random,
         aim: Rule | None,
-    ) -> tuple[list[Any], list[Any]]:
-        """Who a task is tried for, in order: for the aimed rule, and for any episode once
-        the aim failed (``even``: least used first, nobody lifted, so the users an aim needs
-        do not also take the tasks that need nobody in particular).
-
-        The cast is shuffled, so users are drawn evenly.
+    ) -> list[Any]:
+        """Who a task is tried for, in order. The cast is shuffled, so users are drawn evenly.
         A quota aim needs the owners of the records the Set Designer placed at its boundary:
         they come first (they differ from scene to scene). The users the aim's own examples act
         for are the same in every scene: they come only after ``EVEN_FIRST`` others, so they
@@ -182,7 +178,7 @@ class UnitWorker:
         if self.uses:
             actors.sort(key=lambda a: self.uses[a])
         if aim is None:
-            return actors, actors
+            return actors
         env.restore(scene.origin)
         view.invalidate()
         named = [
@@ -201,7 +197,7 @@ class UnitWorker:
             ]
             first = [a for a in dict.fromkeys(owners) if a is not None]
             order = first + [a for a in order if a not in first]
-        return order, actors
+        return order
 
     def run(
         self, domain: str, seed: int, unit: int, count: int, first_index: int, out: Path
