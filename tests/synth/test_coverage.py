@@ -48,7 +48,9 @@ def _packages(domain: str, rule_id: str, out: Path) -> list[tuple[TaskPackage, b
             result = UnitResult(unit, 0)
             worker.texts.clear()  # tries of one aim, not a unit: the same text may recur
             pkg = worker._accepted(where, scene, episode, view, internal, digests, ds, result)
-            assert result.discarded == {}, result.leaks
+            # generation discards a candidate whose text does not determine a write (a
+            # chained request with a value no rule fixes); no other discard happens here
+            assert set(result.discarded) <= {"ungrounded"}, result.leaks
             if pkg is not None and rule_id in pkg.rules_exercised:
                 found.append((pkg, scene.origin))
         env.close()

@@ -26,11 +26,16 @@ from veritask.task import (
     WitnessCall,
     check_dataset,
     intent_columns,
+    key_names,
     lint_dataset,
     lint_package,
     load_dataset,
     repeated_texts,
+    standing_cast,
     status_of_procedure,
+)
+from veritask.task import (
+    tested_words as words_tested,
 )
 
 H = "0" * 64
@@ -251,3 +256,76 @@ def test_an_unknown_intent_column_is_a_located_spec_error(tmp_path: Path) -> Non
     path.write_text(broken)
     with pytest.raises(SpecError, match=r"intent\[0\].*unknown column 'colour'"):
         load_spec(path)
+
+
+def test_a_join_on_a_key_is_not_what_a_rule_tests(compiled: dict[str, CompiledDomain]) -> None:
+    """The return window reads the item's delivery step through its key: it tests the step
+    (and the tier and window it adds), not which order or product the item belongs to."""
+    spec = compiled["retail"].spec
+    tested = words_tested(spec.rule("RETURN_WINDOW"), key_names(spec))
+    assert {"request_step", "delivered_step", "return_window_steps"} <= tested
+    assert not tested & {"order_item_id", "order_id", "product_id", "category"}
+
+
+def _return(order_id: int, product: str) -> Ask:
+    item = RowRef(table="order_items", match={"order_id": order_id, "product_id": product})
+    return Ask(
+        transaction="open_return",
+        tool="insert_returns",
+        values={"quantity": 1, "request_step": 40},
+        refs={"order_item_id": item},
+    )
+
+
+def test_another_purchase_after_a_return_window_changes_intent(
+    compiled: dict[str, CompiledDomain],
+) -> None:
+    """After "the return window for this item has expired" the user may not switch to an item
+    of another order: a return is about the item the user bought."""
+    domain = compiled["retail"]
+    env = Environment(domain)
+    origin = env.image()
+    sub = SubGoal(
+        title="Open Return Request",
+        request="r",
+        ask=_return(1002, "p_headphones"),
+        fallbacks=[Fallback(rule="RETURN_WINDOW", then=_return(1001, "p_headphones"))],
+    )
+    pkg = _package([sub], domain="retail")
+    found = lint_package(domain.spec, domain.tools, pkg, env, origin)
+    assert [f.kind for f in found] == ["changed_intent"]
+    assert "order_id 1002 -> 1001" in found[0].detail
+
+
+def test_users_made_for_one_scene_are_not_the_standing_cast() -> None:
+    """A user drawn on a single origin cannot be compared with users present in every scene:
+    balance is measured over the users with tasks on several origins."""
+    ask = _cancel(BOOKING_UA205, cancellation_step=6)
+
+    def pkg(i: int, user: str, origin: int) -> TaskPackage:
+        return _package(
+            [_sub(ask)],
+            id=f"travel-t-{i:06d}",
+            origin=f"{origin:064x}",
+            user_profile=UserProfile(user_id=user, name=user, archetype="rookie"),
+        )
+
+    standing = [pkg(i, ("u_a", "u_b")[i % 2], i % 5) for i in range(60)]
+    one_off = [pkg(100 + i, f"u_scene_{i}", i % 5) for i in range(40)]
+    cast = standing_cast(standing + one_off)
+    assert cast == {"u_a": 30, "u_b": 30}
+    assert not [f for f in lint_dataset(standing + one_off) if f.kind == "skewed_cast"]
+
+
+def test_a_later_request_dated_before_a_refused_time_is_found(travel: Any) -> None:
+    """Told at step 20 that the cancellation costs a penalty, the user gives up; a later
+    sub-goal may not cancel another booking "at step 4" (the clock is not the user's)."""
+    refused = _sub(
+        _cancel(BOOKING_UA205, cancellation_step=20),
+        Fallback(rule="FLIGHT_REFUND_PENALTY", then=None),
+    )
+    earlier = _package([refused, _sub(_cancel(BOOKING_UA100, cancellation_step=4))])
+    kinds = _kinds(travel, earlier)
+    assert "clock_backwards" in kinds
+    later = _package([refused, _sub(_cancel(BOOKING_UA100, cancellation_step=21))])
+    assert "clock_backwards" not in _kinds(travel, later)

@@ -18,7 +18,7 @@ from veritask.env import Environment, ToolResult
 from veritask.policy import Call, Rule, ToolSpec, Transaction
 from veritask.synth._analysis import DomainModel, implicated_columns, row_key, target_key
 from veritask.synth._episode import Episode, Hit, SubGoalTrace, witness_call
-from veritask.synth._intent import moves_clock, same_kind
+from veritask.synth._intent import moves_clock, offer_rank, same_kind
 from veritask.synth._refs import AskMaker, lookups
 from veritask.synth._sampler import Sampler, StateView
 from veritask.synth._workable import unworkable
@@ -357,6 +357,9 @@ class SymbolicExplorer:
         if rule is not None and target is not None and col in target:
             values = [v for v in values if v != target[col]]
         self.rng.shuffle(values)
+        if rule is not None and isinstance(current, (int, float)) and column.enum is None:
+            # a customer who asked for 5 takes the most allowed, not any smaller number
+            values.sort(key=lambda v: abs(v - current) if isinstance(v, (int, float)) else 0)
         return values
 
     def _repair(
@@ -424,8 +427,10 @@ class SymbolicExplorer:
             and not (intent and moves_clock(table, c, args, decided))
         ]
         self.rng.shuffle(cols)
-        # what the agent decides comes first: an agent fixes those before it asks the user
-        cols.sort(key=lambda c: c not in decided)
+        # what the agent decides comes first: an agent fixes those before it asks the user;
+        # an offered alternative then supplies a value the user left out, then another record
+        # of the same kind, and only last changes a value the user stated
+        cols.sort(key=lambda c: (c not in decided, intent and offer_rank(table, c, args)))
         if key is not None and not cols and not intent:
             cols = [key]  # the rule is about the record itself: pick another record
         return cols

@@ -11,7 +11,7 @@ from typing import Any
 
 from veritask.policy import DomainSpec, Rule, Table
 from veritask.synth._sampler import StateView
-from veritask.task import intent_columns, is_time_column, tested_words
+from veritask.task import intent_columns, is_time_column, key_names, tested_words
 
 
 def same_kind(
@@ -23,7 +23,7 @@ def same_kind(
     asked = view.get(table_name, current) if current is not None else None
     if asked is None:
         return values
-    tested = tested_words(rule)
+    tested = tested_words(rule, key_names(spec))
     keep = [c for c in intent_columns(spec.table(table_name)) if c not in tested]
     out = []
     for value in values:
@@ -39,3 +39,11 @@ def moves_clock(table: Table, col: str, args: dict[str, Any], decided: set[str])
     if col in decided or args.get(col) is None:
         return False
     return col in table.column_names and is_time_column(table.column(col))
+
+
+def offer_rank(table: Table, col: str, args: dict[str, Any]) -> int:
+    """Which columns an offered alternative changes first: 0 a value the user left out, 1
+    another referenced record (of the same kind), 2 a value the user stated."""
+    if args.get(col) is None:
+        return 0
+    return 1 if col in table.column_names and table.column(col).references else 2

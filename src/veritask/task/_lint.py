@@ -7,6 +7,9 @@ of package that fail that reading (``docs/design/0045-intent-and-the-semantic-li
 
 - ``restated_time``: after a refusal the user "accepts" another time or step for the same
   request (the clock is not the user's to move past a time window or an irreversibility rule);
+- ``clock_backwards``: after a refusal that tested a time the user stated, a later request of
+  the task on the same table states an earlier time (the refused change asked again "at step 2"
+  in a later sub-goal, a cancellation dated before the refused change);
 - ``calculation_trigger``: a reactive trigger keyed on a calculation the agent, not the user,
   got wrong (a fallback must be the user's decision, not a reaction to the agent's error);
 - ``replaced_record``: the record a request acts on is swapped for another one after a refusal;
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +38,7 @@ from veritask.task._package import Ask, RowRef, TaskPackage
 
 LINT_KINDS = (
     "restated_time",
+    "clock_backwards",
     "calculation_trigger",
     "replaced_record",
     "changed_intent",
@@ -55,6 +59,8 @@ _LABELS = ("name", "full_name", "title", "label", "display_name")
 _WORD = re.compile(r"[a-z]+")
 _NEW_OLD = re.compile(r"\b(?:NEW|OLD)\.([a-z][a-z0-9_]*)")
 _BARE = re.compile(r"\b([a-z][a-z0-9_]*)\b")
+_NAME = r"(?:(?:NEW|OLD|[a-z_][a-z0-9_]*)\.)?[a-z_][a-z0-9_]*"
+_EQUALITY = re.compile(rf"(?<![\w.'])({_NAME})\s*=\s*({_NAME})(?![\w.'(])")
 
 
 @dataclass(frozen=True)
@@ -138,10 +144,26 @@ def _state_like(column: Column) -> bool:
     return column.name in ("status", "state") or column.name.endswith("_status")
 
 
-def tested_words(rule: Rule) -> set[str]:
-    """Every identifier the rule's guard and condition mention (columns it tests)."""
+def key_names(spec: DomainSpec) -> frozenset[str]:
+    """The primary-key column names of ``spec``'s tables (``id`` always among them)."""
+    return frozenset({"id"} | {c.name for t in spec.tables for c in t.primary_key})
+
+
+def tested_words(rule: Rule, keys: Collection[str] = ("id",)) -> set[str]:
+    """The identifiers the rule's guard and condition test: every one they mention, except
+    those that only join one record to another (``oi.id = NEW.order_item_id``: an equality
+    with a primary key named in ``keys`` on one side). A return-window rule looks the order
+    item up by its key to read its delivery step: it tests the step, not which item."""
     text = f"{rule.when or ''} {rule.condition}"
+    joins = [m for m in _EQUALITY.finditer(text) if _is_join(m.group(1), m.group(2), keys)]
+    for m in reversed(joins):
+        text = text[: m.start()] + " " + text[m.end() :]
     return set(_NEW_OLD.findall(text)) | set(_BARE.findall(text))
+
+
+def _is_join(left: str, right: str, keys: Collection[str]) -> bool:
+    a, b = left.split(".")[-1], right.split(".")[-1]
+    return a != b and (a in keys or b in keys)
 
 
 class _PackageLint:
@@ -166,24 +188,67 @@ class _PackageLint:
         rows = (
             _OriginRows(self.spec, env, origin) if env is not None and origin is not None else None
         )
+        refused: dict[str, tuple[Any, str]] = {}
         for n, sub in enumerate(self.pkg.task.sub_goals, 1):
             if sub.ask is None:
                 continue
             current = sub.ask
             stated = set(sub.ask.values)
+            self._clock(n, current, refused, set())
             for fb in sub.fallbacks:
                 rule = self.rule(fb.rule)
                 if rule is not None:
                     self._calculation(n, rule, stated)
+                    self._refused_time(current, rule, refused)
                 if fb.then is None:
                     continue
                 self._alternative(n, rule, current, fb.then, rows)
+                self._clock(n, fb.then, refused, {c for c in fb.then.values if c in current.values})
                 current = fb.then
                 stated |= set(fb.then.values)
         self._terminal()
         if env is not None and origin is not None:
             self._noops(env, origin)
         return self.found
+
+    def _times(self, ask: Ask) -> dict[str, Any]:
+        """The times ``ask`` states (numeric values of time columns of its table)."""
+        table = self._table_of(ask.tool)
+        if table is None:
+            return {}
+        return {
+            col: value
+            for col, value in ask.values.items()
+            if isinstance(value, (int, float))
+            and (column := _column(table, col)) is not None
+            and is_time_column(column)
+        }
+
+    def _refused_time(self, ask: Ask, rule: Rule, refused: dict[str, tuple[Any, str]]) -> None:
+        """Remember the latest time the user stated that ``rule`` refused, per table."""
+        tested = tested_words(rule, key_names(self.spec))
+        tool = self.tools.get(ask.tool)
+        for col, value in self._times(ask).items():
+            if col in tested and tool is not None:
+                seen = refused.get(tool.table)
+                if seen is None or value > seen[0]:
+                    refused[tool.table] = (value, f"{col} {value!r} ({rule.id})")
+
+    def _clock(
+        self, n: int, ask: Ask, refused: dict[str, tuple[Any, str]], restated: set[str]
+    ) -> None:
+        """A time stated after a refused one on the same table may not be earlier (columns
+        the same request restates are ``restated_time`` findings instead)."""
+        tool = self.tools.get(ask.tool)
+        seen = refused.get(tool.table) if tool is not None else None
+        if seen is None:
+            return
+        for col, value in self._times(ask).items():
+            if col not in restated and value < seen[0]:
+                self.add(
+                    "clock_backwards",
+                    f"sub-goal {n}: states {col} {value!r}, earlier than the refused {seen[1]}",
+                )
 
     def _calculation(self, n: int, rule: Rule, stated: set[str]) -> None:
         """A trigger keyed on a calculation the user did not make."""
@@ -237,7 +302,7 @@ class _PackageLint:
         if a is None or b is None:
             return
         table = self.spec.table(old.table)
-        tested = tested_words(rule)
+        tested = tested_words(rule, key_names(self.spec))
         differ = [
             c
             for c in intent_columns(table)
@@ -416,15 +481,12 @@ def lint_dataset(packages: Iterable[TaskPackage]) -> list[LintFinding]:
     The same (normalised) text on the same s_origin is the same task asked twice, whatever the
     witness did (:func:`repeated_texts` counts the repeats on other origins, which are allowed).
     The cast is skewed when one user is in more than :data:`CAST_SKEW` times a uniform share of
-    the tasks among the users the dataset has tasks for (with at least :data:`MIN_CAST_TASKS`
-    tasks)."""
+    the tasks of the standing cast (:func:`standing_cast`, with at least :data:`MIN_CAST_TASKS`
+    such tasks)."""
     found: list[LintFinding] = []
     first: dict[tuple[str, str], str] = {}
-    users: Counter[str] = Counter()
-    total = 0
+    packages = list(packages)
     for pkg in packages:
-        total += 1
-        users[pkg.user_profile.user_id] += 1
         key = (normalised_text(pkg.task_description), pkg.origin)
         seen = first.setdefault(key, pkg.id)
         if seen != pkg.id:
@@ -433,11 +495,32 @@ def lint_dataset(packages: Iterable[TaskPackage]) -> list[LintFinding]:
                     pkg.id, "repeated_text", f"the task text of {seen!r} on the same origin"
                 )
             )
-    found += _skew(users, total)
+    found += _skew(standing_cast(packages))
     return found
 
 
-def _skew(users: Mapping[str, int], total: int) -> list[LintFinding]:
+def standing_cast(packages: Iterable[TaskPackage]) -> Counter[str]:
+    """Tasks per user of the standing cast: the users with tasks on at least two origins and
+    a fifth of them (a key drawn for one scene can recur by chance in another).
+
+    A user the Set Designer made for one scene can only be drawn in that scene's unit, so
+    comparing it with users present in every scene says nothing about balance; when the
+    dataset has a single origin every user counts."""
+    users: Counter[str] = Counter()
+    origins: dict[str, set[str]] = {}
+    for pkg in packages:
+        user = pkg.user_profile.user_id
+        users[user] += 1
+        origins.setdefault(user, set()).add(pkg.origin)
+    scenes = len({o for seen in origins.values() for o in seen})
+    if scenes < 2:
+        return users
+    least = max(2, scenes // 5)
+    return Counter({u: n for u, n in users.items() if len(origins[u]) >= least})
+
+
+def _skew(users: Mapping[str, int]) -> list[LintFinding]:
+    total = sum(users.values())
     if total < MIN_CAST_TASKS or len(users) < 2:
         return []
     uniform = total / len(users)

@@ -10,7 +10,7 @@ from typing import Any
 from veritask.policy import DomainSpec, build_tools
 from veritask.task._costs import PriceTable, cost_report, dataset_ledger
 from veritask.task._dataset import DatasetDir, load_dataset
-from veritask.task._lint import repeated_texts
+from veritask.task._lint import repeated_texts, standing_cast
 from veritask.task._package import TAGS, TaskPackage
 from veritask.task._reach import uncovered
 
@@ -71,11 +71,16 @@ def _tag_counts(packages: Sequence[TaskPackage]) -> dict[str, int]:
 
 
 def _cast(packages: list[TaskPackage]) -> dict[str, Any]:
-    users = Counter(p.user_profile.user_id for p in packages)
+    """Users with tasks, and the largest share over a uniform one within the standing cast
+    (``veritask.task._lint.standing_cast``)."""
+    users = standing_cast(packages)
     if not users:
-        return {"users": 0, "max_over_uniform": 0.0}
-    uniform = len(packages) / len(users)
-    return {"users": len(users), "max_over_uniform": round(max(users.values()) / uniform, 2)}
+        return {"users": len({p.user_profile.user_id for p in packages}), "max_over_uniform": 0.0}
+    uniform = sum(users.values()) / len(users)
+    return {
+        "users": len({p.user_profile.user_id for p in packages}),
+        "max_over_uniform": round(max(users.values()) / uniform, 2),
+    }
 
 
 def report_dataset(
@@ -90,7 +95,8 @@ def report_dataset(
       successfully over the write tools of the domain.
     * ``refusal_share``: share of refusal tasks.
     * ``repeated_texts``: packages repeating an earlier one's text on another origin.
-    * ``cast``: ``{"users", "max_over_uniform"}``: users, and the largest one's share.
+    * ``cast``: ``{"users", "max_over_uniform"}``: users, and the largest one's share over a
+      uniform share of the standing cast (users with tasks on several origins).
     * ``uncovered``: ``{domain: {"rules": {id: why}, "tools": {name: why}}}``, what no
       package covered: ``"not reached"``, or ``"unreachable by construction: <reason>"``
       when the spec rules it out (``veritask.task._reach``).
