@@ -8,6 +8,7 @@ state without tasks, and simulated environments (``--env-model``).
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import click
 
@@ -90,6 +91,22 @@ DEPRECATED = (
 )
 @click.option("--log-requests", is_flag=True, help="Log every request to stderr.")
 @env_options
+def _served_source(domain_or_dir: str, env_model: str | None, env_tools: str | None) -> Any:
+    """The source ``serve`` plays (needs the http extra), with the deprecation line for a
+    dataset served without a simulated environment."""
+    try:
+        require_http()
+    except ImportError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        source = simulated_source(open_source(domain_or_dir), env_model, env_tools)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    if source.mode == "dataset" and env_model is None:
+        click.echo(DEPRECATED, err=True)
+    return source
+
+
 def serve_cmd(
     domain_or_dir: str,
     host: str,
@@ -117,19 +134,10 @@ def serve_cmd(
     With --env-model every session is a simulated environment (the model answers each call; no
     database, so no distance, reward or digest); adding --env-tools makes it hybrid.
     """
-    try:
-        require_http()
-    except ImportError as exc:
-        raise click.ClickException(str(exc)) from None
-    # needs the http extra, checked just above
+    source = _served_source(domain_or_dir, env_model, env_tools)
+    # needs the http extra, checked by _served_source
     from veritask.serve.server import EnvHTTPServer, serve
 
-    try:
-        source = simulated_source(open_source(domain_or_dir), env_model, env_tools)
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
-    if source.mode == "dataset" and env_model is None:
-        click.echo(DEPRECATED, err=True)
     if log_requests:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     tasks = len(source.task_ids())

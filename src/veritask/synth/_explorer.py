@@ -797,9 +797,4 @@ class SymbolicExplorer:
         return self.rng.choice(rules) if rules and self.rng.random() < 0.6 else None
 
 
-def owner_of_row(view: StateView, table: str, row: dict[str, Any]) -> Any:
-    """Convenience for callers: the actor owning a row."""
-    return view.owner(table, row)
-
-
-__all__ = ["Episode", "Hit", "SubGoalTrace", "SymbolicExplorer", "owner_of_row", "row_key"]
+__all__ = ["Episode", "Hit", "SubGoalTrace", "SymbolicExplorer", "row_key"]

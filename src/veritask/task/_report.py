@@ -116,9 +116,8 @@ def report_dataset(
         ``{"tasks", "difficulty": {"L1", "L2", "L3"}, "tags": {tag: count},
         "boundary_density", "rule_coverage", "tool_coverage", "mean_witness_calls",
         "refusal_share", "repeated_texts", "cast", "uncovered"}``; ``tags`` lists every
-        known tag (0 when unused) and any other found. A dataset made with model calls (LLM mode) also has ``"costs"``: per module
-        turns, prompt and completion tokens, cost and success rate, in total and per
-        certified package (see :func:`~veritask.task._costs.cost_report`).
+        known tag (0 when unused) and any other found. With model calls (LLM mode) also
+        ``"costs"`` (:func:`~veritask.task._costs.cost_report`)
 
     Raises:
         DatasetError: The manifest is invalid or refers to missing states or policies.
