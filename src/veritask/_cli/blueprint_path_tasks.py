@@ -28,6 +28,7 @@ from typing import Any
 from veritask import __version__
 from veritask._util import atomic_write_text
 from veritask.domains import load_domain
+from veritask.domains import spec_path as domain_spec_path
 from veritask.env import Environment
 from veritask.policy import Rule, Transaction
 from veritask.synth import Episode, Scene, SymbolicExplorer
@@ -173,7 +174,7 @@ def path_tasks(spec_path: str | Path, paths: Sequence[Json], n: int, seed: int, 
     """
     spec = load_domain(spec_path)
     ds = DatasetDir(out)
-    ds.put_spec(Path(spec_path).read_text("utf-8"))
+    ds.put_spec(domain_spec_path(spec_path).read_text("utf-8"))
     ds.write_run(
         {
             "domain": spec.name,

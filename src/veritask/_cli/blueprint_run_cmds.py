@@ -28,7 +28,8 @@ _STAGE = click.Choice(STAGES)
 FALLBACKS = ("none", "symbolic")
 
 
-def _checked(out: Path) -> dict[str, int]:
+def checked_counts(out: Path) -> dict[str, int]:
+    """What ``check`` finds in a dataset: certified, grounded and spoiler-free packages."""
     check = check_dataset(out)
     return {
         "certified": check.certified,
@@ -48,7 +49,7 @@ def path_service_tasks(
         "tasks": made["tasks"],
         "from_paths": made["from_paths"],
         "fallback": 0,
-        **_checked(out),
+        **checked_counts(out),
         "origins": made["origins"],
     }
 
@@ -64,7 +65,7 @@ def with_symbolic_fallback(
         return made
     extra = out / "fallback"
     summary = generate(str(spec_path), missing, seed, extra)
-    checked = _checked(extra)
+    checked = checked_counts(extra)
     return {
         **made,
         "tasks": made["tasks"] + summary.tasks,
@@ -82,7 +83,12 @@ def generate_service_tasks(
 ) -> dict[str, Any]:
     """The symbolic generator alone on one service (kept paths unused), then ``check``."""
     summary = generate(str(spec_path), n, seed, out)
-    return {"tasks": summary.tasks, "from_paths": 0, "fallback": summary.tasks, **_checked(out)}
+    return {
+        "tasks": summary.tasks,
+        "from_paths": 0,
+        "fallback": summary.tasks,
+        **checked_counts(out),
+    }
 
 
 @click.group("blueprint")
