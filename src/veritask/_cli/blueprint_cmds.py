@@ -181,6 +181,13 @@ def fuse_cmd(
         click.echo(
             f"  {decision.kind}: kept {decision.kept}, dropped {decision.dropped} ({decision.reason})"
         )
+    for conflict in fusion.conflicts:
+        bridge = f"; bridge rule {conflict.bridge}" if conflict.bridge else ""
+        click.echo(
+            f"  conflict ({conflict.kind}) on {conflict.column}: {conflict.rules[0]}"
+            f" [{conflict.requirements[0]}] vs {conflict.rules[1]} [{conflict.requirements[1]}]"
+            + bridge
+        )
     for note in fusion.notes:
         click.echo(f"  note: {note}")
 
