@@ -11,7 +11,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from veritask._cli.blueprint_run_cmds import generate_service_tasks
+from veritask._cli.blueprint_path_tasks import path_tasks, subsequence
+from veritask._cli.blueprint_run_cmds import (
+    generate_service_tasks,
+    path_service_tasks,
+    with_symbolic_fallback,
+)
 from veritask._cli.main import cli
 from veritask.blueprint import (
     STAGES,
@@ -31,8 +36,7 @@ from veritask.env import example_coverage, run_spec_examples
 from veritask.model import ModelOutput, ScriptedProvider, register_provider
 from veritask.pipeline import RunConflict
 from veritask.policy import load_spec
-from veritask.synth import generate
-from veritask.task import check_dataset
+from veritask.task import check_dataset, load_dataset
 
 sys.path.insert(0, str(Path(__file__).parent))
 import dag_script
@@ -69,7 +73,7 @@ class KillingProvider:
 
 
 def _run(out: Path, provider: Any, **kwargs: Any) -> BlueprintDag:
-    dag = BlueprintDag(out, CONFIG, provider, "scripted", make_tasks=generate_service_tasks)
+    dag = BlueprintDag(out, CONFIG, provider, "scripted", make_tasks=path_service_tasks)
     dag.run()
     return dag
 
@@ -173,12 +177,25 @@ def test_dag_compiles_three_certified_services(baseline: tuple[Path, int], tmp_p
     failures = [paths[k] for k in ("policy_violation", "invalid_entity_data", "spec_bug")]
     assert sum(failures) == paths["filtered"]
     tasks = stages["tasks"]
-    assert tasks["tasks"] == tasks["certified"] == tasks["grounded"] == 102 >= 100
-    counts = report["counts"]
-    assert counts["services"] == 3 and counts["tasks"] == 102
+    assert tasks["tasks"] == tasks["certified"] == tasks["grounded"] == tasks["from_paths"] == 83
+    assert tasks["from_paths_share"] == 1.0 and tasks["fallback"] == 0
+    assert report["counts"]["services"] == 3
+    kept = {
+        u["unit"]: {p["template"]: p["tools"] for p in u["kept_paths"]}
+        for u in json.loads((out / "paths.json").read_text())["units"]
+    }
     for unit in json.loads((out / "tasks.json").read_text())["units"]:
         check = check_dataset(out / unit["dataset"])
-        assert check.certified == check.tasks == 34 and check.ok
+        assert check.certified == check.tasks == unit["tasks"] > 0 and check.ok
+        packages = load_dataset(out / unit["dataset"])
+        # every task names the kept path it was instantiated from, and its witness makes that
+        # path's writes in the path's order
+        assert sorted(unit["origins"]) == sorted(p.id for p in packages)
+        for pkg in packages:
+            tools = kept[unit["unit"]][unit["origins"][pkg.id]]
+            writes = [t for t in tools if not t.startswith("query_")]
+            made = [c.tool for c in pkg.witness if c.ok and not c.tool.startswith("query_")]
+            assert subsequence(writes, made), (pkg.id, writes, made)
 
 
 def test_kill_and_resume_repeats_no_call(baseline: tuple[Path, int], tmp_path: Path) -> None:
@@ -240,15 +257,14 @@ def test_kill_in_the_tasks_stage_resumes_to_the_same_bytes(
     out, calls = baseline
     made: list[str] = []
 
-    def dying(spec_path: Path, n: int, seed: int, data: Path) -> dict[str, Any]:
+    def dying(
+        spec_path: Path, paths: list[dict[str, Any]], n: int, seed: int, data: Path
+    ) -> dict[str, Any]:
         if made:  # the second service dies after its first unit of tasks is written
-
-            def die(_: int) -> None:
-                raise Killed("killed in the tasks stage")
-
-            generate(str(spec_path), n, seed, data, progress=lambda k: k and die(k))
+            path_tasks(spec_path, paths, 10, seed, data)
+            raise Killed("killed in the tasks stage")
         made.append(spec_path.parent.name)
-        return generate_service_tasks(spec_path, n, seed, data)
+        return path_service_tasks(spec_path, paths, n, seed, data)
 
     run = tmp_path / "run"
     first = KillingProvider()
@@ -259,3 +275,17 @@ def test_kill_in_the_tasks_stage_resumes_to_the_same_bytes(
     _run(run, second)
     assert first.calls == calls and second.calls == 0
     assert _tree(run) == _tree(out)
+
+
+def test_symbolic_tasks_only_as_the_requested_fallback(
+    baseline: tuple[Path, int], tmp_path: Path
+) -> None:
+    out, _ = baseline
+    spec_path = next((out / "services").glob("*/spec.yaml"))
+    made = with_symbolic_fallback(spec_path, [], 4, 0, tmp_path / "data")
+    # no kept path: nothing is instantiated, and the fallback makes (and checks) the rest
+    assert made["from_paths"] == 0 and made["fallback"] == made["tasks"] == 4
+    assert made["certified"] == made["grounded"] == 4
+    assert path_service_tasks(spec_path, [], 4, 0, tmp_path / "alone")["tasks"] == 0
+    alone = generate_service_tasks(spec_path, [], 4, 0, tmp_path / "symbolic")
+    assert alone["fallback"] == alone["tasks"] == 4 and alone["from_paths"] == 0

@@ -9,6 +9,8 @@ from typing import Any
 import click
 
 from veritask._cli._common import OUT_FILE, echo_json, spec_arg
+from veritask._cli.blueprint_path_tasks import path_tasks
+from veritask._cli.blueprint_run_cmds import checked_counts
 from veritask.blueprint import (
     FusionError,
     build_tool_graph,
@@ -20,6 +22,7 @@ from veritask.blueprint import (
     task_template,
 )
 from veritask.blueprint._ground import Mode, ground_paths
+from veritask.domains import spec_path
 from veritask.policy import SpecError, dump_spec
 from veritask.synth import fused_services
 
@@ -47,6 +50,14 @@ from veritask.synth import fused_services
     help="Grounding mode; auto: creation for a fused spec, else sampling.",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Grounding seed.")
+@click.option(
+    "--tasks",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Instantiate this many certified tasks from the kept paths (needs --tasks-out).",
+)
+@click.option("--tasks-out", type=click.Path(file_okay=False), help="Dataset directory of --tasks.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (graph, checks, templates).")
 def tool_graph_cmd(
     domain: str,
@@ -57,10 +68,13 @@ def tool_graph_cmd(
     ground: int,
     mode: str,
     seed: int,
+    tasks: int,
+    tasks_out: str | None,
     as_json: bool,
 ) -> None:
     """Build a domain's tool dependency graph, check its topology, enumerate task templates;
-    with --ground, ground and execute every path and report the kept share.
+    with --ground, ground and execute every path and report the kept share; with --tasks,
+    instantiate certified tasks from the kept paths (each records the path it came from).
 
     Exits with status 1 when a topology check fails."""
     spec = spec_arg(domain)
@@ -84,12 +98,19 @@ def tool_graph_cmd(
         "templates": [t.to_json() for t in templates],
         "graph": data,
     }
-    if ground:
+    if tasks and not tasks_out:
+        raise click.UsageError("--tasks needs --tasks-out")
+    if ground or tasks:
         chosen: Mode = "creation" if fused_services(spec) else "sampling"
         if mode != "auto":
             chosen = "creation" if mode == "creation" else "sampling"
-        report = ground_paths(spec, templates, chosen, seed, ground)
+        report = ground_paths(spec, templates, chosen, seed, max(ground, 1))
         payload["grounding"] = report.to_json()
+        if tasks and tasks_out:
+            kept = {o.template: o.tools for o in report.outcomes if o.kept}
+            kept_paths = [{"template": t, "tools": tools} for t, tools in kept.items()]
+            made = path_tasks(spec_path(domain), kept_paths, tasks, seed, Path(tasks_out))
+            payload["tasks"] = {**made, **checked_counts(Path(tasks_out))}
     if as_json:
         echo_json(payload)
     else:
@@ -115,6 +136,12 @@ def _print_summary(payload: dict[str, Any]) -> None:
             f"  grounding ({g['mode']}): {g['grounded']} of {g['paths']} instances grounded,"
             f" {g['kept']} kept ({g['kept_share']:.1%}), {g['filtered']} filtered: "
             + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in g["failures"].items())
+        )
+    if "tasks" in payload:
+        t = payload["tasks"]
+        click.echo(
+            f"  tasks: {t['tasks']} made, {t['from_paths']} from kept paths,"
+            f" {t['certified']} certified, {t['grounded']} grounded"
         )
     click.echo(f"  {payload['paths']} paths; first templates:")
     for template in payload["templates"][:5]:
@@ -153,6 +180,13 @@ def fuse_cmd(
     for decision in fusion.decisions:
         click.echo(
             f"  {decision.kind}: kept {decision.kept}, dropped {decision.dropped} ({decision.reason})"
+        )
+    for conflict in fusion.conflicts:
+        bridge = f"; bridge rule {conflict.bridge}" if conflict.bridge else ""
+        click.echo(
+            f"  conflict ({conflict.kind}) on {conflict.column}: {conflict.rules[0]}"
+            f" [{conflict.requirements[0]}] vs {conflict.rules[1]} [{conflict.requirements[1]}]"
+            + bridge
         )
     for note in fusion.notes:
         click.echo(f"  note: {note}")

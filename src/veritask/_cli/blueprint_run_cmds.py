@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from veritask._cli._common import cache_dir_option, echo_json, model_calls, provider_arg, reading
+from veritask._cli.blueprint_path_tasks import path_tasks
 from veritask.blueprint import (
     STAGES,
     BlueprintDag,
@@ -24,19 +25,69 @@ from veritask.task import check_dataset
 _STAGE = click.Choice(STAGES)
 
 
-def generate_service_tasks(spec_path: Path, n: int, seed: int, out: Path) -> dict[str, Any]:
-    """The ``tasks`` stage's work: ``veritask generate`` on one service, then ``check``.
+FALLBACKS = ("none", "symbolic")
 
-    Only what the finished dataset shows is returned (a resumed generate does not know the
-    discards of the units an earlier, killed run made), so the artifact's bytes do not depend
-    on a kill."""
-    summary = generate(str(spec_path), n, seed, out)
+
+def checked_counts(out: Path) -> dict[str, int]:
+    """What ``check`` finds in a dataset: certified, grounded and spoiler-free packages."""
     check = check_dataset(out)
     return {
-        "tasks": summary.tasks,
         "certified": check.certified,
         "grounded": check.grounded,
         "spoiler_free": check.spoiler_free,
+    }
+
+
+def path_service_tasks(
+    spec_path: Path, paths: list[dict[str, Any]], n: int, seed: int, out: Path
+) -> dict[str, Any]:
+    """The ``tasks`` stage's work: tasks instantiated from the service's kept paths
+    (:func:`path_tasks`), then ``check``. Only what the finished dataset shows is returned, so
+    the artifact's bytes do not depend on a kill."""
+    made = path_tasks(spec_path, paths, n, seed, out)
+    return {
+        "tasks": made["tasks"],
+        "from_paths": made["from_paths"],
+        "fallback": 0,
+        **checked_counts(out),
+        "origins": made["origins"],
+    }
+
+
+def with_symbolic_fallback(
+    spec_path: Path, paths: list[dict[str, Any]], n: int, seed: int, out: Path
+) -> dict[str, Any]:
+    """:func:`path_service_tasks`, and the symbolic generator for the tasks the kept paths did
+    not give (``--fallback symbolic``), into ``OUT/fallback``; counts are summed."""
+    made = path_service_tasks(spec_path, paths, n, seed, out)
+    missing = n - int(made["tasks"])
+    if missing <= 0:
+        return made
+    extra = out / "fallback"
+    summary = generate(str(spec_path), missing, seed, extra)
+    checked = checked_counts(extra)
+    return {
+        **made,
+        "tasks": made["tasks"] + summary.tasks,
+        "fallback": summary.tasks,
+        **{k: made[k] + v for k, v in checked.items()},
+    }
+
+
+def generate_service_tasks(
+    spec_path: Path,
+    paths: list[dict[str, Any]],  # noqa: ARG001
+    n: int,
+    seed: int,
+    out: Path,
+) -> dict[str, Any]:
+    """The symbolic generator alone on one service (kept paths unused), then ``check``."""
+    summary = generate(str(spec_path), n, seed, out)
+    return {
+        "tasks": summary.tasks,
+        "from_paths": 0,
+        "fallback": summary.tasks,
+        **checked_counts(out),
     }
 
 
@@ -53,6 +104,13 @@ def blueprint_group() -> None:
 @click.option("--until", "until", type=_STAGE, help="Stop after this stage.")
 @click.option("--from", "start", type=_STAGE, help="Start at this stage (earlier ones complete).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option(
+    "--fallback",
+    type=click.Choice(FALLBACKS),
+    default="none",
+    show_default=True,
+    help="tasks stage: fill what the kept paths do not give with the symbolic generator.",
+)
 @cache_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print the stage report as JSON.")
 def run_cmd(
@@ -62,6 +120,7 @@ def run_cmd(
     until: str | None,
     start: str | None,
     concurrency: int,
+    fallback: str,
     cache_dir: str | None,
     as_json: bool,
 ) -> None:
@@ -79,7 +138,7 @@ def run_cmd(
         concurrency=concurrency,
         cache=cache_dir,
         progress=progress,
-        make_tasks=generate_service_tasks,
+        make_tasks=with_symbolic_fallback if fallback == "symbolic" else path_service_tasks,
     )
     try:
         with model_calls(model):

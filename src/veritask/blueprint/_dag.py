@@ -244,8 +244,16 @@ class BlueprintDag:
         if stage == "paths":
             return paths_work(spec_path, self.config.max_paths, seed=0)
         out = self.out / "datasets" / unit.id
-        result = tasks_work(self.make_tasks, spec_path, self.config.tasks_per_service, out)
+        kept = self._kept_paths(unit.id)
+        result = tasks_work(self.make_tasks, spec_path, kept, self.config.tasks_per_service, out)
         return {**result, "dataset": f"datasets/{unit.id}"} if out.exists() else result
+
+    def _kept_paths(self, service: str) -> list[Json]:
+        """The kept paths of one service (the ``paths`` stage's result for it)."""
+        for result in self.summary("paths")["units"]:
+            if result["unit"] == service:
+                return list(result.get("kept_paths", []))
+        return []
 
     def _blueprint_units(self) -> list[Unit[Json]]:
         return [

@@ -2,9 +2,10 @@
 (``paths``, AgentSkiller Steps 9-10 and 14-16), and certified tasks generated from each service
 (``tasks``). Neither calls a model.
 
-The ``tasks`` stage runs a :data:`TaskMaker` the caller hands to the DAG (the command line
-passes one built on ``veritask generate``; ``blueprint`` sits beside the synthesis package and
-does not import it). Without one, the stage records each service as ``skipped``.
+The ``tasks`` stage runs a :data:`TaskMaker` the caller hands to the DAG with the service's kept
+paths: each kept path is a task skeleton the maker grounds, executes and projects (the command
+line passes one built on the synthesis package; ``blueprint`` sits beside it and does not import
+it). Without one, the stage records each service as ``skipped``.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from veritask.policy import load_spec
 
 Json = dict[str, Any]
 
-TaskMaker = Callable[[Path, int, int, Path], Json]
-"""``make(spec_path, n, seed, out) -> counts``: generate ``n`` tasks from a service spec into
-``out`` (resumable) and return at least ``tasks``, ``certified`` and ``grounded``."""
+TaskMaker = Callable[[Path, list[Json], int, int, Path], Json]
+"""``make(spec_path, kept_paths, n, seed, out) -> counts``: make ``n`` tasks from a service spec
+and its kept paths (``{"template", "tools"}`` each) into ``out`` (resumable) and return at least
+``tasks``, ``from_paths``, ``certified`` and ``grounded``."""
 
 
 def paths_work(spec_path: Path, max_paths: int, seed: int) -> Json:
@@ -45,14 +47,20 @@ def paths_work(spec_path: Path, max_paths: int, seed: int) -> Json:
         "checks": [f"{i.check}: {i.message}" for i in issues],
         **report.to_json(),
         "kept_templates": [o.template for o in report.outcomes if o.kept],
+        "kept_paths": [
+            {"template": o.template, "tools": o.tools} for o in report.outcomes if o.kept
+        ],
     }
 
 
-def tasks_work(maker: TaskMaker | None, spec_path: Path, n: int, out: Path) -> Json:
-    """Generate ``n`` tasks from one service with ``maker`` (``skipped`` without one)."""
+def tasks_work(
+    maker: TaskMaker | None, spec_path: Path, paths: list[Json], n: int, out: Path
+) -> Json:
+    """Make ``n`` tasks from one service's kept ``paths`` with ``maker`` (``skipped``
+    without one)."""
     if maker is None or n == 0:
         return {"status": "skipped", "tasks": 0}
-    counts = maker(spec_path, n, 0, out)
+    counts = maker(spec_path, paths, n, 0, out)
     return {"status": "generated", **counts}
 
 
@@ -78,8 +86,14 @@ def paths_section(units: list[Json]) -> Json:
 
 
 def tasks_section(units: list[Json]) -> Json:
-    """The ``tasks`` stage in the report: summed over services."""
-    return {
+    """The ``tasks`` stage in the report: summed over services, with the share of tasks
+    instantiated from kept paths (the rest came from the requested fallback)."""
+    sums = {
         key: sum(int(u.get(key, 0)) for u in units)
-        for key in ("tasks", "certified", "grounded", "spoiler_free")
-    } | {"skipped": sum(1 for u in units if u["status"] == "skipped")}
+        for key in ("tasks", "from_paths", "fallback", "certified", "grounded", "spoiler_free")
+    }
+    share = round(sums["from_paths"] / sums["tasks"], 4) if sums["tasks"] else 0.0
+    return sums | {
+        "from_paths_share": share,
+        "skipped": sum(1 for u in units if u["status"] == "skipped"),
+    }

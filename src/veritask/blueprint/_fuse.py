@@ -14,16 +14,21 @@ environment.
   same quantity in the same direction keep the stricter (``max``: the lower, ``min``: the
   higher). Two limits on the same quantity that cannot be ordered (one ``max`` and one ``min``,
   or a per-row limit) are refused with :class:`FusionError`. Every decision is reported.
+- **Conflicts and bridge rules** (``_harmonize``): rules of different services that ask
+  different things of the same person column are reported as conflicts; for two bounds on one
+  side a bridge rule holds every service to the stricter one, and its examples are run.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import sqlglot
 
+from veritask.blueprint._examples import example_failures
 from veritask.blueprint._fuse_person import FusionError, PersonPlan, person_rows, plan_person
+from veritask.blueprint._harmonize import Conflict, bridge_rule, find_conflicts
 from veritask.blueprint._sqlrewrite import Renames, rewrite_sql
 from veritask.policy import DomainSpec, Example, Rule, actor_table, spec_from_data
 
@@ -50,6 +55,8 @@ class Fusion:
     decisions: list[Decision] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     id_maps: dict[str, dict[Any, Any]] = field(default_factory=dict)
+    conflicts: list[Conflict] = field(default_factory=list)
+    """Rules of different services that ask different things of one person column."""
 
     def service_of(self, table: str) -> str | None:
         """The service a fused table belongs to (None for the shared person table)."""
@@ -66,6 +73,8 @@ class Fusion:
             "effects": len(self.spec.effects),
             "persons": len(self.spec.seed.get(self.person, [])),
             "decisions": [d.__dict__ for d in self.decisions],
+            "conflicts": [c.to_json() for c in self.conflicts],
+            "bridges": [c.bridge for c in self.conflicts if c.bridge],
             "notes": self.notes,
         }
 
@@ -347,5 +356,33 @@ def fuse_specs(
         "transactions": [t for svc in svcs for t in _transactions(svc)],
         "seed": _seed(svcs, plan, person),
     }
+    conflicts, bridges = _conflicts(rules, svcs, plan, person)
+    data["rules"] = rules + bridges
     spec = spec_from_data(data, source="<fused>")
-    return Fusion(spec, names, person, decisions, plan.notes, plan.id_maps)
+    failing = {
+        b["id"] for b in bridges if any(f.startswith(b["id"]) for f in example_failures(spec))
+    }
+    notes = list(plan.notes)
+    if failing:
+        notes += [f"bridge rule {b} dropped: its examples fail" for b in sorted(failing)]
+        data["rules"] = rules + [b for b in bridges if b["id"] not in failing]
+        conflicts = [replace(c, bridge=None) if c.bridge in failing else c for c in conflicts]
+        spec = spec_from_data(data, source="<fused>")
+    return Fusion(spec, names, person, decisions, notes, plan.id_maps, conflicts)
+
+
+def _conflicts(
+    rules: list[dict[str, Any]], svcs: list[_Service], plan: PersonPlan, person: str
+) -> tuple[list[Conflict], list[dict[str, Any]]]:
+    """The conflicts among the kept rules, and a bridge rule per ``thresholds`` conflict."""
+    owner = {svc.rule_id(r.id): svc.name for svc in svcs for r in svc.spec.rules}
+    tagged = [(owner.get(r["id"], ""), r) for r in rules]
+    conflicts: list[Conflict] = []
+    bridges: dict[str, dict[str, Any]] = {}
+    for conflict, lax, laxer, stricter in find_conflicts(tagged, person):
+        if conflict.kind == "thresholds":
+            bridge = bridge_rule(lax, laxer, stricter, person, plan.rows)
+            bridges.setdefault(bridge["id"], bridge)
+            conflict = replace(conflict, bridge=bridge["id"])
+        conflicts.append(conflict)
+    return conflicts, list(bridges.values())
