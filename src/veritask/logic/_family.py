@@ -41,7 +41,11 @@ _SLOT = re.compile(r"\[Input Slot (\d+)\]")
 
 
 def canonical(answer: Any) -> str:
-    """The canonical text of an answer: ints and bools as words, sequences comma-separated."""
+    """The canonical text of an answer: ints and bools as words, sequences comma-separated.
+
+    Whitespace is collapsed but the case is kept ('Dorian', not 'dorian'): the stored answer is
+    what a model should learn to write. Comparisons go through :func:`normalize`, which ignores
+    case, so scoring is as strict as before."""
     if isinstance(answer, bool):
         return "yes" if answer else "no"
     if isinstance(answer, int):
@@ -50,7 +54,7 @@ def canonical(answer: Any) -> str:
         return str(int(answer)) if answer.is_integer() else f"{answer:.6g}"
     if isinstance(answer, (list, tuple)):
         return ", ".join(canonical(a) for a in answer)
-    return " ".join(str(answer).split()).lower()
+    return " ".join(str(answer).split())
 
 
 def normalize(text: str) -> str:
@@ -163,9 +167,12 @@ class ConsensusError(ValueError):
 
 
 def solve(family: Family, inputs: Inputs) -> str:
-    """The consensus answer of the family's validators; ConsensusError when they disagree."""
+    """The consensus answer of the family's validators; ConsensusError when they disagree.
+
+    Validators agree when their answers are equal under :func:`normalize`; the first
+    validator's canonical text (with its case) is the answer."""
     answers = [canonical(v(inputs)) for v in family.validators]
-    if len(set(answers)) != 1:
+    if len({normalize(a) for a in answers}) != 1:
         raise ConsensusError(f"{family.id}: validators disagree: {answers}")
     return answers[0]
 
