@@ -112,7 +112,7 @@ def text_closure(question: str) -> list[str]:
 FAMILIES = (
     Family(
         id="causal_chain_events",
-        version="2",
+        version="3",
         category="causal",
         title="Causal chain closure",
         template=(

@@ -113,7 +113,7 @@ def text_circuit(question: str) -> list[str] | str:
 FAMILIES = (
     Family(
         id="boolean_circuit_gates",
-        version="2",
+        version="3",
         category="logical",
         title="Boolean circuit gates",
         template=(

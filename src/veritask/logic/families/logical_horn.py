@@ -88,7 +88,7 @@ def text_entailed(question: str) -> list[str] | str:
 FAMILIES = (
     Family(
         id="horn_entailment",
-        version="2",
+        version="3",
         category="logical",
         title="Rule entailment",
         template=(
