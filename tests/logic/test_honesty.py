@@ -91,7 +91,7 @@ def test_the_same_validator_twice_counts_as_one() -> None:
     assert any("not independent" in p for p in honesty_gate(twin, instances).problems)
 
 
-FILE_FAMILY = r'''
+FILE_FAMILY = r"""
 FAMILY = {
     "id": "file_twin",
     "version": "1",
@@ -120,7 +120,7 @@ def solution_b(inputs):
     for n in inputs["numbers"]:
         total += n
     return total
-'''
+"""
 
 
 def test_byte_identical_validators_of_a_family_file_are_caught() -> None:

@@ -22,6 +22,9 @@ from typing import Any, Literal
 STEPS: tuple[int, ...] = (2, 3, 5, 7, 9, 12, 15, 19, 24, 30)
 """Dependent steps per level for the families whose difficulty is a chain of operations: one
 count per level (levels never share a count), 30 at level 10."""
+SIZES: tuple[int, ...] = (6, 7, 8, 9, 10, 12, 14, 16, 18, 20)
+"""Items per level for the families whose answer is a subset of the items (events, gates,
+propositions): 2^20 candidate answers at level 10, one size per level."""
 LEVEL10_CANDIDATES = 10**6
 LEVEL10_STEPS = 30
 MAX_SHAPE_OVERLAP = 0.20
@@ -124,7 +127,14 @@ TABLE: dict[str, Hardness] = {
         why_not="events on one queried item are the dependent steps; events on other items "
         "are distractors, so dependent steps stay below 30",
     ),
-    "switch_lamps": Hardness("steps", lambda i: _n(i, "presses"), (1,) * 10, _counts("presses")),
+    "switch_lamps": Hardness(
+        "candidates",
+        _pow2("lamps"),
+        (1,) * 10,
+        _counts("presses", "lamps", "initial"),
+        why_not="presses commute (only each switch's parity matters), so they are not "
+        "dependent steps; the answer is a subset of at most 9 lamps",
+    ),
     "kinship_ancestor": Hardness(
         "steps",
         lambda i: _n(i, "path"),
@@ -167,7 +177,7 @@ TABLE: dict[str, Hardness] = {
         "is beyond the runtime budget",
     ),
     "build_order_alpha": Hardness("candidates", _fact("tasks"), (1,) * 10, _counts("tasks")),
-    "event_order": Hardness("candidates", _fact("events"), (1,) * 10, _counts("events")),
+    "event_order": Hardness("candidates", _fact("events"), (1,) * 10, _counts("events", "before")),
     "custom_sort": Hardness(
         "candidates", _fact("numbers"), (1,) * 10, lambda i: (_n(i, "numbers"), i["rule"])
     ),
@@ -191,7 +201,12 @@ TABLE: dict[str, Hardness] = {
         lambda i: (int(str(i["number"]), int(i["from"])).bit_length(), i["from"], i["to"]),
     ),
     "pattern_transform_row": Hardness(
-        "candidates", _letters, (1,) * 10, lambda i: (*_counts("grid", "ops")(i), i["row"])
+        "candidates",
+        _letters,
+        (1,) * 10,
+        lambda i: (*_counts("grid", "ops")(i), i["row"]),
+        why_not="the answer is one row of a grid of at most 6 x 6 letters from 8; larger "
+        "grids make the question a transcription exercise rather than a harder one",
     ),
     "grid_path_count": Hardness(
         "effort",

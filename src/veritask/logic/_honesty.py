@@ -12,7 +12,8 @@
   depends on something the question does not state. This needs no text solver, so a family
   whose solver "knows" the hidden rule is still caught.
 - **Validator independence**: validators are compared by their syntax tree (identifiers renamed
-  in order of appearance, docstrings dropped) and by behaviour on perturbed inputs. Two
+  in order of appearance, docstrings dropped) and by behaviour on perturbed inputs (one
+  number in a list moved one further from zero). Two
   validators with the same normalized tree are one validator; a pool needs two distinct ones.
 - **Degenerate answers, judged against the answer space**: the most common answer may take at
   most ``max(MAX_SHARE, SPACE_SLACK / k)`` of a level, where ``k`` is the number of distinct
@@ -54,6 +55,8 @@ MAX_SHARE = 0.30
 """The share the most common answer may always take, whatever the answer space."""
 SPACE_SLACK = 1.25
 """With ``k`` possible answers the most common may take ``SPACE_SLACK / k`` (sampling noise)."""
+MIN_BASELINE_SAMPLE = 20
+"""Levels with fewer instances are not judged by the copy baselines (too noisy)."""
 BEHAVIOUR_PROBES = 20
 """How many perturbed inputs the behaviour comparison of validators runs."""
 
@@ -245,17 +248,17 @@ def _node_sequence(dump: str) -> list[str]:
 
 
 def _perturbed(inputs: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
-    """A copy of ``inputs`` with one integer leaf moved by one (the same leaf for every
-    validator, so behaviour is compared on the same input)."""
+    """A copy of ``inputs`` with one integer inside a list moved one further from zero (the
+    same item for every validator, so behaviour is compared on the same input). Top-level
+    numbers (a base, a count) are left alone: a base of 1 or a count of 0 can make an honest
+    validator loop forever, and built-in validators run without a time limit."""
     out = copy.deepcopy(dict(inputs))
-    paths: list[tuple[Any, Any]] = []
+    paths: list[tuple[list[Any], int]] = []
 
     def walk(node: Any) -> None:
         items = node.items() if isinstance(node, dict) else enumerate(node)
         for key, value in items:
-            if isinstance(value, bool):
-                continue
-            if isinstance(value, int):
+            if isinstance(node, list) and isinstance(value, int) and not isinstance(value, bool):
                 paths.append((node, key))
             elif isinstance(value, (dict, list)):
                 walk(value)
@@ -263,7 +266,7 @@ def _perturbed(inputs: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
     walk(out)
     if paths:
         node, key = paths[rng.randrange(len(paths))]
-        node[key] += rng.choice((-1, 1))
+        node[key] += 1 if node[key] >= 0 else -1
     return out
 
 
@@ -385,7 +388,7 @@ def honesty_gate(
                 f"(at most {MAX_COPYABLE:.0%})"
             )
         base = copy_baselines(family, insts)
-        if base is not None:
+        if base is not None and len(insts) >= MIN_BASELINE_SAMPLE:
             report.copy_gain[d] = round(base.gain, 4)
             if base.gain > MAX_COPY_GAIN:
                 report.problems.append(

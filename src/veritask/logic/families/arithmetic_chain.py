@@ -56,7 +56,7 @@ def text_chain(question: str) -> int:
 FAMILIES = (
     Family(
         id="arithmetic_chain",
-        version="2",
+        version="3",
         category="symbolic",
         title="Arithmetic chain",
         template="Start with [Input Slot 1]. Apply these operations in order: [Input Slot 2]. What number do you end with?",

@@ -440,7 +440,7 @@ FAMILIES = (
     ),
     Family(
         id="turtle_manhattan",
-        version="2",
+        version="3",
         category="spatial",
         title="Walk with turns: Manhattan distance",
         template=(

@@ -545,7 +545,7 @@ FAMILIES = (
     ),
     Family(
         id="stack_machine",
-        version="2",
+        version="3",
         category="symbolic",
         title="Stack machine output",
         template=(

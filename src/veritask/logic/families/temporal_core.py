@@ -195,7 +195,7 @@ _EVENTS = [
 def gen_events(difficulty: int, rng: random.Random) -> tuple[Inputs, list[str]]:
     """3 + difficulty // 2 events; consecutive-pair clues plus (difficulty + 1) // 2 redundant
     ones, shuffled: 2 + difficulty clues in all."""
-    n = 3 + difficulty // 2
+    n = (3, 4, 4, 5, 5, 6, 7, 8, 9, 10)[difficulty - 1]  # 10! orderings at level 10
     order = rng.sample(_EVENTS, n)
     pairs = {(i, i + 1) for i in range(n - 1)}
     extra = [(i, j) for i in range(n) for j in range(i + 2, n)]
@@ -421,7 +421,7 @@ FAMILIES = (
     ),
     Family(
         id="event_order",
-        version="2",
+        version="3",
         category="temporal",
         title="Event order from before/after clues",
         template=(
@@ -436,7 +436,7 @@ FAMILIES = (
     ),
     Family(
         id="timezone_arrival",
-        version="2",
+        version="3",
         category="temporal",
         title="Arrival time across time zones",
         template=(
