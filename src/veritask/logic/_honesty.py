@@ -354,10 +354,11 @@ class HonestyReport:
     independence: Independence | None = None
 
     def figures(self) -> dict[str, Any]:
-        """The measured figures, JSON-ready."""
+        """The measured figures, JSON-ready (levels as string keys, so a record read back
+        equals the one written)."""
         return {
-            "copyable_share": self.copyable,
-            "copy_baseline_gain": self.copy_gain,
+            "copyable_share": {str(d): v for d, v in self.copyable.items()},
+            "copy_baseline_gain": {str(d): v for d, v in self.copy_gain.items()},
             "validators": None if self.independence is None else self.independence.to_json(),
         }
 
