@@ -64,12 +64,13 @@ def solve_text(question):
 PARITY_FILE = (
     SUM_FILE.replace(
         "Add up these numbers: [Input Slot 1]. What is the total?",
-        "Is the total of these numbers even: [Input Slot 1]?",
+        "Is the total of these numbers ever odd or even, other than one billion: [Input Slot 1]?",
     )
-    .replace('return sum(inputs["numbers"])', 'return sum(inputs["numbers"]) % 2 == 0')
+    .replace('return sum(inputs["numbers"])', 'return sum(inputs["numbers"]) != 10**9')
+    .replace("    return total\n", "    return total != 10**9\n")
     .replace(
         'return sum(int(n) for n in listed.group(1).split(", ")) if listed else None',
-        'return sum(int(n) for n in listed.group(1).split(", ")) % 2 == 0 if listed else None',
+        'return sum(int(n) for n in listed.group(1).split(", ")) != 10**9 if listed else None',
     )
 )
 PARITY_FILE = PARITY_FILE.replace("Answer with the integer only.", "Answer yes or no.")
@@ -90,7 +91,7 @@ def solution(inputs):
         total = _add(total, n)
     return total
 ```"""
-POOL_PARITY = "```python\ndef solution(inputs):\n    return sum(inputs['numbers']) % 2 == 0\n```"
+POOL_PARITY = "```python\ndef solution(inputs):\n    return sum(inputs['numbers']) != 10**9\n```"
 VERDICT = json.dumps(
     {
         **{
@@ -138,7 +139,7 @@ def agent(proposals: list[str], refinement: str | None = None) -> ScriptedProvid
 def _solve(prompt: str) -> str:
     numbers = [int(n) for n in re.findall(r"-?\d+", prompt.split("## Problem")[1].split("\n\n")[1])]
     if "even" in prompt:
-        return "\\boxed{" + ("yes" if sum(numbers) % 2 == 0 else "no") + "}"
+        return "\\boxed{" + ("yes" if sum(numbers) != 10**9 else "no") + "}"
     return f"\\boxed{{{sum(numbers)}}}"
 
 
@@ -214,7 +215,7 @@ def test_a_degenerate_candidate_is_refined_in_round_2_and_accepted(tmp_path: Pat
     result = run(provider, tmp_path)
     assert [r.outcome for r in result.rounds] == ["rejected", "accepted"]
     first = result.rounds[0]
-    assert any("answer 'yes'" in p or "answer 'no'" in p for p in first.problems)
+    assert any("answer 'yes'" in p or "answer 'no'" in p for p in first.problems), first.problems
     assert first.gates is not None and first.gates["skipped"]["review"].startswith("gate1_static")
     refine = [r for r in provider.requests if r["messages"][-1]["content"].startswith("Round 1")]
     assert refine and "of instances" in refine[0]["messages"][-1]["content"]

@@ -41,7 +41,11 @@ _SLOT = re.compile(r"\[Input Slot (\d+)\]")
 
 
 def canonical(answer: Any) -> str:
-    """The canonical text of an answer: ints and bools as words, sequences comma-separated."""
+    """The canonical text of an answer: ints and bools as words, sequences comma-separated.
+
+    Whitespace is collapsed but the case is kept ('Dorian', not 'dorian'): the stored answer is
+    what a model should learn to write. Comparisons go through :func:`normalize`, which ignores
+    case, so scoring is as strict as before."""
     if isinstance(answer, bool):
         return "yes" if answer else "no"
     if isinstance(answer, int):
@@ -50,7 +54,7 @@ def canonical(answer: Any) -> str:
         return str(int(answer)) if answer.is_integer() else f"{answer:.6g}"
     if isinstance(answer, (list, tuple)):
         return ", ".join(canonical(a) for a in answer)
-    return " ".join(str(answer).split()).lower()
+    return " ".join(str(answer).split())
 
 
 def normalize(text: str) -> str:
@@ -58,6 +62,31 @@ def normalize(text: str) -> str:
     period dropped, commas spaced. Nothing else is forgiven: extra words are wrong."""
     text = " ".join(text.strip().split()).lower().rstrip(".")
     return re.sub(r"\s*,\s*", ", ", text)
+
+
+_WORD = re.compile(r"[a-z0-9]+(?::[0-9]+)*")
+"""A word; a clock time (10:15) is one word."""
+RESAMPLES = 20
+"""How many draws :func:`make_instance` makes before keeping a trivial one."""
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def copyable_answer(question_body: str, answer: str) -> bool:
+    """True when an answer of several words can be copied from the question: its words appear
+    in order in the question, or their letters form one word of it (a grid row). A one-word
+    answer is usually one of the question's entities or numbers (a choice, not a copy); the
+    copy baselines of the honest gates judge those against chance."""
+    words = _words(answer)
+    if len(words) < 2:
+        return False
+    body = _words(question_body)
+    n = len(words)
+    if any(body[i : i + n] == words for i in range(len(body) - n + 1)):
+        return True
+    return "".join(words) in set(body)
 
 
 @dataclass(frozen=True)
@@ -78,6 +107,8 @@ class Family:
         text_solver: Optional ``(question) -> answer`` that reads only the rendered question,
             never the inputs; the text-only gate checks it agrees with the validator pool and
             raises ``Undetermined`` when the text admits no answer or several.
+        trivial: Optional ``(inputs) -> bool``: the draw needs no step.
+        hardness: Optional difficulty measure with a target range per level.
     """
 
     in_process: ClassVar[bool] = True
@@ -97,6 +128,12 @@ class Family:
     """Problem size (items, constraints, steps): must grow with difficulty on average."""
     tags: tuple[str, ...] = field(default_factory=tuple)
     text_solver: TextSolver | None = None
+    trivial: Callable[[Inputs], bool] | None = None
+    """Optional: True for inputs whose answer needs no step (the start state is the answer);
+    such draws are resampled like copyable ones (see :func:`make_instance`)."""
+    hardness: Any = None
+    """Optional :class:`veritask.logic._hardness.Hardness`: the measured difficulty quantity,
+    its target range per level and the structural shape of an instance."""
 
     def cpu_seconds(self) -> float:
         """CPU seconds spent so far on this family's behalf: Gate 1 times it with this clock,
@@ -116,6 +153,20 @@ class Family:
             )
         body = _SLOT.sub(lambda m: slot_texts[int(m.group(1)) - 1], self.template)
         return f"{body}\n\n{self.answer_format}"
+
+
+def question_body(family: Family, question: str) -> str:
+    """The question without the family's answer-format instruction."""
+    suffix = f"\n\n{family.answer_format}"
+    return question[: -len(suffix)] if question.endswith(suffix) else question
+
+
+def is_trivial(family: Family, inputs: Inputs, question: str, answer: str) -> bool:
+    """The trivial-instance filter: the answer can be copied from the question, or the
+    family's ``trivial`` hook says the draw needs no step."""
+    if copyable_answer(question_body(family, question), answer):
+        return True
+    return family.trivial is not None and bool(family.trivial(inputs))
 
 
 def instance_seed(
@@ -163,9 +214,12 @@ class ConsensusError(ValueError):
 
 
 def solve(family: Family, inputs: Inputs) -> str:
-    """The consensus answer of the family's validators; ConsensusError when they disagree."""
+    """The consensus answer of the family's validators; ConsensusError when they disagree.
+
+    Validators agree when their answers are equal under :func:`normalize`; the first
+    validator's canonical text (with its case) is the answer."""
     answers = [canonical(v(inputs)) for v in family.validators]
-    if len(set(answers)) != 1:
+    if len({normalize(a) for a in answers}) != 1:
         raise ConsensusError(f"{family.id}: validators disagree: {answers}")
     return answers[0]
 
@@ -173,11 +227,19 @@ def solve(family: Family, inputs: Inputs) -> str:
 def make_instance(
     family: Family, difficulty: int, *, split: str = "train", seed: int = 0, index: int = 0
 ) -> Instance:
-    """Generate, render and solve one instance (deterministic in its arguments)."""
+    """Generate, render and solve one instance (deterministic in its arguments).
+
+    A trivial draw (:func:`is_trivial`) is drawn again from the same seeded stream, at most
+    ``RESAMPLES`` times in all, so the instance stays a function of its arguments."""
     if not 1 <= difficulty <= 10:
         raise ValueError(f"difficulty must be 1-10, got {difficulty}")
     rng = random.Random(instance_seed(family.id, family.version, split, seed, index, difficulty))
-    inputs, slot_texts = family.generate(difficulty, rng)
+    for _ in range(RESAMPLES):
+        inputs, slot_texts = family.generate(difficulty, rng)
+        question = family.render(slot_texts)
+        answer = solve(family, inputs)
+        if not is_trivial(family, inputs, question, answer):
+            break
     return Instance(
         family=family.id,
         version=family.version,
@@ -185,9 +247,9 @@ def make_instance(
         seed=seed,
         index=index,
         difficulty=difficulty,
-        question=family.render(slot_texts),
+        question=question,
         inputs=inputs,
-        answer=solve(family, inputs),
+        answer=answer,
     )
 
 

@@ -4,7 +4,9 @@
 - Every answer is a non-empty canonical string.
 - The generator is deterministic under the same RNG.
 - Generation plus the validator pool fits a runtime budget.
-- Answers are not degenerate: no single value above 30% at any difficulty.
+- Answers are not degenerate, judged against the answer space, and the honest gates of
+  ``veritask.logic._honesty`` pass: few copyable answers, no copy guesser above chance, no
+  hidden fact, at least two distinct validators.
 - The validator pool agrees on every instance.
 - The text-only solver, reading only the question, agrees with the pool on every instance
   (``veritask.logic._textonly``), and adjacent difficulties share at most 5% of questions.
@@ -16,14 +18,14 @@ provider and come with the evolution loop.
 from __future__ import annotations
 
 import random
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from veritask.logic._family import ConsensusError, Family, Instance, make_instance
+from veritask.logic._honesty import MAX_SHARE, honesty_gate
 from veritask.logic._textonly import text_only_gate_on
 
-MAX_SHARE = 0.30
+__all__ = ["MAX_SHARE", "GateReport", "gate1_static"]
 
 
 @dataclass
@@ -72,7 +74,6 @@ def gate1_static(family: Family, per_level: int = 100, budget_us: float = 2000.0
             report.problems.append(
                 f"d={difficulty}: the generator is not deterministic under the same rng"
             )
-        answers: Counter[str] = Counter()
         for index in range(per_level):
             try:
                 inst = make_instance(family, difficulty, split="gate1", seed=0, index=index)
@@ -86,15 +87,11 @@ def gate1_static(family: Family, per_level: int = 100, budget_us: float = 2000.0
             instances.append(inst)
             if not inst.answer:
                 report.problems.append(f"d={difficulty} #{index}: empty answer")
-            answers[inst.answer] += 1
-        if answers:
-            top, count = answers.most_common(1)[0]
-            if count / sum(answers.values()) > MAX_SHARE:
-                report.problems.append(
-                    f"d={difficulty}: answer {top!r} is {count}/{sum(answers.values())} of instances"
-                )
     elapsed_us = (clock() - start) * 1e6 / max(made, 1)
     report.figures = {"instances": made, "mean_us_per_instance": round(elapsed_us, 1)}
+    honest = honesty_gate(family, instances)
+    report.problems.extend(honest.problems)
+    report.figures.update(honest.figures())
     text_only = text_only_gate_on(family, instances)
     report.problems.extend(text_only.problems)
     report.figures.update(text_only.figures())

@@ -172,10 +172,11 @@ def _pool_answers(family: Family, inputs: Sequence[Inputs]) -> list[list[tuple[b
 
 def _vote(answers: dict[str, str]) -> tuple[str | None, list[str]]:
     """The strict-majority answer (None if there is none) and the validators outside it."""
-    top, count = Counter(answers.values()).most_common(1)[0]
+    keys = {name: normalize(a) for name, a in answers.items()}
+    top, count = Counter(keys.values()).most_common(1)[0]
     if count * 2 <= len(answers):
         return None, sorted(answers)
-    return top, [name for name, a in answers.items() if a != top]
+    return top, [name for name, a in keys.items() if a != top]
 
 
 def check_consensus(family: Family, *, per_level: int = 20, seed: int = 0) -> ConsensusReport:
@@ -210,7 +211,7 @@ def check_consensus(family: Family, *, per_level: int = 20, seed: int = 0) -> Co
             report.errors.extend(failed[: _LISTED - len(report.errors)])
             continue
         by_name = {n: a for n, (_, a) in zip(names, row, strict=True)}
-        if len(set(by_name.values())) == 1:
+        if len({normalize(a) for a in by_name.values()}) == 1:
             continue
         report.disagreeing += 1
         majority, minority = _vote(by_name)

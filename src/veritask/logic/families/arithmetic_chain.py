@@ -6,6 +6,7 @@ import random
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._hardness import STEPS
 from veritask.logic._text import number
 from veritask.logic._textonly import between, findall
 
@@ -13,9 +14,11 @@ _OPS = ("+", "-", "*")
 
 
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """Start value and 2 + difficulty operations with operands growing with difficulty."""
+    """Start value and ``STEPS[d - 1]`` operations (30 at level 10) with operands growing with difficulty."""
     start = rng.randint(1, 9 + difficulty * 3)
-    steps = [(rng.choice(_OPS), rng.randint(2, 5 + difficulty * 2)) for _ in range(2 + difficulty)]
+    steps = [
+        (rng.choice(_OPS), rng.randint(2, 5 + difficulty * 2)) for _ in range(STEPS[difficulty - 1])
+    ]
     text = ", then ".join(
         f"{'add' if op == '+' else 'subtract' if op == '-' else 'multiply by'} {n}"
         for op, n in steps
@@ -53,7 +56,7 @@ def text_chain(question: str) -> int:
 FAMILIES = (
     Family(
         id="arithmetic_chain",
-        version="2",
+        version="3",
         category="symbolic",
         title="Arithmetic chain",
         template="Start with [Input Slot 1]. Apply these operations in order: [Input Slot 2]. What number do you end with?",

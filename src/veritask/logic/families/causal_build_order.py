@@ -106,7 +106,7 @@ def text_build_order(question: str) -> list[str]:
 FAMILIES = (
     Family(
         id="build_order_alpha",
-        version="2",
+        version="3",
         category="causal",
         title="Build order with prerequisites",
         template=(

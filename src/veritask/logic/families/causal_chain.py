@@ -6,6 +6,7 @@ import random
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._hardness import SIZES
 from veritask.logic._text import be, join_and, split_and
 from veritask.logic._textonly import between, findall
 
@@ -36,11 +37,12 @@ _EVENTS = [
 
 
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """``5 + d`` events and ``4 + d`` rules; joint-cause rules appear from difficulty 3."""
-    n = 5 + difficulty
+    """``SIZES[d - 1]`` events (20, so 2^20 candidate answers, at level 10) and two rules fewer;
+    joint-cause rules appear from difficulty 3."""
+    n = SIZES[difficulty - 1]
     events = rng.sample(_EVENTS, n)
     rules: list[list[list[str]]] = []
-    for _ in range(4 + difficulty):
+    for _ in range(n - 2):
         n_cause = 2 if difficulty >= 3 and rng.random() < 0.3 + 0.04 * difficulty else 1
         picked = rng.sample(events, n_cause + rng.randint(1, 2))
         causes, effects = sorted(picked[:n_cause]), sorted(picked[n_cause:])
@@ -112,7 +114,7 @@ def text_closure(question: str) -> list[str]:
 FAMILIES = (
     Family(
         id="causal_chain_events",
-        version="2",
+        version="3",
         category="causal",
         title="Causal chain closure",
         template=(

@@ -109,7 +109,7 @@ def text_lamps(question: str) -> Any:
 FAMILIES = (
     Family(
         id="switch_lamps",
-        version="2",
+        version="3",
         category="causal",
         title="Switches and lamps",
         template=(

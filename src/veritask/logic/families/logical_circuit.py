@@ -8,15 +8,17 @@ from functools import cache
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._hardness import SIZES
 from veritask.logic._textonly import Undetermined, findall
 
 _OPS = ("AND", "OR", "XOR", "NAND", "NOR", "NOT")
 
 
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """2-4 inputs and 2 + difficulty gates, each reading earlier inputs or gates."""
+    """2-4 inputs and ``SIZES[d - 1]`` gates (20 at level 10: 2^20 candidate answers), each
+    reading earlier inputs or gates."""
     n_in = 2 + difficulty // 4
-    n_gates = 2 + difficulty
+    n_gates = SIZES[difficulty - 1]
     values = [rng.randint(0, 1) for _ in range(n_in)]
     gates: list[list[Any]] = []
     for g in range(n_gates):
@@ -113,7 +115,7 @@ def text_circuit(question: str) -> list[str] | str:
 FAMILIES = (
     Family(
         id="boolean_circuit_gates",
-        version="2",
+        version="3",
         category="logical",
         title="Boolean circuit gates",
         template=(

@@ -7,18 +7,20 @@ import string
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._hardness import SIZES
 from veritask.logic._textonly import between, findall
 
 
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """5 + difficulty propositions, 2-3 facts and 3 + difficulty rules with 1-3 premises."""
-    n = 5 + difficulty
+    """``SIZES[d - 1] + 3`` propositions (23 at level 10), 2-3 facts and two rules fewer than
+    propositions, with 1-3 premises."""
+    n = SIZES[difficulty - 1] + 3  # about SIZES[d - 1] of them end up in some rule
     props = rng.sample(string.ascii_uppercase, n)
     n_facts = 2 + rng.randint(0, 1)
     facts = sorted(props[:n_facts])
     rules: list[list[Any]] = []
     reachable = list(facts)
-    for _ in range(3 + difficulty):
+    for _ in range(n - 5):
         conclusion = rng.choice(props[n_facts:])
         width = rng.choice((1, 1, 2, 2, 3)) if difficulty > 3 else rng.choice((1, 1, 2))
         # most rules build on what is already derivable, so chains form; the rest are noise
@@ -88,7 +90,7 @@ def text_entailed(question: str) -> list[str] | str:
 FAMILIES = (
     Family(
         id="horn_entailment",
-        version="2",
+        version="3",
         category="logical",
         title="Rule entailment",
         template=(

@@ -207,7 +207,7 @@ def text_knights(question: str) -> list[str] | str:
 FAMILIES = (
     Family(
         id="knights_and_knaves",
-        version="2",
+        version="3",
         category="logical",
         title="Knights and knaves",
         template=(

@@ -240,7 +240,7 @@ def _fits(test: Callable[[int, int, int], bool], values: list[int]) -> bool:
 FAMILIES = (
     Family(
         id="row_ordering",
-        version="2",
+        version="3",
         category="logical",
         title="Ordering in a row",
         template=(

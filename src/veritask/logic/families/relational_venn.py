@@ -37,7 +37,7 @@ def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[
         query: list[Any] = ["none", 0]
         text = "in none of the clubs"
     elif kind == "exactly":
-        j = rng.randint(1, k)
+        j = rng.randint(1, k - 1)  # "exactly k" is the stated all-clubs count: a copy
         query = ["exactly", j]
         text = f"in exactly {_WORDS[j]} of the clubs"
     else:
@@ -113,7 +113,7 @@ def text_region(question: str) -> int:
 FAMILIES = (
     Family(
         id="venn_region_count",
-        version="2",
+        version="3",
         category="relational",
         title="Venn region count",
         template="[Input Slot 1] How many students are [Input Slot 2]?",

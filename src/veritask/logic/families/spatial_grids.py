@@ -6,6 +6,7 @@ import random
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._hardness import STEPS
 from veritask.logic._text import number
 from veritask.logic._textonly import between, findall
 
@@ -79,7 +80,8 @@ def generate_robot(difficulty: int, rng: random.Random) -> tuple[dict[str, Any],
     height = 5 + (difficulty + 1) // 2
     start = [rng.randrange(width), rng.randrange(height)]
     moves: list[list[Any]] = [
-        [rng.choice("NSEW"), rng.randint(1, 3 + difficulty // 3)] for _ in range(2 + difficulty)
+        [rng.choice("NSEW"), rng.randint(1, 3 + difficulty // 3)]
+        for _ in range(STEPS[difficulty - 1])
     ]
     text = ", then ".join(f"{n} {_DIR_WORDS[d]}" for d, n in moves)
     inputs = {"width": width, "height": height, "start": start, "moves": moves}
@@ -262,7 +264,7 @@ _TURN_TEXT = {"L": "turn left", "R": "turn right", "U": "turn around"}
 def generate_turtle(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
     """2 + difficulty forward moves of 1-9 steps, with turns between them."""
     steps: list[list[Any]] = []
-    for i in range(2 + difficulty):
+    for i in range(STEPS[difficulty - 1]):
         if i:
             steps.append([rng.choice("LLRRU")])
         steps.append(["F", rng.randint(1, 9)])
@@ -387,7 +389,7 @@ FAMILIES = (
     ),
     Family(
         id="robot_walls",
-        version="2",
+        version="3",
         category="spatial",
         title="Robot in a walled room",
         template=(
@@ -404,7 +406,7 @@ FAMILIES = (
     ),
     Family(
         id="pattern_transform_row",
-        version="2",
+        version="3",
         category="spatial",
         title="Rotating and mirroring a pattern",
         template=(
@@ -438,7 +440,7 @@ FAMILIES = (
     ),
     Family(
         id="turtle_manhattan",
-        version="2",
+        version="3",
         category="spatial",
         title="Walk with turns: Manhattan distance",
         template=(

@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._hardness import STEPS
 from veritask.logic._text import number
 from veritask.logic._textonly import between, findall
 
@@ -312,7 +313,7 @@ def solve_sort_compare(inputs: Inputs) -> list[int]:
 
 def gen_stack(difficulty: int, rng: random.Random) -> tuple[Inputs, list[str]]:
     """A valid program of 4 + 2 * difficulty instructions ending in an arithmetic instruction."""
-    length = 4 + 2 * difficulty
+    length = 2 + STEPS[difficulty - 1]
     prog: list[str] = []
     stack: list[int] = []
     while len(prog) < length - 1:
@@ -481,7 +482,7 @@ def text_stack(question: str) -> int:
 FAMILIES = (
     Family(
         id="string_rewrite",
-        version="2",
+        version="3",
         category="symbolic",
         title="String rewriting",
         template=(
@@ -496,6 +497,7 @@ FAMILIES = (
         answer_format="Answer with the final string only.",
         size=lambda inputs: int(inputs["steps"]) + len(inputs["rules"]) + len(inputs["start"]),
         text_solver=text_rewrite,
+        trivial=lambda inputs: solve_rewrite_replace(inputs) == inputs["start"],
     ),
     Family(
         id="vigenere_decode",
@@ -543,7 +545,7 @@ FAMILIES = (
     ),
     Family(
         id="stack_machine",
-        version="2",
+        version="3",
         category="symbolic",
         title="Stack machine output",
         template=(

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._hardness import STEPS
 from veritask.logic._textonly import Undetermined, between, findall
 
 Inputs = dict[str, Any]
@@ -29,7 +30,7 @@ def gen_weekday(difficulty: int, rng: random.Random) -> tuple[Inputs, list[str]]
     """A start weekday and ``difficulty`` signed shifts in days or weeks."""
     start = rng.randrange(7)
     shifts: list[list[Any]] = []
-    for _ in range(difficulty):
+    for _ in range(STEPS[difficulty - 1]):
         unit = "weeks" if rng.random() < 0.25 else "days"
         amount = rng.randint(1, 6 + 12 * difficulty) if unit == "days" else rng.randint(1, 9)
         shifts.append([amount if rng.random() < 0.7 else -amount, unit])
@@ -194,7 +195,7 @@ _EVENTS = [
 def gen_events(difficulty: int, rng: random.Random) -> tuple[Inputs, list[str]]:
     """3 + difficulty // 2 events; consecutive-pair clues plus (difficulty + 1) // 2 redundant
     ones, shuffled: 2 + difficulty clues in all."""
-    n = 3 + difficulty // 2
+    n = (3, 4, 4, 5, 5, 6, 7, 8, 9, 10)[difficulty - 1]  # 10! orderings at level 10
     order = rng.sample(_EVENTS, n)
     pairs = {(i, i + 1) for i in range(n - 1)}
     extra = [(i, j) for i in range(n) for j in range(i + 2, n)]
@@ -259,8 +260,9 @@ def gen_timezone(difficulty: int, rng: random.Random) -> tuple[Inputs, list[str]
     depart_zone = step * rng.randint(-10 * 60 // step, 12 * 60 // step)
     arrive_zone = step * rng.randint(-10 * 60 // step, 12 * 60 // step)
     depart = 5 * rng.randrange(288)
-    legs = [5 * rng.randint(6, 150 if i % 2 == 0 else 50) for i in range(difficulty)]
-    kinds = ["a flight" if i % 2 == 0 else "a layover" for i in range(difficulty)]
+    n_legs = STEPS[difficulty - 1]
+    legs = [5 * rng.randint(6, 150 if i % 2 == 0 else 50) for i in range(n_legs)]
+    kinds = ["a flight" if i % 2 == 0 else "a layover" for i in range(n_legs)]
     if difficulty % 2 == 0:
         kinds[-1] = "a train ride"
     text = ", then ".join(
@@ -371,7 +373,7 @@ def text_timezone(question: str) -> str:
 FAMILIES = (
     Family(
         id="weekday_shift",
-        version="2",
+        version="3",
         category="temporal",
         title="Weekday after shifts",
         template=(
@@ -382,6 +384,7 @@ FAMILIES = (
         answer_format="Answer with the weekday name only.",
         size=lambda inputs: len(inputs["shifts"]),
         text_solver=text_weekday,
+        trivial=lambda inputs: solve_weekday_mod(inputs) == inputs["start"],
     ),
     Family(
         id="max_meetings",
@@ -418,7 +421,7 @@ FAMILIES = (
     ),
     Family(
         id="event_order",
-        version="2",
+        version="3",
         category="temporal",
         title="Event order from before/after clues",
         template=(
@@ -433,7 +436,7 @@ FAMILIES = (
     ),
     Family(
         id="timezone_arrival",
-        version="2",
+        version="3",
         category="temporal",
         title="Arrival time across time zones",
         template=(
