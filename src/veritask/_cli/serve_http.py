@@ -32,6 +32,22 @@ DEPRECATED = (
 )
 
 
+def _served_source(domain_or_dir: str, env_model: str | None, env_tools: str | None) -> Any:
+    """The source ``serve`` plays (needs the http extra), with the deprecation line for a
+    dataset served without a simulated environment."""
+    try:
+        require_http()
+    except ImportError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        source = simulated_source(open_source(domain_or_dir), env_model, env_tools)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    if source.mode == "dataset" and env_model is None:
+        click.echo(DEPRECATED, err=True)
+    return source
+
+
 @click.command("serve")
 @click.argument("domain_or_dir")
 @click.option("--host", default=DEFAULT_HOST, show_default=True, help="Address to bind.")
@@ -91,22 +107,6 @@ DEPRECATED = (
 )
 @click.option("--log-requests", is_flag=True, help="Log every request to stderr.")
 @env_options
-def _served_source(domain_or_dir: str, env_model: str | None, env_tools: str | None) -> Any:
-    """The source ``serve`` plays (needs the http extra), with the deprecation line for a
-    dataset served without a simulated environment."""
-    try:
-        require_http()
-    except ImportError as exc:
-        raise click.ClickException(str(exc)) from None
-    try:
-        source = simulated_source(open_source(domain_or_dir), env_model, env_tools)
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
-    if source.mode == "dataset" and env_model is None:
-        click.echo(DEPRECATED, err=True)
-    return source
-
-
 def serve_cmd(
     domain_or_dir: str,
     host: str,
