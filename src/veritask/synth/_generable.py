@@ -9,6 +9,7 @@ every package that uses it). ``validate`` and ``generate`` name each such place 
 from __future__ import annotations
 
 from veritask.policy import DomainSpec, Rule, Table
+from veritask.synth._procedural_gen import procedural_generable
 
 Loc = tuple[str | int, ...]
 
@@ -36,7 +37,7 @@ def generation_problems(spec: DomainSpec) -> list[tuple[Loc, str]]:
                 "table of people or accounts 'tier: entity' (or name it with 'actor')",
             )
         )
-    if not spec.atomic_tools and spec.procedures:
+    if not spec.atomic_tools and spec.procedures and not procedural_generable(spec):
         found.append(
             (
                 ("atomic_tools",),
