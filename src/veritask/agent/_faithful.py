@@ -350,7 +350,13 @@ class FaithfulAgent:
         job = self.job
         rule_id = error.get("violated_rule")
         rule = self._rule(rule_id)
-        if job is not None and rule is not None and self._work_out(job, tool, args, rule):
+        # a procedure's refusal is of the request as stated: nothing to work out
+        if (
+            job is not None
+            and rule is not None
+            and tool.kind != "procedure"
+            and self._work_out(job, tool, args, rule)
+        ):
             return
         text = f"I'm sorry, I can't do that: {error.get('message', '')} {error.get('hint') or ''}"
         self.say = {"text": text.strip(), **({"refused": rule_id} if rule_id else {})}

@@ -32,6 +32,7 @@ from veritask.synth._unit import SceneParams, UnitResult, scene_units
 from veritask.task import (
     Ask,
     DatasetDir,
+    Fallback,
     SubGoal,
     TaskDescription,
     TaskPackage,
@@ -46,6 +47,8 @@ GENERATOR = f"veritask-procedural/{__version__}"
 PROCEDURE_TX = "procedure:"
 """Prefix of the ``transaction`` of an ask answered by a procedure call (see ``_grounded``)."""
 ATTEMPTS_PER_TASK = 8
+REFUSAL_EVERY = 3
+"""At most one refusal task (a request a policy guard refuses) in every third unit."""
 
 Json = dict[str, Any]
 
@@ -450,6 +453,8 @@ class ProceduralWorker:
         self.policy = render_wiki(self.spec)
         self.builders = builders_for(self.spec)
         self.checker = Environment(self.domain)
+        self.refusals = 0
+        """Refusal packages the unit being made has, or may not have (1)."""
 
     def _users(self, env: Environment) -> list[str]:
         actor = self.spec.table(self.spec.actor or "users")
@@ -458,18 +463,26 @@ class ProceduralWorker:
         rows = env._conn.execute(f'SELECT "{key}" FROM "{table}" ORDER BY "{key}"').fetchall()
         return [str(r[0]) for r in rows]
 
-    def run(self, name: str, seed: int, unit: int, count: int, first: int, out: Path) -> UnitResult:
-        """Produce ``count`` certified, grounded packages for unit ``unit``."""
+    def run(
+        self, name: str, seed: int, where: tuple[int, int], count: int, first: int, out: Path
+    ) -> UnitResult:
+        """Produce ``count`` certified, grounded packages for unit ``where[0]`` of ``where[1]``.
+
+        The users (shuffled by the seed) are dealt out to the units, so two units never write
+        for the same user and never reach the same target (unless there are fewer users than
+        units)."""
+        unit, units = where
         ds = DatasetDir(out)
         env = Environment(self.domain)
         origin = env.image()
         origin_digest = sha256(origin)
         policy_digest = ds.put_policy(self.policy)
-        users = self._users(env)
+        users = _dealt(self._users(env), derive_seed(name, seed, "users"), unit, units)
         replayer = Environment(self.domain)
         result = UnitResult(unit, 0)
         packages: list[TaskPackage] = []
         seen: set[str] = set()
+        self.refusals = 0 if unit % REFUSAL_EVERY == 0 else 1
         attempt = 0
         while len(packages) < count and attempt < ATTEMPTS_PER_TASK * count and users:
             index = first + len(packages)
@@ -484,7 +497,8 @@ class ProceduralWorker:
             if pkg is None:
                 _count(result, reason or "discarded")
                 continue
-            ds.put_state(replayer.image())
+            ds.put_state(origin if pkg.refusal else replayer.image())
+            self.refusals += int(pkg.refusal)
             seen.add(pkg.target)
             packages.append(pkg)
         for pkg in packages:
@@ -527,18 +541,22 @@ class ProceduralWorker:
             witness.append(
                 WitnessCall(tool=tool, args=args, ok=res.ok, result=res.result, error=error)
             )
-        if not witness[-1].ok:
+        rule = (witness[-1].error or {}).get("violated_rule")
+        refusal = not witness[-1].ok
+        if refusal and (rule is None or self.refusals):
             return None, "write refused"
         target = env.image()
-        if env.distance(Snapshot(origin, self.domain.layout)) == 0:
+        if not refusal and env.distance(Snapshot(origin, self.domain.layout)) == 0:
             return None, "target equals origin"
         cert = certify(witness, replayer, origin, target)
         if cert.kind is not None:
             return None, f"certificate: {cert.kind}"
-        digest = sha256(replayer.image())
-        if digest in seen:
+        digest = sha256(origin if refusal else replayer.image())
+        if not refusal and digest in seen:
             return None, "duplicate target"
         pkg = self._make(name, seed, index, draft, witness, sha256(origin), digest)
+        if refusal:
+            pkg = _as_refusal(pkg, str(rule))
         if grounding(pkg, self.checker, origin):
             return None, "ungrounded"
         return pkg, None
@@ -590,6 +608,34 @@ class ProceduralWorker:
         )
 
 
+def _dealt(users: list[str], seed: int, unit: int, units: int) -> list[str]:
+    """The users of unit ``unit`` of ``units``: every ``units``-th of the seeded shuffle."""
+    order = list(users)
+    random.Random(seed).shuffle(order)
+    hands = max(1, min(units, len(order)))
+    return order[unit % hands :: hands]
+
+
+def _as_refusal(pkg: TaskPackage, rule: str) -> TaskPackage:
+    """The package of a request a policy guard refuses: the user accepts the refusal."""
+    sub = pkg.task.sub_goals[0]
+    trigger = "If the agent explains that the policy does not allow this, accept it and end."
+    sub = sub.model_copy(
+        update={"reactive_triggers": [trigger], "fallbacks": [Fallback(rule=rule)]}
+    )
+    task = pkg.task.model_copy(update={"sub_goals": [sub]})
+    return pkg.model_copy(
+        update={
+            "task": task,
+            "task_description": task.render(),
+            "rules_exercised": [rule],
+            "boundary_hits": 1,
+            "refusal": True,
+            "tags": [*pkg.tags, "refusal"],
+        }
+    )
+
+
 def _count(result: UnitResult, reason: str) -> None:
     result.discarded[reason] = result.discarded.get(reason, 0) + 1
 
@@ -627,4 +673,5 @@ class ProceduralStage:
             self.setup()
         assert self._worker is not None
         index, count, first = unit.params
-        return self._worker.run(self._worker.spec.name, self.seed, index, count, first, self.out)
+        where = (index, len(self.units()))
+        return self._worker.run(self._worker.spec.name, self.seed, where, count, first, self.out)
