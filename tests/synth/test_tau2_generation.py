@@ -14,10 +14,10 @@ from click.testing import CliRunner
 from veritask._cli.main import cli
 from veritask.agent import FaithfulAgent, ScriptedUser
 from veritask.domains import load_domain
-from veritask.env import CompiledDomain
+from veritask.env import CompiledDomain, Environment
 from veritask.rollout import EpisodeTask, run_episode
 from veritask.synth import generate
-from veritask.task import DatasetDir, check_dataset, export_tau2, load_dataset
+from veritask.task import DatasetDir, check_dataset, export_tau2, grounding, load_dataset
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "tau2"
 N = 8
@@ -113,3 +113,17 @@ def test_export_is_tau2_tasks_with_structured_instructions(
         assert [(a["name"], a["arguments"]) for a in criteria["actions"]] == [
             (write.tool, write.args)
         ]
+
+
+def test_a_procedure_write_is_ungrounded_without_the_lookups_that_show_its_ids(
+    made: dict[str, Path],
+) -> None:
+    ds = DatasetDir(made["retail"])
+    compiled = CompiledDomain.from_spec(load_domain(str(made["retail"] / "spec.yaml")))
+    checker = Environment(compiled)
+    pkg = next(p for p in load_dataset(made["retail"]) if "item_ids" in p.witness[-1].args)
+    origin = ds.read_state(pkg.origin)
+    assert grounding(pkg, checker, origin) == []
+    bare = pkg.model_copy(update={"witness": pkg.witness[-1:]})
+    found = grounding(bare, checker, origin)
+    assert found and all("neither said nor looked up" in u.reason for u in found)
