@@ -99,11 +99,15 @@ def test_the_cli_keeps_only_examples_that_hold_on_the_database(tmp_path: Path) -
     assert state["reservations"]["RES004"]["status"] is None
 
 
-def test_generation_on_an_imported_domain_is_refused_with_the_reason() -> None:
+def test_generation_on_an_imported_domain_is_allowed_and_other_procedures_refused() -> None:
     from veritask.synth import generation_problems
 
     spec = import_tau2(FIXTURES / "airline", "airline", guards=True).spec
-    ((loc, why),) = generation_problems(spec)
+    assert generation_problems(spec) == []  # the procedural generator knows its requests
+    unknown = spec.model_copy(
+        update={"procedures": [p for p in spec.procedures if p.access == "read"]}
+    )
+    ((loc, why),) = generation_problems(unknown)
     assert loc == ("atomic_tools",) and "procedural tools is not supported yet" in why
 
 

@@ -137,7 +137,7 @@ class FaithfulAgent:
             # look the user up first, as the policy's authentication protocol asks
             self.authenticated = True
             key = self.spec.table(self.actor).primary_key
-            if key:
+            if key and f"query_{self.actor}" in self.tools:
                 return self._call(f"query_{self.actor}", {key[0].name: self.user_id})
         if self.job is None and self.queue:
             self.job = _Job(self.queue.pop(0))
@@ -163,6 +163,9 @@ class FaithfulAgent:
     def _next_call(self, job: _Job) -> tuple[str, dict[str, Any]] | None:
         """A read that resolves a named record, or the write itself."""
         tool = self.tools[job.ask.tool]
+        if tool.kind == "procedure":  # the request states the call's arguments as a whole
+            job.writes += 1
+            return None if job.writes > MAX_TRIES else (tool.name, dict(job.ask.values))
         named = [("target", job.ask.target)] if job.ask.target is not None else []
         named += list(job.ask.refs.items())
         for slot, ref in named:
@@ -355,7 +358,13 @@ class FaithfulAgent:
         job = self.job
         rule_id = error.get("violated_rule")
         rule = self._rule(rule_id)
-        if job is not None and rule is not None and self._work_out(job, tool, args, rule):
+        # a procedure's refusal is of the request as stated: nothing to work out
+        if (
+            job is not None
+            and rule is not None
+            and tool.kind != "procedure"
+            and self._work_out(job, tool, args, rule)
+        ):
             return
         text = f"I'm sorry, I can't do that: {error.get('message', '')} {error.get('hint') or ''}"
         self.say = {"text": text.strip(), **({"refused": rule_id} if rule_id else {})}

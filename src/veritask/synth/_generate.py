@@ -28,6 +28,8 @@ from veritask.policy import SpecError, SpecIssue, load_spec_with_lines
 from veritask.synth._generable import generation_problems
 from veritask.synth._llm_explorer import ExplorerLimits
 from veritask.synth._llm_generate import LLMMode, LLMSceneStage
+from veritask.synth._procedural_gen import GENERATOR as PROCEDURAL
+from veritask.synth._procedural_gen import ProceduralStage, procedural_generable
 from veritask.synth._unit import (
     GENERATOR,
     SCENE_SIZE,
@@ -141,7 +143,7 @@ def generate(
     _refuse_ungenerable(domain)
     stage = _stage(domain, n, seed, out, mode, persona)
     ds, todo = _prepare(stage, mode, progress)
-    if isinstance(stage, SceneStage):
+    if isinstance(stage, SceneStage | ProceduralStage):
         results: Iterable[UnitResult] = executor_for(workers).map(stage, todo)
     else:
         run = AsyncExecutor(workers).map(stage, todo, on_result=_on_result(progress))
@@ -183,12 +185,14 @@ async def generate_async(
 MANIFEST = "run-manifest.json"
 """The run manifest in a dataset directory (``run.json`` keeps the same config for readers)."""
 
-GenerateStage = SceneStage | LLMSceneStage
+GenerateStage = SceneStage | LLMSceneStage | ProceduralStage
 
 
 def _stage(
     domain: str, n: int, seed: int, out: str | Path, mode: LLMMode | None, persona: bool = False
 ) -> GenerateStage:
+    if mode is None and procedural_generable(load_domain(domain)):
+        return ProceduralStage(domain, seed, n, Path(out))
     if mode is None:
         return SceneStage(domain, seed, n, Path(out), persona=persona)
     return LLMSceneStage(domain, seed, n, Path(out), mode)
@@ -205,7 +209,7 @@ def _run_config(stage: GenerateStage, mode: LLMMode | None) -> dict[str, Any]:
         "domain": spec.name,
         "n": stage.n,
         "seed": stage.seed,
-        "generator": GENERATOR,
+        "generator": PROCEDURAL if isinstance(stage, ProceduralStage) else GENERATOR,
         "spec_hash": spec.spec_hash(),
         "scene_size": SCENE_SIZE,
     }

@@ -51,7 +51,7 @@ class AskChecker:
         if tool is None:
             yield f"{where}.tool: {ask.tool!r} is not a write tool of the domain"
             return
-        links = self.links[tool.table]
+        links = self.links.get(tool.table, {})  # a procedure writes no one table
         for col in ask.values:
             if col not in tool.params and col not in links:
                 yield f"{where}.values: {ask.tool} has no argument {col!r}"

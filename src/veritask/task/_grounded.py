@@ -135,6 +135,8 @@ def _unstated(asks: list[Ask], shown: str) -> list[Ungrounded]:
     found: list[Ungrounded] = []
     said: dict[str, bool] = {}  # str(value) -> whether the text says it
     for ask in asks:
+        if ask.transaction.startswith(PROCEDURE_ASK):
+            continue  # grounded at the write, on the text and the results shown before it
         stated = list(ask.values.items())
         for ref in (ask.target, *ask.refs.values()):
             if ref is not None:
@@ -149,6 +151,22 @@ def _unstated(asks: list[Ask], shown: str) -> list[Ungrounded]:
             if not there:
                 found.append(Ungrounded(-1, ask.tool, col, f"{value!r} is not in the task text"))
     return found
+
+
+PROCEDURE_ASK = "procedure:"
+"""Prefix of the ``transaction`` of an ask that a procedure call answers."""
+
+
+def _scalars(value: Any, out: list[Any]) -> None:
+    """Append the scalars inside a JSON value (list items, dict values) to ``out``."""
+    if isinstance(value, dict):
+        for item in value.values():
+            _scalars(item, out)
+    elif isinstance(value, list):
+        for item in value:
+            _scalars(item, out)
+    else:
+        out.append(value)
 
 
 def _leaves(ref: RowRef, out: list[tuple[str, Any]]) -> None:
@@ -222,6 +240,9 @@ class _Grounder:
         self._resolved: dict[tuple[int, str], tuple[RowRef, _Resolved]] = {}
         """``_resolve``'s answers on the current state (cleared whenever a witness call runs)."""
         self._decided: tuple[WitnessCall | None, dict[str, bool]] = (None, {})
+        self.shown: list[str] = []
+        """The JSON text of every accepted witness call's result so far (procedure writes are
+        grounded on it)."""
         """``_determined``'s answers for the arguments of one witness call, on the state it
         meets."""
 
@@ -262,7 +283,30 @@ class _Grounder:
         tool = self._tools.get(call.tool)
         if tool is None or not tool.writes:
             return []
+        if tool.kind == "procedure":
+            return self._procedure(index, tool, call)
         return self._write(index, tool, call) if call.ok else self._final(index, tool, call)
+
+    def _procedure(self, index: int, tool: ToolSpec, call: WitnessCall) -> list[Ungrounded]:
+        """A procedure write answers the first unanswered ask for it whose values are exactly
+        its arguments; every scalar in them is said in the task text or was shown by an
+        earlier call's result (a looked-up id). A refused procedure call is not judged."""
+        if not call.ok:
+            return []
+        for i in self._by_tool.get(tool.name, ()):
+            if i in self.used or not _same(self.asks[i].values, call.args):
+                continue
+            self.used.add(i)
+            leaves: list[Any] = []
+            _scalars(call.args, leaves)
+            return [
+                Ungrounded(index, tool.name, None, f"{v!r} is neither said nor looked up")
+                for v in leaves
+                if v is not None
+                and not _in_text(str(v), self.pkg.task_description)
+                and not any(_in_text(str(v), shown) for shown in self.shown)
+            ]
+        return [Ungrounded(index, tool.name, None, "no request of the task asks for this")]
 
     def after(self, call: WitnessCall, result: ToolResult) -> None:
         """Take note of what a witness call showed the agent once it has run.
@@ -281,6 +325,8 @@ class _Grounder:
                 self._queries.clear()
         elif result.ok and call.tool == f"query_{tool.table}":
             self._remember(tool.table, call.args, result.result)
+        if result.ok:
+            self.shown.append(json.dumps(result.result, ensure_ascii=False))
         if result.ok and tool is not None:
             self.seen.add(tool.table, result.result)
 

@@ -358,8 +358,8 @@ class _DecidedColumns:
 
     def _work_out(self, tool: str) -> tuple[tuple[str, list[Any] | None], ...]:
         spec_tool = self.tools.get(tool)
-        if spec_tool is None or not spec_tool.writes:
-            return ()
+        if spec_tool is None or not spec_tool.writes or not self.spec.has_table(spec_tool.table):
+            return ()  # a procedure writes no one table: no column is decided by a rule
         table = self.spec.table(spec_tool.table)
         columns = sorted(decided_columns(self.spec, tool, self.tools))
         return tuple((c, table.column(c).enum) for c in columns if c in table.column_names)

@@ -15,7 +15,12 @@ The output is a JSON array of objects with the field names of tau2-bench's ``Tas
 Mapping choices:
 
 * ``evaluation_criteria.actions`` are the witness's successful write calls (``insert_*`` /
-  ``update_*``), in order; queries and rejected calls are left out. A refusal task has none.
+  ``update_*``, or the spec's write procedures: an imported τ²-bench domain's tools keep
+  τ²-bench's names and arguments), in order; queries and rejected calls are left out. A refusal
+  task has none.
+* A package made on an imported τ²-bench domain (generator ``veritask-procedural/...``) starts
+  from the domain's seed state, which is τ²-bench's own database: its ``initial_state`` is
+  null, so τ²-bench's runner and evaluator start from the database they load themselves.
 * ``reward_basis`` maps veritask basis names to tau2's: ``state_exact`` -> ``DB``,
   ``actions`` -> ``ACTION``, ``communicate`` -> ``COMMUNICATE`` (also ``env_assertions`` ->
   ``ENV_ASSERTION``, ``nl_assertions`` -> ``NL_ASSERTION``).
@@ -61,8 +66,10 @@ def _reward_basis(pkg: TaskPackage) -> list[str]:
     return [REWARD_BASIS[b] for b in pkg.reward_basis]
 
 
-def _actions(witness: Sequence[WitnessCall]) -> list[dict[str, Any]]:
-    writes = [c for c in witness if c.ok and c.tool.startswith(_WRITE_PREFIXES)]
+def _actions(witness: Sequence[WitnessCall], procedures: frozenset[str]) -> list[dict[str, Any]]:
+    writes = [
+        c for c in witness if c.ok and (c.tool.startswith(_WRITE_PREFIXES) or c.tool in procedures)
+    ]
     return [
         {
             "action_id": f"{i}_{call.tool}",
@@ -85,17 +92,54 @@ def _task_instructions(task: TaskDescription) -> str:
     return "\n".join(lines)
 
 
+def _tau2_domain(pkg: TaskPackage) -> str:
+    """τ²-bench's name of the domain (``airline`` for an imported ``tau2_airline``)."""
+    if pkg.generator.startswith(PROCEDURAL_GENERATOR):
+        return pkg.domain.removeprefix("tau2_")
+    return pkg.domain
+
+
 def _user_scenario(pkg: TaskPackage) -> dict[str, Any]:
     task = pkg.task
     return {
         "persona": None,
         "instructions": {
-            "domain": pkg.domain,
+            "domain": _tau2_domain(pkg),
             "reason_for_call": task.total_goal,
             "known_info": task.who_you_are,
             "unknown_info": "\n".join(task.cognitive_gaps) or None,
             "task_instructions": _task_instructions(task),
         },
+    }
+
+
+def _write_procedures(spec: DomainSpec | None) -> frozenset[str]:
+    """The names of the spec's procedures that write."""
+    if spec is None:
+        return frozenset()
+    return frozenset(p.name for p in spec.procedures if p.access == "write")
+
+
+PROCEDURAL_GENERATOR = "veritask-procedural/"
+"""Generator prefix of packages made on a procedural (imported τ²-bench) domain."""
+
+
+def _initial_state(pkg: TaskPackage) -> dict[str, Any] | None:
+    if pkg.generator.startswith(PROCEDURAL_GENERATOR):
+        return None  # the domain's seed state: τ²-bench's own database
+    return {
+        "initialization_data": {
+            "agent_data": {
+                "veritask_state": {
+                    "domain": pkg.domain,
+                    "origin": pkg.origin,
+                    "state_path": f"states/{pkg.origin}.sqlite",
+                }
+            },
+            "user_data": None,
+        },
+        "initialization_actions": None,
+        "message_history": None,
     }
 
 
@@ -155,22 +199,9 @@ def to_tau2(pkg: TaskPackage, spec: DomainSpec | None = None) -> dict[str, Any]:
         },
         "user_scenario": _user_scenario(pkg),
         "ticket": None,
-        "initial_state": {
-            "initialization_data": {
-                "agent_data": {
-                    "veritask_state": {
-                        "domain": pkg.domain,
-                        "origin": pkg.origin,
-                        "state_path": f"states/{pkg.origin}.sqlite",
-                    }
-                },
-                "user_data": None,
-            },
-            "initialization_actions": None,
-            "message_history": None,
-        },
+        "initial_state": _initial_state(pkg),
         "evaluation_criteria": {
-            "actions": _actions(pkg.witness),
+            "actions": _actions(pkg.witness, _write_procedures(spec)),
             "env_assertions": None,
             "communicate_info": [],
             "nl_assertions": None,
