@@ -23,7 +23,7 @@ from veritask.policy import Column, Rule, Table, Transaction
 from veritask.synth._analysis import DomainModel, row_key
 from veritask.synth._explorer import SymbolicExplorer
 from veritask.synth._sampler import Sampler, StateView, mimic
-from veritask.synth._values import is_time, person_table, variant
+from veritask.synth._values import is_time, person_table, renamed, variant
 
 _FAKER: dict[str, Faker] = {}
 
@@ -83,8 +83,13 @@ def _named_in(value: Any, label: str) -> bool:
     return bool(words) and all(w in low for w in words)
 
 
-def _new_key(existing: list[str], rng: random.Random, taken: set[str]) -> str:
+def _new_key(
+    existing: list[str], rng: random.Random, taken: set[str], like: str | None = None
+) -> str:
+    """A free key shaped like ``like`` (the row the clone copies: its code keeps saying what
+    the row is), else like a random existing key."""
     base = rng.choice(existing) if existing else "row"
+    base = like if like is not None else base
     prefix = base.rsplit("_", 1)[0] if "_" in base else base
     for _ in range(1000):
         key = f"{prefix}_{rng.randint(100, 999)}"
@@ -151,7 +156,7 @@ class SymbolicSetDesigner:
         for _ in range(rng.randint(2, 5)):
             source = rng.choice(existing)
             clone = self._clone(table, source, rng, faker)
-            clone[pk] = _new_key([str(r[pk]) for r in existing], rng, taken)
+            clone[pk] = _new_key([str(r[pk]) for r in existing], rng, taken, str(source[pk]))
             if self._fits(table, clone, source, existing, rng, faker):
                 existing.append(clone)
         rows[table.name] = existing
@@ -175,7 +180,23 @@ class SymbolicSetDesigner:
                     clone[col.name] = value
         if label:
             self._agree(table, label, source, clone)
+            self._derive(table, label, source, clone)
         return clone
+
+    def _derive(
+        self, table: Table, label: str, source: dict[str, Any], clone: dict[str, Any]
+    ) -> None:
+        """Columns the seed spells from the row's name (an e-mail, a user name, a handle)
+        follow the clone's new name: 'Jeremy Sullivan' never keeps ana.ribeiro@example.com."""
+        old, new = str(source.get(label, "")), str(clone.get(label, ""))
+        if old == new:
+            return
+        for col in table.columns:
+            if col.primary_key or col.references or col.name == label:
+                continue
+            value = renamed(source.get(col.name), old, new)
+            if value != source.get(col.name):
+                clone[col.name] = value
 
     def _agree(
         self, table: Table, label: str, source: dict[str, Any], clone: dict[str, Any]

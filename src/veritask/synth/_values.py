@@ -268,20 +268,60 @@ def _split(value: str) -> tuple[str, str, str] | None:
     return (head, m.group(1), tail) if head and tail else None
 
 
-SERIES_MARKS = ("II", "III", "IV", "Plus")
-_SERIES = re.compile(r"(?:\s(?:II|III|IV|Plus))+$")
+LINE_MARKS = ("Select", "Classic", "Essential", "Everyday")
+_LINE = re.compile(rf"^(?:{'|'.join(LINE_MARKS)})\s+")
 
 
 def variant(label: str, rng: random.Random) -> str:
     """Another member of a catalogue, named like ``label``: its numbers redrawn
-    ("Laptop Pro 14" -> "Laptop Pro 16"), or a series mark ("Algorithms II")."""
+    ("Laptop Pro 14" -> "Laptop Pro 16"), or a product-line word in front ("Saver" ->
+    "Everyday Saver"). Never a series mark ("Saver III"): a customer does not name a product
+    by one, and marks stack ("Checking II IV")."""
     if re.search(r"\d", label):
         return re.sub(
             r"\d+", lambda m: str(max(1, int(m.group(0)) + rng.choice([-4, -2, 2, 4, 6]))), label
         )
-    base = _SERIES.sub("", label)  # one series mark at most: never "Checking II IV"
-    marks = [m for m in SERIES_MARKS if not label.endswith(f" {m}")]
-    return f"{base} {rng.choice(marks)}"
+    base = _LINE.sub("", label)  # one line word at most: never "Select Classic Checking"
+    marks = [m for m in LINE_MARKS if not label.startswith(f"{m} ")]
+    words = base.split()
+    if len(words) > 1 and not words[0].isupper() and words[1].islower() and len(words[1]) > 3:
+        # sentence case ("Front brake pads" -> "Select front brake pads"); a place keeps its
+        # capital ("Isle of Wren")
+        base = base[:1].lower() + base[1:]
+    return f"{rng.choice(marks)} {base}"
+
+
+def renamed(value: Any, old_name: str, new_name: str) -> Any:
+    """``value`` with the parts of ``old_name`` it spells replaced by those of ``new_name``
+    ("ana.ribeiro@example.com", "Ana Ribeiro" -> "Jeremy Sullivan" gives
+    "jeremy.sullivan@example.com"): an e-mail, user name or handle made from a person's name
+    follows the name. Words both names share (a title such as "Dr.") stay; other values are
+    returned unchanged."""
+    if not isinstance(value, str) or not old_name or value == old_name:
+        return value
+    old = [_letters(p) for p in old_name.split() if not p.endswith(".")]  # no "Dr."
+    new = [_letters(p) for p in new_name.split() if not p.endswith(".")]
+    old, new = [w for w in old if len(w) >= 2], [w for w in new if len(w) >= 2]
+    shared = set(old) & set(new)
+    old, new = [w for w in old if w not in shared], [w for w in new if w not in shared]
+    if not old or not new:
+        return value
+    pairs = {w: new[min(i, len(new) - 1)] for i, w in enumerate(old)}
+    pairs[old[-1]] = new[-1]  # the surname goes to the surname
+    pattern = re.compile("|".join(re.escape(w) for w in sorted(pairs, key=len, reverse=True)), re.I)
+    if not pattern.search(value):
+        return value
+
+    def swap(m: re.Match[str]) -> str:
+        word = pairs[m.group(0).lower()]
+        return word.capitalize() if m.group(0)[:1].isupper() else word
+
+    return pattern.sub(swap, value)
+
+
+def _letters(word: str) -> str:
+    """``"Min-ji"`` -> ``"minji"``: the letters of a name part as an address spells them."""
+    return re.sub(r"[^a-z]", "", word.lower())
 
 
 def free_text(col: Column) -> bool:
