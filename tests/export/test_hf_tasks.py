@@ -243,3 +243,21 @@ def test_a_state_that_does_not_hash_to_its_name_leaves_the_output_as_it_was(
     with pytest.raises(HubFormatError, match="the image does not hash to it"):
         import_hf(folder, tmp_path / "empty", cache_dir=tmp_path / "cache")
     assert list((tmp_path / "empty").iterdir()) == []
+
+
+def test_a_folder_exported_again_at_the_same_path_is_read_afresh(
+    source: Path, generated: Callable[[str, int, int], Path], tmp_path: Path
+) -> None:
+    """The user's ``datasets`` cache is keyed by a folder's path: a second export to the same
+    path must not come back as the first one."""
+    folder = tmp_path / "same-place"
+    other = generated("mock", 4, 0)
+    for dataset in (source, other):
+        shutil.rmtree(folder, ignore_errors=True)
+        made = CliRunner().invoke(
+            cli, ["export", str(dataset), "--format", "hf", "--out", str(folder)]
+        )
+        assert made.exit_code == 0, made.output
+        back = tmp_path / f"back-{dataset.name}"
+        import_hf(folder, back)
+        assert (back / "manifest.jsonl").read_bytes() == (dataset / "manifest.jsonl").read_bytes()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -228,8 +229,17 @@ def import_hf(
         HubFormatError: The source is not a task dataset in the Hub's format, a state or policy
             does not hash to its name, or tasks were edited (without ``accept_edits``).
     """
-    dest, cache = Path(out), None if cache_dir is None else str(cache_dir)
     src = _source(source)
+    if cache_dir is None and Path(src).is_dir():
+        # a folder is read through a cache of its own: the user's cache is keyed by the
+        # folder's path, and a folder re-exported at the same path would come back stale
+        with tempfile.TemporaryDirectory(prefix="veritask-hf-") as private:
+            return _import(src, Path(out), accept_edits, private)
+    return _import(src, Path(out), accept_edits, None if cache_dir is None else str(cache_dir))
+
+
+def _import(src: str, dest: Path, accept_edits: bool, cache: str | None) -> Imported:
+    """:func:`import_hf` once the source and the cache are settled."""
     _fresh(dest)
     packages = _packages(_load(src, TASKS, cache))
     carried = _files(_load(src, FILES, cache))
