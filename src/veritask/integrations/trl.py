@@ -256,7 +256,7 @@ def grpo_rows(
     user_tool: bool = False,
 ) -> list[dict[str, Any]]:
     """The rows of :func:`build_grpo_dataset` as plain dicts."""
-    from veritask.integrations.trl_users import USER_TOOL_INSTRUCTION, single_turn
+    from veritask.integrations._turns import USER_TOOL_INSTRUCTION, single_turn
 
     rows = []
     for pkg, prompt in opening_prompts(dataset, domain, compact=compact):

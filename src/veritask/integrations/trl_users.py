@@ -20,6 +20,7 @@ from typing import Any
 
 from veritask.agent import STOP
 from veritask.integrations._session import dataset_source
+from veritask.integrations._turns import USER_TOOL, USER_TOOL_INSTRUCTION, single_turn
 from veritask.integrations.trl import VeritaskTRLEnv, make_environment_class
 from veritask.task import TaskPackage
 
@@ -31,26 +32,7 @@ __all__ = [
     "single_turn_tasks",
 ]
 
-USER_TOOL = "respond_to_user"
-"""Name of the tool that carries user turns."""
-
-USER_TOOL_INSTRUCTION = (
-    f"You reach the user only through the `{USER_TOOL}` tool: call it to answer, to ask a "
-    "question or to explain why something cannot be done; its result is the user's reply. "
-    f"When the reply is {STOP}, the user is done and you should stop."
-)
-"""The line rows for the user-tool class add to the system prompt."""
-
 ENDED = f"{STOP} (the user has nothing more to ask; end the conversation)"
-
-
-def single_turn(package: TaskPackage) -> bool:
-    """Whether a task can be solved without a user turn after the opening request: it has one
-    sub-goal, and none of its fallbacks asks for a revised request (giving up needs no reply)."""
-    subs = package.task.sub_goals
-    if len(subs) != 1:
-        return False
-    return all(fb.then is None and not fb.first for fb in subs[0].fallbacks)
 
 
 def single_turn_tasks(dataset: str, *, domain: str | None = None) -> list[str]:
