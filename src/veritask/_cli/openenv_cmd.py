@@ -6,7 +6,8 @@ from __future__ import annotations
 import click
 
 from veritask._cli._common import reading, require_packages
-from veritask.serve._net import DEFAULT_HOST, DEFAULT_PORT, MAX_CONNECTIONS, REQUEST_TIMEOUT
+from veritask._cli._listen_options import allow_remote_option, allowed_host_option, limit_options
+from veritask.serve._net import DEFAULT_HOST, DEFAULT_PORT
 
 OPENENV_INSTALL_HINT = "pip install 'veritask[openenv]'"
 DEFAULT_MAX_ENVS = 256
@@ -39,18 +40,8 @@ def _check_dataset(dataset: str) -> None:
     show_default=True,
     help="Port to bind (0: any free port).",
 )
-@click.option(
-    "--allow-remote",
-    is_flag=True,
-    help="Allow a non-loopback --host. The server has no authentication.",
-)
-@click.option(
-    "--allowed-host",
-    "allowed_hosts",
-    multiple=True,
-    metavar="NAME[:PORT]",
-    help="Another Host name clients use (repeatable; '*' accepts any). Loopback names are in.",
-)
+@allow_remote_option
+@allowed_host_option
 @click.option(
     "--max-sessions",
     type=click.IntRange(min=1),
@@ -58,20 +49,7 @@ def _check_dataset(dataset: str) -> None:
     show_default=True,
     help="WebSocket sessions (one environment each) open at once.",
 )
-@click.option(
-    "--request-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=REQUEST_TIMEOUT,
-    show_default=True,
-    help="Seconds a client has to send each request; slower connections are closed.",
-)
-@click.option(
-    "--max-connections",
-    type=click.IntRange(min=1),
-    default=MAX_CONNECTIONS,
-    show_default=True,
-    help="Connections open at once; one more is answered 503 and closed.",
-)
+@limit_options()
 def serve_openenv_cmd(
     dataset: str,
     host: str,

@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from veritask._cli._listen_options import allow_remote_option, allowed_host_option, limit_options
 from veritask._cli.simulate_cmds import env_options, simulated_source
 from veritask.serve import (
     DEFAULT_HOST,
@@ -19,8 +20,6 @@ from veritask.serve import (
     DEFAULT_MAX_SESSIONS,
     DEFAULT_MAX_STATE_BYTES,
     DEFAULT_PORT,
-    MAX_CONNECTIONS,
-    REQUEST_TIMEOUT,
     open_source,
     require_http,
 )
@@ -58,11 +57,7 @@ def _served_source(domain_or_dir: str, env_model: str | None, env_tools: str | N
     show_default=True,
     help="Port to bind (0: any free port).",
 )
-@click.option(
-    "--allow-remote",
-    is_flag=True,
-    help="Allow a non-loopback --host. The server has no authentication.",
-)
+@allow_remote_option
 @click.option(
     "--idle-timeout",
     type=click.FloatRange(min=0),
@@ -77,13 +72,7 @@ def _served_source(domain_or_dir: str, env_model: str | None, env_tools: str | N
     show_default=True,
     help="Sessions open at once; /reset answers 503 beyond.",
 )
-@click.option(
-    "--allowed-host",
-    "allowed_hosts",
-    multiple=True,
-    metavar="NAME[:PORT]",
-    help="Another Host name clients use (repeatable; '*' accepts any). Loopback names are in.",
-)
+@allowed_host_option
 @click.option(
     "--max-state-bytes",
     type=click.IntRange(min=0),
@@ -91,20 +80,7 @@ def _served_source(domain_or_dir: str, env_model: str | None, env_tools: str | N
     show_default=True,
     help="Largest database a session's writes may leave; a write beyond is refused (0: no cap).",
 )
-@click.option(
-    "--request-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=REQUEST_TIMEOUT,
-    show_default=True,
-    help="Seconds a client has to send each request; slower connections are closed.",
-)
-@click.option(
-    "--max-connections",
-    type=click.IntRange(min=1),
-    default=MAX_CONNECTIONS,
-    show_default=True,
-    help="Connections open at once; one more is answered 503 and closed.",
-)
+@limit_options()
 @click.option("--log-requests", is_flag=True, help="Log every request to stderr.")
 @env_options
 def serve_cmd(

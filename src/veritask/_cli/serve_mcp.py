@@ -7,8 +7,9 @@ from pathlib import Path
 import click
 
 from veritask._cli._common import spec_arg, state_file
+from veritask._cli._listen_options import allow_remote_option, allowed_host_option, limit_options
 from veritask._cli.simulate_cmds import env_opener, env_options
-from veritask.serve import MAX_CONNECTIONS, REQUEST_TIMEOUT, check_bind
+from veritask.serve import check_bind
 
 
 @click.command("serve-mcp")
@@ -39,32 +40,9 @@ from veritask.serve import MAX_CONNECTIONS, REQUEST_TIMEOUT, check_bind
     show_default=True,
     help="Port to bind with --transport http.",
 )
-@click.option(
-    "--allow-remote",
-    is_flag=True,
-    help="Allow a non-loopback --host. The server has no authentication.",
-)
-@click.option(
-    "--allowed-host",
-    "allowed_hosts",
-    multiple=True,
-    metavar="NAME[:PORT]",
-    help="Another Host name clients use (repeatable; '*' accepts any). Loopback names are in.",
-)
-@click.option(
-    "--request-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=REQUEST_TIMEOUT,
-    show_default=True,
-    help="With --transport http: seconds a client has to send each request.",
-)
-@click.option(
-    "--max-connections",
-    type=click.IntRange(min=1),
-    default=MAX_CONNECTIONS,
-    show_default=True,
-    help="With --transport http: connections open at once; one more is answered 503.",
-)
+@allow_remote_option
+@allowed_host_option
+@limit_options("With --transport http: ")
 @env_options
 def serve_mcp_cmd(
     domain: str,
