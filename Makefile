@@ -36,60 +36,10 @@ typecheck: $(STAMP)
 test: lint typecheck
 	$(BIN)/python -m pytest -n auto
 
-# Ray adds about 400 MB and a minute of install, so its executor tests run in a virtualenv of
-# their own, outside `make test`.
-RVENV := .venv-ray
-RSTAMP := $(RVENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
-
-$(RSTAMP): pyproject.toml
-	$(PYTHON) -m venv $(RVENV)
-	$(RVENV)/bin/python -m pip install --quiet --upgrade pip
-	$(RVENV)/bin/python -m pip install --quiet -e '.[ray]' 'pytest>=8,<10' 'hypothesis>=6.100,<7'
-	rm -f $(RVENV)/.installed-*
-	touch $(RSTAMP)
-
-test-ray: $(RSTAMP)
-	$(RVENV)/bin/python -m pytest -p no:cacheprovider tests/pipeline/test_ray_executor.py
-
-# verl >= 0.8 pins transformers below the dev extras' and pulls in ray (about 2 GB with torch),
-# so its agent loop is tested against the real package in a virtualenv of its own, outside
-# `make test` (which runs the same episodes against a re-statement of verl's interface).
-VVENV := .venv-verl
-VSTAMP := $(VVENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
-
-$(VSTAMP): pyproject.toml
-	$(PYTHON) -m venv $(VVENV)
-	$(VVENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VVENV)/bin/python -m pip install --quiet -e '.[verl]' 'pytest>=8,<10' 'hypothesis>=6.100,<7'
-	rm -f $(VVENV)/.installed-*
-	touch $(VSTAMP)
-
-test-verl: $(VSTAMP)
-	$(VVENV)/bin/python -m pytest -p no:cacheprovider tests/integrations/test_verl_agent_loop_real.py tests/integrations/test_verl_agent_loop.py
-
-# The current openenv package needs fastmcp 3, which pins mcp below the dev extras' 2.x, so the
-# OpenEnv server is tested against the real package (its EnvClient and MCPToolClient, and
-# `openenv validate` on examples/openenv) in a virtualenv of its own, outside `make test`
-# (where those tests skip).
-OVENV := .venv-openenv
-OSTAMP := $(OVENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
-
-$(OSTAMP): pyproject.toml
-	$(PYTHON) -m venv $(OVENV)
-	$(OVENV)/bin/python -m pip install --quiet --upgrade pip
-	$(OVENV)/bin/python -m pip install --quiet -e '.[openenv]' 'pytest>=8,<10' 'hypothesis>=6.100,<7'
-	rm -f $(OVENV)/.installed-*
-	touch $(OSTAMP)
-
-test-openenv: $(OSTAMP)
-	$(OVENV)/bin/openenv validate examples/openenv
-	$(OVENV)/bin/python -m pytest -p no:cacheprovider tests/serve/test_openenv.py
-	$(OVENV)/bin/python -m pytest -p no:cacheprovider tests/serve/test_server_bad_inputs.py -k openenv
-
-# One target per trainer framework: each plays a real episode through the framework's own entry
-# point against a local stand-in model. TRL and verifiers are in the dev extras; the others pin
-# what the dev extras cannot hold (or pull in hundreds of MB), so each gets a virtualenv of its
-# own, made from the framework's extra and the test packages: $(call framework_venv,DIR,EXTRA).
+# Integrations whose packages the dev extras cannot hold (or that pull in hundreds of MB) are
+# tested in a virtualenv of their own, made from the package's extra and the test packages:
+# $(call framework_venv,DIR,EXTRA). Each `test-*` target plays real episodes through the
+# framework's own entry point against a local stand-in model.
 FRAMEWORK_TEST_PACKAGES := 'pytest>=8,<10' 'hypothesis>=6.100,<7' 'httpx>=0.28,<1'
 define framework_venv
 $(1)/.installed-$(HASH): pyproject.toml
@@ -100,6 +50,36 @@ $(1)/.installed-$(HASH): pyproject.toml
 	touch $$@
 endef
 
+# Ray adds about 400 MB and a minute of install, so its executor tests run in a virtualenv of
+# their own, outside `make test`.
+RVENV := .venv-ray
+$(eval $(call framework_venv,$(RVENV),ray))
+
+test-ray: $(RVENV)/.installed-$(HASH)
+	$(RVENV)/bin/python -m pytest -p no:cacheprovider tests/pipeline/test_ray_executor.py
+
+# verl >= 0.8 pins transformers below the dev extras' and pulls in ray (about 2 GB with torch),
+# so its agent loop is tested against the real package in a virtualenv of its own, outside
+# `make test` (which runs the same episodes against a re-statement of verl's interface).
+VVENV := .venv-verl
+$(eval $(call framework_venv,$(VVENV),verl))
+
+test-verl: $(VVENV)/.installed-$(HASH)
+	$(VVENV)/bin/python -m pytest -p no:cacheprovider tests/integrations/test_verl_agent_loop_real.py tests/integrations/test_verl_agent_loop.py
+
+# The current openenv package needs fastmcp 3, which pins mcp below the dev extras' 2.x, so the
+# OpenEnv server is tested against the real package (its EnvClient and MCPToolClient, and
+# `openenv validate` on examples/openenv) in a virtualenv of its own, outside `make test`
+# (where those tests skip).
+OVENV := .venv-openenv
+$(eval $(call framework_venv,$(OVENV),openenv))
+
+test-openenv: $(OVENV)/.installed-$(HASH)
+	$(OVENV)/bin/openenv validate examples/openenv
+	$(OVENV)/bin/python -m pytest -p no:cacheprovider tests/serve/test_openenv.py
+	$(OVENV)/bin/python -m pytest -p no:cacheprovider tests/serve/test_server_bad_inputs.py -k openenv
+
+# TRL and verifiers are in the dev extras.
 test-trl: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider tests/integrations/test_trl.py tests/integrations/test_trl_users.py
 
