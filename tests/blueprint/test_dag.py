@@ -176,8 +176,12 @@ def test_dag_compiles_three_certified_services(baseline: tuple[Path, int], tmp_p
     assert paths["grounded"] == paths["kept"] + paths["filtered"] and paths["kept"] > 0
     failures = [paths[k] for k in ("policy_violation", "invalid_entity_data", "spec_bug")]
     assert sum(failures) == paths["filtered"]
+    # every kept path's template was judged; the judge passed the grammar's templates
+    assert paths["templates_judged"] == paths["kept"] >= paths["templates_passed"] > 0
+    assert paths["soft_edges"] > 0
     tasks = stages["tasks"]
-    assert tasks["tasks"] == tasks["certified"] == tasks["grounded"] == tasks["from_paths"] == 83
+    # at least 80% of the 102 asked, all from kept paths
+    assert tasks["tasks"] == tasks["certified"] == tasks["grounded"] == tasks["from_paths"] >= 82
     assert tasks["from_paths_share"] == 1.0 and tasks["fallback"] == 0
     assert report["counts"]["services"] == 3
     kept = {

@@ -21,7 +21,9 @@ from veritask.blueprint import (
     graph_to_json,
     task_template,
 )
+from veritask.blueprint._dag_paths import with_templates
 from veritask.blueprint._ground import Mode, ground_paths
+from veritask.blueprint._semantic import judged_templates
 from veritask.domains import spec_path
 from veritask.policy import SpecError, dump_spec
 from veritask.synth import fused_services
@@ -107,9 +109,12 @@ def tool_graph_cmd(
         report = ground_paths(spec, templates, chosen, seed, max(ground, 1))
         payload["grounding"] = report.to_json()
         if tasks and tasks_out:
-            kept = {o.template: o.tools for o in report.outcomes if o.kept}
-            kept_paths = [{"template": t, "tools": tools} for t, tools in kept.items()]
-            made = path_tasks(spec_path(domain), kept_paths, tasks, seed, Path(tasks_out))
+            kept = {o.template for o in report.outcomes if o.kept}
+            judged = with_templates(
+                {}, judged_templates(spec, [t for t in templates if t.id in kept], seed)
+            )
+            payload["judge"] = {k: judged[k] for k in ("templates_judged", "templates_passed")}
+            made = path_tasks(spec_path(domain), judged["kept_paths"], tasks, seed, Path(tasks_out))
             payload["tasks"] = {**made, **checked_counts(Path(tasks_out))}
     if as_json:
         echo_json(payload)
@@ -128,7 +133,7 @@ def _print_summary(payload: dict[str, Any]) -> None:
         click.echo(f"  {check}: {'ok' if not messages else '; '.join(messages)}")
     for edge in payload["graph"]["edges"]:
         label = ",".join(edge["kinds"])
-        detail = ", ".join(edge["args"] or edge["rules"])
+        detail = ", ".join(edge["args"] or edge["rules"]) or "soft"
         click.echo(f"  {edge['source']} -> {edge['target']} [{label}: {detail}]")
     if "grounding" in payload:
         g = payload["grounding"]
@@ -137,6 +142,9 @@ def _print_summary(payload: dict[str, Any]) -> None:
             f" {g['kept']} kept ({g['kept_share']:.1%}), {g['filtered']} filtered: "
             + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in g["failures"].items())
         )
+    if "judge" in payload:
+        j = payload["judge"]
+        click.echo(f"  templates: {j['templates_passed']} of {j['templates_judged']} judged kept")
     if "tasks" in payload:
         t = payload["tasks"]
         click.echo(
