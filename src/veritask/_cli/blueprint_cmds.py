@@ -22,10 +22,11 @@ from veritask.blueprint import (
     task_template,
 )
 from veritask.blueprint._dag_paths import with_templates
-from veritask.blueprint._ground import Mode, ground_paths
+from veritask.blueprint._ground import FilterReport, Mode, ground_paths
 from veritask.blueprint._semantic import judged_templates
+from veritask.blueprint._toolgraph import TaskTemplate
 from veritask.domains import spec_path
-from veritask.policy import SpecError, dump_spec
+from veritask.policy import DomainSpec, SpecError, dump_spec
 from veritask.synth import fused_services
 
 
@@ -109,19 +110,33 @@ def tool_graph_cmd(
         report = ground_paths(spec, templates, chosen, seed, max(ground, 1))
         payload["grounding"] = report.to_json()
         if tasks and tasks_out:
-            kept = {o.template for o in report.outcomes if o.kept}
-            judged = with_templates(
-                {}, judged_templates(spec, [t for t in templates if t.id in kept], seed)
-            )
-            payload["judge"] = {k: judged[k] for k in ("templates_judged", "templates_passed")}
-            made = path_tasks(spec_path(domain), judged["kept_paths"], tasks, seed, Path(tasks_out))
-            payload["tasks"] = {**made, **checked_counts(Path(tasks_out))}
+            payload |= _path_tasks(domain, spec, templates, report, tasks, seed, Path(tasks_out))
     if as_json:
         echo_json(payload)
     else:
         _print_summary(payload)
     if issues:
         raise SystemExit(1)
+
+
+def _path_tasks(
+    domain: str,
+    spec: DomainSpec,
+    templates: list[TaskTemplate],
+    report: FilterReport,
+    n: int,
+    seed: int,
+    out: Path,
+) -> dict[str, Any]:
+    """``judge`` (the kept paths' templates judged) and ``tasks`` (made from those passed)."""
+    kept = {o.template for o in report.outcomes if o.kept}
+    skeletons = [t for t in templates if t.id in kept]
+    judged = with_templates({}, judged_templates(spec, skeletons, seed))
+    made = path_tasks(spec_path(domain), judged["kept_paths"], n, seed, out)
+    return {
+        "judge": {k: judged[k] for k in ("templates_judged", "templates_passed")},
+        "tasks": {**made, **checked_counts(out)},
+    }
 
 
 def _print_summary(payload: dict[str, Any]) -> None:
