@@ -185,6 +185,8 @@ class PathUnitWorker(UnitWorker):
             if "text" in self.current:
                 record["motivation"] = self.current["motivation"]
                 record["instruction"] = grounded_instruction(self.current["text"], pkg.witness)
+            if "segments" in self.current:
+                record["segments"] = self.current["segments"]
             self.origins[pkg.id] = record
         return pkg
 
