@@ -29,7 +29,7 @@ def test_fused_travel_clinic_tasks_come_from_kept_paths(tmp_path: Path) -> None:
         "tool-graph",
         str(fused),
         "--max-paths",
-        "60",
+        "35",
         "--tasks",
         "6",
         "--tasks-out",

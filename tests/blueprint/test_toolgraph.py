@@ -72,6 +72,9 @@ def test_enumeration_prefers_storyline_successors() -> None:
 def test_tool_graph_command_shows_storyline_edges() -> None:
     result = CliRunner().invoke(cli, ["tool-graph", "mock"])
     assert "query_loans -> insert_loans [storyline: soft]" in result.output
+    # templates are shown in a user's words, with the judge's verdict, not as a skeleton
+    assert "motivation: " in result.output and "judge: 5.0 (kept)" in result.output
+    assert "; then" not in result.output and "look up" not in result.output
 
 
 def test_travel_state_edge_from_a_prerequisite_rule() -> None:

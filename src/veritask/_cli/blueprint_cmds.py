@@ -101,7 +101,12 @@ def tool_graph_cmd(
             for check in ("single_source", "reachability", "acyclicity")
         },
         "paths": len(paths),
-        "templates": [t.to_json() for t in templates],
+        "templates": [
+            {**t.to_json(), "semantic": sem.to_json(), "judge": verdict.to_json()}
+            for t, (sem, verdict) in zip(
+                templates, judged_templates(spec, templates, seed), strict=True
+            )
+        ],
         "graph": data,
     }
     if tasks and not tasks_out:
@@ -172,7 +177,10 @@ def _print_summary(payload: dict[str, Any]) -> None:
     click.echo(f"  {payload['paths']} paths; first templates:")
     for template in payload["templates"][:5]:
         click.echo(f"    {' -> '.join(template['tools'])}")
-        click.echo(f"      {template['text']}")
+        semantic, judge = template["semantic"], template["judge"]
+        click.echo(f"      motivation: {semantic['motivation']}")
+        click.echo(f"      request: {semantic['text']}")
+        click.echo(f"      judge: {judge['mean']:.1f} ({'kept' if judge['passed'] else 'dropped'})")
 
 
 @click.command("fuse")
