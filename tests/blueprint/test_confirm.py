@@ -16,6 +16,7 @@ from veritask.env import (
 )
 from veritask.policy import DomainSpec
 from veritask.policy._tools import confirmation_tools
+from veritask.serve.mcp_server import tool_definitions
 from veritask.task import EnvSession
 
 BORROW = {"member_id": "m_ana", "book_id": "b_dune", "due_step": 10}
@@ -113,3 +114,16 @@ def test_a_blueprint_function_asks_for_confirmation() -> None:
         ],
     }
     assert confirm_writes(Blueprint.model_validate(data)) == ["insert_loans"]
+
+
+def test_the_mcp_server_publishes_the_gated_schema() -> None:
+    spec = _spec()
+    tools = {t.name: t for t in tool_definitions(_env())}
+    assert "confirmation_token" in tools["insert_loans"].input_schema["properties"]
+    plain = Environment(CompiledDomain.from_spec(load_domain("mock")), build_image(spec))
+    assert (
+        "confirm"
+        not in {t.name: t for t in tool_definitions(plain)}["insert_loans"].input_schema[
+            "properties"
+        ]
+    )
