@@ -68,7 +68,9 @@ def test_the_grammar_varies_with_the_seed() -> None:
 def test_the_judge_fails_the_mechanical_skeleton_and_a_wrong_order() -> None:
     spec, skeletons = _skeletons("mock")
     skeleton = _loan_path(spec, skeletons)
-    mechanical = SemanticTemplate(skeleton.id, skeleton.tools, "", skeleton.text, "model")
+    steps = "; then ".join(goal for _, goal, _ in step_goals(spec, skeleton))
+    text = f"As a user of mock (<members.id>): look up members; then {steps}."
+    mechanical = SemanticTemplate(skeleton.id, skeleton.tools, "", text, "model")
     verdict = rubric_judge(spec, skeleton, mechanical)
     assert not verdict.passed and verdict.scores["naturalness"] <= 2
     good = grammar_template(spec, skeleton, seed=0)

@@ -53,11 +53,15 @@ class GraphIssue:
 @dataclass(frozen=True)
 class TaskTemplate:
     """A task skeleton for one path: the tools in order, which earlier call feeds which
-    argument, and placeholders (``<table.column>``) for the values the user must supply."""
+    argument, and placeholders (``<table.column>``) for the values the user must supply.
+
+    It is the machine form; the user-facing template (motivation and request) is written from
+    it by :mod:`veritask.blueprint._semantic`."""
 
     id: str
     tools: tuple[str, ...]
-    text: str
+    signature: str
+    """The path with each step's placeholders: ``query_users -> insert_approvals(<a.b>)``."""
     bindings: tuple[tuple[str, str, str], ...] = ()
     """``(tool, argument, earlier tool whose result supplies it)``."""
     placeholders: dict[str, list[str]] = field(default_factory=dict)
@@ -72,7 +76,7 @@ class TaskTemplate:
         return {
             "id": self.id,
             "tools": list(self.tools),
-            "text": self.text,
+            "signature": self.signature,
             "bindings": [list(b) for b in self.bindings],
             "placeholders": self.placeholders,
         }
@@ -252,14 +256,6 @@ def enumerate_paths(
     return out
 
 
-def _step_text(spec: DomainSpec, tool: ToolSpec, holes: list[str]) -> str:
-    goal = next((tx.goal.rstrip(".") for tx in spec.transactions if tx.tool == tool.name), None)
-    if goal is None:
-        verb = {"query": "look up", "insert": "create", "update": "change"}[tool.kind]
-        goal = f"{verb} {tool.table.replace('_', ' ')}"
-    return f"{goal} ({', '.join(holes)})" if holes else goal
-
-
 def task_template(spec: DomainSpec, graph: Any, path: list[str]) -> TaskTemplate:
     """The template of one path: bindings along its edges, placeholders for the rest."""
     tools = build_tools(spec)
@@ -277,11 +273,10 @@ def task_template(spec: DomainSpec, graph: Any, path: list[str]) -> TaskTemplate
                         fed.add(arg)
         holes = [f"<{tool.table}.{a}>" for a in tool.required if a not in fed]
         placeholders[name] = holes
-        steps.append(_step_text(spec, tool, holes))
-    actor = actor_table(spec)
-    text = f"As a user of {spec.name} (<{actor}.id>): " + "; then ".join(steps) + "."
+        steps.append(f"{name}({', '.join(holes)})" if holes else name)
     digest = hashlib.sha256("\n".join(path).encode()).hexdigest()[:12]
-    return TaskTemplate(f"tpl-{digest}", tuple(path), text, tuple(bindings), placeholders)
+    signature = " -> ".join(steps)
+    return TaskTemplate(f"tpl-{digest}", tuple(path), signature, tuple(bindings), placeholders)
 
 
 def graph_to_json(graph: Any) -> dict[str, Any]:
