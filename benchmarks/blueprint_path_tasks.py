@@ -6,6 +6,10 @@ Run: ``PYTHONPATH=src .venv/bin/python benchmarks/blueprint_path_tasks.py [--n 3
    34 tasks asked per service), its ``tasks`` stage instantiating from the kept paths: tasks
    made, from kept paths, certified, grounded; then the same with ``--fallback symbolic``.
 2. ``fuse travel clinic`` then ``tool-graph FUSED --tasks N``: the same figures.
+3. ``fuse travel clinic --tasks N``: tasks from fused trajectories (candidate pairs, pruned ex
+   ante, fused, made and kept by the feasibility check).
+
+Each run also reports the semantic templates judged and passed and the soft storyline edges.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from veritask._cli.blueprint_fusion_tasks import fused_trajectory_tasks
 from veritask._cli.blueprint_path_tasks import path_tasks
 from veritask._cli.blueprint_run_cmds import (
     checked_counts,
@@ -33,12 +38,25 @@ from veritask.blueprint import (
     stage_report,
     task_template,
 )
+from veritask.blueprint._dag_paths import with_templates
 from veritask.blueprint._ground import ground_paths
+from veritask.blueprint._semantic import judged_templates
+from veritask.blueprint._trajectory_fusion import DEFAULT_MAX_PAIRS
 from veritask.domains import load_domain
 from veritask.model import ScriptedProvider
 from veritask.policy import dump_spec
 
 ROOT = Path(__file__).resolve().parent.parent
+EXTRA = (
+    "templates_judged",
+    "templates_passed",
+    "soft_edges",
+    "candidates",
+    "pruned_ex_ante",
+    "fused",
+    "trajectories_used",
+    "discarded",
+)
 
 
 def _dag(root: Path, fallback: bool) -> dict[str, Any]:
@@ -52,8 +70,14 @@ def _dag(root: Path, fallback: bool) -> dict[str, Any]:
         root, config, ScriptedProvider(dag_script.answer), "scripted", make_tasks=maker
     )
     dag.run()
-    tasks = stage_report(root)["stages"]["tasks"]
-    return {**tasks, "asked": 3 * config.tasks_per_service, "seconds": time.perf_counter() - start}
+    stages = stage_report(root)["stages"]
+    judged = {k: stages["paths"][k] for k in ("templates_judged", "templates_passed", "soft_edges")}
+    return {
+        **stages["tasks"],
+        **judged,
+        "asked": 3 * config.tasks_per_service,
+        "seconds": time.perf_counter() - start,
+    }
 
 
 def _fused(root: Path, n: int) -> dict[str, Any]:
@@ -65,8 +89,11 @@ def _fused(root: Path, n: int) -> dict[str, Any]:
     graph = build_tool_graph(spec)
     templates = [task_template(spec, graph, p) for p in enumerate_paths(graph, limit=200)]
     report = ground_paths(spec, templates, "creation", 0)
-    kept = [{"template": o.template, "tools": o.tools} for o in report.outcomes if o.kept]
-    made = path_tasks(path, kept, n, 0, root / "tasks")
+    kept_ids = {o.template for o in report.outcomes if o.kept}
+    judged = with_templates(
+        {}, judged_templates(spec, [t for t in templates if t.id in kept_ids], 0)
+    )
+    made = path_tasks(path, judged["kept_paths"], n, 0, root / "tasks")
     made.pop("origins")
     checked = checked_counts(root / "tasks")
     seconds = time.perf_counter() - start
@@ -74,10 +101,24 @@ def _fused(root: Path, n: int) -> dict[str, Any]:
         "asked": n,
         "paths": report.paths,
         "kept": report.kept,
+        "templates_judged": judged["templates_judged"],
+        "templates_passed": judged["templates_passed"],
         **made,
         **checked,
         "seconds": seconds,
     }
+
+
+def _trajectories(root: Path, n: int) -> dict[str, Any]:
+    sources = [load_domain("travel"), load_domain("clinic")]
+    fusion = fuse_specs(sources)
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / "fused.yaml"
+    path.write_text(dump_spec(fusion.spec))
+    start = time.perf_counter()
+    made = fused_trajectory_tasks(sources, fusion, path, n, 0, root / "tasks", DEFAULT_MAX_PAIRS)
+    made["from_paths"] = made["from_fused"]
+    return {**made, "seconds": time.perf_counter() - start}
 
 
 def main() -> None:
@@ -91,6 +132,7 @@ def main() -> None:
             "blueprint_run": _dag(root / "dag", fallback=False),
             "blueprint_run_fallback": _dag(root / "dag_fallback", fallback=True),
             "fuse_travel_clinic": _fused(root / "fused", args.n),
+            "fuse_travel_clinic_trajectories": _trajectories(root / "traj", args.n),
         }
     if args.json:
         print(json.dumps(result, indent=1, default=str))
@@ -102,6 +144,9 @@ def main() -> None:
             f" {row['from_paths']} ({share:.1%} of made), certified {row['certified']},"
             f" grounded {row['grounded']}, {row['seconds']:.1f} s"
         )
+        extra = {k: row[k] for k in EXTRA if k in row}
+        if extra:
+            print("   ", ", ".join(f"{k} {v}" for k, v in extra.items()))
 
 
 if __name__ == "__main__":

@@ -343,6 +343,26 @@ def _related(messages: list[dict[str, Any]], key: str) -> str:
     return _j({"related": [c for c in candidates if c in RELATED.get(person, [])]})
 
 
+def _template(messages: list[dict[str, Any]], key: str) -> str:
+    """A template that keeps every placeholder the path lists (LLM template mode)."""
+    lines = [ln for ln in str(messages[1]["content"]).splitlines() if ln.startswith("- ")]
+    holes = list(dict.fromkeys(re.findall(r"<\w+\.\w+>", "\n".join(lines))))
+    text = "Please sort this out for me" + (f", using {', '.join(holes)}" if holes else "") + "."
+    return _j({"motivation": f"My schedule changed ({key[-4:]}).", "text": text})
+
+
+def judged_low(key: str) -> bool:
+    """Whether the scripted judge scores template ``key`` below the bar (about a third)."""
+    return int(key[-2:], 16) % 3 == 0
+
+
+def _judge(key: str) -> str:
+    low = judged_low(key)
+    scores = {"semantic_clarity": 5, "logical_coherence": 5, "completeness": 5}
+    scores |= {"naturalness": 2 if low else 4, "specificity": 2 if low else 5}
+    return _j({**scores, "reason": "stilted" if low else "fine"})
+
+
 def answer(messages: list[dict[str, Any]], tools: Any = None) -> str:
     """The scripted answer to a DAG request (``tools`` unused by the DAG)."""
     del tools
@@ -352,6 +372,8 @@ def answer(messages: list[dict[str, Any]], tools: Any = None) -> str:
     task, key = match.groups()
     if task == "graph":
         return _related(messages, key)
+    if task in ("template", "judge"):
+        return _template(messages, key) if task == "template" else _judge(key)
     attempt = sum(1 for m in messages if m["role"] == "assistant")
     script = ANSWERS[(task, key)]
     return script[min(attempt, len(script) - 1)]

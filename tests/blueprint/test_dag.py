@@ -176,8 +176,12 @@ def test_dag_compiles_three_certified_services(baseline: tuple[Path, int], tmp_p
     assert paths["grounded"] == paths["kept"] + paths["filtered"] and paths["kept"] > 0
     failures = [paths[k] for k in ("policy_violation", "invalid_entity_data", "spec_bug")]
     assert sum(failures) == paths["filtered"]
+    # every kept path's template was judged; the judge passed the grammar's templates
+    assert paths["templates_judged"] == paths["kept"] >= paths["templates_passed"] > 0
+    assert paths["soft_edges"] > 0
     tasks = stages["tasks"]
-    assert tasks["tasks"] == tasks["certified"] == tasks["grounded"] == tasks["from_paths"] == 83
+    # at least 80% of the 102 asked, all from kept paths
+    assert tasks["tasks"] == tasks["certified"] == tasks["grounded"] == tasks["from_paths"] >= 82
     assert tasks["from_paths_share"] == 1.0 and tasks["fallback"] == 0
     assert report["counts"]["services"] == 3
     kept = {
@@ -211,6 +215,27 @@ def test_kill_and_resume_repeats_no_call(baseline: tuple[Path, int], tmp_path: P
         _run(run, second)
         assert first.calls + second.calls == calls, kill_at
         assert _tree(run) == _tree(out), kill_at
+
+
+def test_model_templates_and_judge_gate_the_kept_paths(tmp_path: Path) -> None:
+    """LLM template mode: the model writes each kept path's template and judges it; only a
+    passed template's path is a task skeleton."""
+    config = DagConfig(topics=CONFIG.topics, batch=4, templates="model")
+    provider = KillingProvider()
+    BlueprintDag(tmp_path / "run", config, provider, "scripted").run(until="paths")
+    report = stage_report(tmp_path / "run")
+    paths = report["stages"]["paths"]
+    assert paths["templates_judged"] == paths["kept"] > paths["templates_passed"] > 0
+    modules = report["model_requests"]
+    assert modules["paths"] == 2 * paths["kept"]  # a template and a verdict per kept path
+    for unit in json.loads((tmp_path / "run" / "paths.json").read_text())["units"]:
+        verdicts = {j["template"]: j["passed"] for j in unit["judge"]}
+        assert all(v is not dag_script.judged_low(t) for t, v in verdicts.items())
+        kept = [p["template"] for p in unit["kept_paths"]]
+        assert kept == [t for t, v in verdicts.items() if v]
+        assert all(p["author"] == "model" and "<" in p["text"] for p in unit["kept_paths"])
+    with pytest.raises(ValueError, match="templates must be"):
+        DagConfig(topics=("x",), templates="poetry")
 
 
 def test_until_from_status_and_conflict(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ def test_fused_travel_clinic_tasks_come_from_kept_paths(tmp_path: Path) -> None:
         "tool-graph",
         str(fused),
         "--max-paths",
-        "20",
+        "35",
         "--tasks",
         "6",
         "--tasks-out",
@@ -49,9 +49,15 @@ def test_fused_travel_clinic_tasks_come_from_kept_paths(tmp_path: Path) -> None:
     for part in sorted((out / ORIGINS).glob("unit-*.json")):
         recorded.update(json.loads(part.read_text()))
     assert sorted(recorded) == sorted(p.id for p in packages)
+    assert payload["judge"]["templates_passed"] > 0
     for pkg in packages:
         origin = recorded[pkg.id]
         assert origin["tools"] == templates[origin["template"]]
+        # the semantic template: its motivation opens the goal, its instruction is grounded
+        assert origin["motivation"] and origin["motivation"] in pkg.task.total_goal
+        assert "<" not in origin["instruction"] or origin["instruction"].count("<") < len(
+            origin["tools"]
+        )
         writes = [t for t in origin["tools"] if not t.startswith("query_")]
         done = [c.tool for c in pkg.witness if c.ok and not c.tool.startswith("query_")]
         assert subsequence(writes, done), (pkg.id, writes, done)

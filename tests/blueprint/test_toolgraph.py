@@ -17,6 +17,7 @@ from veritask.blueprint import (
     graph_to_json,
     task_template,
 )
+from veritask.blueprint._toolgraph import STORYLINE, is_soft
 from veritask.domains import builtin_domains, load_domain
 
 
@@ -29,7 +30,7 @@ def test_every_builtin_graph_passes_the_three_checks(domain: str) -> None:
 
 def test_mock_edges_by_hand() -> None:
     graph = build_tool_graph(load_domain("mock"))
-    edges = {(u, v): d for u, v, d in graph.edges(data=True)}
+    edges = {(u, v): d for u, v, d in graph.edges(data=True) if not is_soft(d)}
     assert set(edges) == {
         ("query_members", "insert_loans"),  # member_id references members.id
         ("query_books", "insert_loans"),  # book_id references books.id
@@ -43,10 +44,43 @@ def test_mock_edges_by_hand() -> None:
     assert graph.graph["source"] == "query_members"
 
 
+def test_mock_storyline_edges() -> None:
+    """Soft edges: a write acting on what the previous tool returned, where no hard edge is."""
+    graph = build_tool_graph(load_domain("mock"))
+    soft = {(u, v) for u, v, d in graph.edges(data=True) if is_soft(d)}
+    assert soft == {
+        ("query_loans", "insert_loans"),  # see my loans, then borrow another
+        ("query_members", "update_loans"),  # loans reference members
+        ("query_books", "update_loans"),  # loans reference books
+    }
+    # hard edges that are also plausible next steps carry the mark; a query-to-query edge not
+    assert STORYLINE in graph.edges["query_loans", "update_loans"]["kinds"]
+    assert STORYLINE not in graph.edges["query_members", "query_loans"]["kinds"]
+    assert check_tool_graph(graph) == []
+
+
+def test_enumeration_prefers_storyline_successors() -> None:
+    graph = nx.DiGraph(source="a")
+    graph.add_edge("a", "b", kinds=["state"])
+    graph.add_edge("a", "c", kinds=["information", STORYLINE])
+    graph.add_edge("b", "d", kinds=["state"])
+    graph.add_edge("c", "d", kinds=[STORYLINE])
+    assert enumerate_paths(graph, limit=1) == [["a", "c", "d"]]
+    assert enumerate_paths(graph) == [["a", "c", "d"], ["a", "b", "d"]]
+
+
+def test_tool_graph_command_shows_storyline_edges() -> None:
+    result = CliRunner().invoke(cli, ["tool-graph", "mock"])
+    assert "query_loans -> insert_loans [storyline: soft]" in result.output
+    # templates are shown in a user's words, with the judge's verdict, not as a skeleton
+    assert "motivation: " in result.output and "judge: 5.0 (kept)" in result.output
+    assert "; then" not in result.output and "look up" not in result.output
+
+
 def test_travel_state_edge_from_a_prerequisite_rule() -> None:
     graph = build_tool_graph(load_domain("travel"))
     data = graph.edges["update_travel_requests", "insert_flight_bookings"]
-    assert data["kinds"] == ["state"]
+    assert data["kinds"] == ["state", STORYLINE]  # a booking references the request
     assert "FLIGHT_REQUEST_OPEN" in data["rules"]
 
 

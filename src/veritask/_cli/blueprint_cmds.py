@@ -9,9 +9,11 @@ from typing import Any
 import click
 
 from veritask._cli._common import OUT_FILE, echo_json, spec_arg
+from veritask._cli.blueprint_fusion_tasks import fused_trajectory_tasks
 from veritask._cli.blueprint_path_tasks import path_tasks
 from veritask._cli.blueprint_run_cmds import checked_counts
 from veritask.blueprint import (
+    Fusion,
     FusionError,
     build_tool_graph,
     check_tool_graph,
@@ -21,9 +23,13 @@ from veritask.blueprint import (
     graph_to_json,
     task_template,
 )
-from veritask.blueprint._ground import Mode, ground_paths
+from veritask.blueprint._dag_paths import with_templates
+from veritask.blueprint._ground import FilterReport, Mode, ground_paths
+from veritask.blueprint._semantic import judged_templates
+from veritask.blueprint._toolgraph import TaskTemplate
+from veritask.blueprint._trajectory_fusion import DEFAULT_MAX_PAIRS
 from veritask.domains import spec_path
-from veritask.policy import SpecError, dump_spec
+from veritask.policy import DomainSpec, SpecError, dump_spec
 from veritask.synth import fused_services
 
 
@@ -95,7 +101,12 @@ def tool_graph_cmd(
             for check in ("single_source", "reachability", "acyclicity")
         },
         "paths": len(paths),
-        "templates": [t.to_json() for t in templates],
+        "templates": [
+            {**t.to_json(), "semantic": sem.to_json(), "judge": verdict.to_json()}
+            for t, (sem, verdict) in zip(
+                templates, judged_templates(spec, templates, seed), strict=True
+            )
+        ],
         "graph": data,
     }
     if tasks and not tasks_out:
@@ -107,16 +118,33 @@ def tool_graph_cmd(
         report = ground_paths(spec, templates, chosen, seed, max(ground, 1))
         payload["grounding"] = report.to_json()
         if tasks and tasks_out:
-            kept = {o.template: o.tools for o in report.outcomes if o.kept}
-            kept_paths = [{"template": t, "tools": tools} for t, tools in kept.items()]
-            made = path_tasks(spec_path(domain), kept_paths, tasks, seed, Path(tasks_out))
-            payload["tasks"] = {**made, **checked_counts(Path(tasks_out))}
+            payload |= _path_tasks(domain, spec, templates, report, tasks, seed, Path(tasks_out))
     if as_json:
         echo_json(payload)
     else:
         _print_summary(payload)
     if issues:
         raise SystemExit(1)
+
+
+def _path_tasks(
+    domain: str,
+    spec: DomainSpec,
+    templates: list[TaskTemplate],
+    report: FilterReport,
+    n: int,
+    seed: int,
+    out: Path,
+) -> dict[str, Any]:
+    """``judge`` (the kept paths' templates judged) and ``tasks`` (made from those passed)."""
+    kept = {o.template for o in report.outcomes if o.kept}
+    skeletons = [t for t in templates if t.id in kept]
+    judged = with_templates({}, judged_templates(spec, skeletons, seed))
+    made = path_tasks(spec_path(domain), judged["kept_paths"], n, seed, out)
+    return {
+        "judge": {k: judged[k] for k in ("templates_judged", "templates_passed")},
+        "tasks": {**made, **checked_counts(out)},
+    }
 
 
 def _print_summary(payload: dict[str, Any]) -> None:
@@ -128,7 +156,7 @@ def _print_summary(payload: dict[str, Any]) -> None:
         click.echo(f"  {check}: {'ok' if not messages else '; '.join(messages)}")
     for edge in payload["graph"]["edges"]:
         label = ",".join(edge["kinds"])
-        detail = ", ".join(edge["args"] or edge["rules"])
+        detail = ", ".join(edge["args"] or edge["rules"]) or "soft"
         click.echo(f"  {edge['source']} -> {edge['target']} [{label}: {detail}]")
     if "grounding" in payload:
         g = payload["grounding"]
@@ -137,6 +165,9 @@ def _print_summary(payload: dict[str, Any]) -> None:
             f" {g['kept']} kept ({g['kept_share']:.1%}), {g['filtered']} filtered: "
             + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in g["failures"].items())
         )
+    if "judge" in payload:
+        j = payload["judge"]
+        click.echo(f"  templates: {j['templates_passed']} of {j['templates_judged']} judged kept")
     if "tasks" in payload:
         t = payload["tasks"]
         click.echo(
@@ -146,7 +177,10 @@ def _print_summary(payload: dict[str, Any]) -> None:
     click.echo(f"  {payload['paths']} paths; first templates:")
     for template in payload["templates"][:5]:
         click.echo(f"    {' -> '.join(template['tools'])}")
-        click.echo(f"      {template['text']}")
+        semantic, judge = template["semantic"], template["judge"]
+        click.echo(f"      motivation: {semantic['motivation']}")
+        click.echo(f"      request: {semantic['text']}")
+        click.echo(f"      judge: {judge['mean']:.1f} ({'kept' if judge['passed'] else 'dropped'})")
 
 
 @click.command("fuse")
@@ -154,14 +188,44 @@ def _print_summary(payload: dict[str, Any]) -> None:
 @click.option("--out", type=OUT_FILE, required=True, help="Fused spec.yaml.")
 @click.option("--person", default="persons", show_default=True, help="Name of the person table.")
 @click.option("--name", default=None, help="Name of the fused domain (default: a_b).")
+@click.option(
+    "--tasks",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Make this many tasks from fused trajectories (needs --tasks-out).",
+)
+@click.option("--tasks-out", type=click.Path(file_okay=False), help="Dataset directory of --tasks.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --tasks.")
+@click.option(
+    "--max-pairs",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_PAIRS,
+    show_default=True,
+    help="Candidate trajectory pairs per ordered pair of services.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the fusion report as JSON.")
 def fuse_cmd(
-    domains: tuple[str, ...], out: str, person: str, name: str | None, as_json: bool
+    domains: tuple[str, ...],
+    out: str,
+    person: str,
+    name: str | None,
+    tasks: int,
+    tasks_out: str | None,
+    seed: int,
+    max_pairs: int,
+    as_json: bool,
 ) -> None:
     """Fuse two or more domains into one spec: namespaced tables, one shared person table,
-    harmonized rules. The fused spec is validated and every example is run before it is saved."""
+    harmonized rules. The fused spec is validated and every example is run before it is saved.
+    With --tasks, pairs of validated single-service paths are fused (a joining motivation,
+    pruned ex ante when a segment is not validated) and instantiated on the fused spec; only
+    witnesses that execute, certify and ground are kept."""
+    if tasks and not tasks_out:
+        raise click.UsageError("--tasks needs --tasks-out")
+    sources = [spec_arg(d) for d in domains]
     try:
-        fusion = fuse_specs([spec_arg(d) for d in domains], person=person, name=name)
+        fusion = fuse_specs(sources, person=person, name=name)
     except (FusionError, SpecError) as exc:
         raise click.ClickException(f"fusion refused: {exc}") from None
     failures = example_failures(fusion.spec)
@@ -170,12 +234,20 @@ def fuse_cmd(
     header = f"Fused from {', '.join(fusion.services)} by veritask fuse; edit the sources instead."
     Path(out).write_text(dump_spec(fusion.spec, header))
     report = {**fusion.to_json(), "examples": "all pass", "out": out}
+    if tasks and tasks_out:
+        report["tasks"] = fused_trajectory_tasks(
+            sources, fusion, Path(out), tasks, seed, Path(tasks_out), max_pairs
+        )
     if as_json:
         echo_json(report)
         return
+    _print_fusion(report, fusion)
+
+
+def _print_fusion(report: dict[str, Any], fusion: Fusion) -> None:
     click.echo(
         f"{report['name']}: {report['tables']} tables, {report['rules']} rules,"
-        f" {report['effects']} effects, {report['persons']} persons -> {out}"
+        f" {report['effects']} effects, {report['persons']} persons -> {report['out']}"
     )
     for decision in fusion.decisions:
         click.echo(
@@ -190,6 +262,14 @@ def fuse_cmd(
         )
     for note in fusion.notes:
         click.echo(f"  note: {note}")
+    if "tasks" in report:
+        t = report["tasks"]
+        click.echo(
+            f"  trajectories: {t['candidates']} candidate pairs, {t['pruned_ex_ante']} pruned ex"
+            f" ante, {t['fused']} fused; tasks: {t['tasks']} of {t['asked']} made from"
+            f" {t['trajectories_used']} trajectories, {t['certified']} certified,"
+            f" {t['grounded']} grounded"
+        )
 
 
 def register(group: click.Group) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 
 from veritask import __version__
 from veritask._util import atomic_write_text
+from veritask.blueprint._semantic import PLACEHOLDER
 from veritask.domains import load_domain
 from veritask.domains import spec_path as domain_spec_path
 from veritask.env import Environment
@@ -37,7 +38,7 @@ from veritask.synth._episode import SubGoalTrace
 from veritask.synth._fused import CrossServiceExplorer
 from veritask.synth._sampler import Sampler, StateView
 from veritask.synth._unit import SCENE_SIZE, UnitResult, UnitWorker
-from veritask.task import DatasetDir, TaskPackage
+from veritask.task import DatasetDir, TaskPackage, WitnessCall
 
 Json = dict[str, Any]
 GENERATOR = f"veritask-paths/{__version__}"
@@ -153,14 +154,57 @@ class PathUnitWorker(UnitWorker):
         explorer.fused = self.fused
         return explorer
 
+    def _package(
+        self,
+        domain: str,
+        seed: int,
+        index: int,
+        scene: Scene,
+        episode: Episode,
+        view: StateView,
+        internal: set[str],
+        origin: str,
+        policy: str,
+    ) -> TaskPackage:
+        """The projected package, its total goal opened by the path template's motivation
+        (the spoiler checks then read the whole text)."""
+        view.invalidate()
+        proj = self.projector.project(view, episode, self._edge(scene, episode), internal)
+        motivation = (self.current or {}).get("motivation")
+        if motivation:
+            proj.task.total_goal = f"{motivation} {proj.task.total_goal}"
+        return self._packaged(domain, seed, index, episode, proj, internal, origin, policy)
+
     def _accepted(self, *args: Any) -> TaskPackage | None:
         pkg: TaskPackage | None = super()._accepted(*args)
         if pkg is not None and self.current is not None:
-            self.origins[pkg.id] = {
+            record: Json = {
                 "template": self.current["template"],
                 "tools": list(self.current["tools"]),
             }
+            if "text" in self.current:
+                record["motivation"] = self.current["motivation"]
+                record["instruction"] = grounded_instruction(self.current["text"], pkg.witness)
+            if "segments" in self.current:
+                record["segments"] = self.current["segments"]
+            self.origins[pkg.id] = record
         return pkg
+
+
+def grounded_instruction(text: str, witness: Sequence[WitnessCall]) -> str:
+    """The template's instruction with each ``<table.column>`` placeholder replaced by the value
+    the witness gave that argument (the gold reference of AgentSkiller section 3.17.1)."""
+    values: dict[str, Any] = {}
+    for call in witness:
+        if not call.ok:
+            continue
+        table = call.tool.partition("_")[2]
+        for arg, value in (call.args or {}).items():
+            values.setdefault(f"{table}.{arg}", value)
+    return PLACEHOLDER.sub(
+        lambda m: str(values.get(m.group(1), m.group(0))),
+        text,
+    )
 
 
 def path_tasks(spec_path: str | Path, paths: Sequence[Json], n: int, seed: int, out: Path) -> Json:
@@ -211,4 +255,11 @@ def path_tasks(spec_path: str | Path, paths: Sequence[Json], n: int, seed: int, 
     }
 
 
-__all__ = ["GENERATOR", "ORIGINS", "PathUnitWorker", "path_tasks", "subsequence"]
+__all__ = [
+    "GENERATOR",
+    "ORIGINS",
+    "PathUnitWorker",
+    "grounded_instruction",
+    "path_tasks",
+    "subsequence",
+]

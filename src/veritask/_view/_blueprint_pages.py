@@ -27,6 +27,7 @@ from veritask.blueprint import (
     stage_report,
     task_template,
 )
+from veritask.blueprint._semantic import grammar_template
 from veritask.policy import DomainSpec, SpecError, load_spec
 
 BLUEPRINT_STATUSES = ("accepted", "rejected")
@@ -69,6 +70,8 @@ def blueprint_rows(root: Path) -> list[dict[str, Any]]:
 def _edge_kind(data: dict[str, Any]) -> str:
     if "AUTHENTICATION" in data.get("rules", []):
         return "auth"
+    if data.get("kinds") == ["storyline"]:
+        return "storyline"  # a soft edge: a plausible next step, no dependency
     return "information" if "information" in data.get("kinds", []) else "state"
 
 
@@ -77,7 +80,8 @@ def tool_graph_view(spec: DomainSpec) -> dict[str, Any]:
     graph = build_tool_graph(spec)
     data = graph_to_json(graph)
     edges = [(e["source"], e["target"], _edge_kind(e)) for e in data["edges"]]
-    templates = [task_template(spec, graph, p) for p in enumerate_paths(graph, limit=_TEMPLATES)]
+    skeletons = [task_template(spec, graph, p) for p in enumerate_paths(graph, limit=_TEMPLATES)]
+    templates = [grammar_template(spec, t, seed=0) for t in skeletons]
     return {
         "svg": graph_svg(
             [n["id"] for n in data["nodes"]], edges, label=f"tool graph of {spec.name}"

@@ -23,12 +23,20 @@ from typing import Any
 
 from veritask._util import atomic_write_text, read_json, read_yaml, sha256_text
 from veritask.blueprint import _dag_stages as st
-from veritask.blueprint._dag_paths import TaskMaker, paths_work, tasks_work
+from veritask.blueprint._dag_paths import (
+    TaskMaker,
+    executed_paths,
+    model_judged,
+    paths_work,
+    tasks_work,
+    with_templates,
+)
 from veritask.blueprint._dag_schema import Entity
 from veritask.model import CachedProvider, CostLedger, ModelProvider
 from veritask.pipeline import AsyncExecutor, RunManifest, Unit, pending
-from veritask.policy import DomainSpec, dump_spec
+from veritask.policy import DomainSpec, dump_spec, load_spec
 
+TEMPLATE_AUTHORS = ("grammar", "model")
 STAGES = (
     "domains",
     "entities",
@@ -61,6 +69,8 @@ class DagConfig:
         resources: Faker rows added to each peripheral table.
         max_paths: Template paths enumerated per service (Steps 14-16).
         tasks_per_service: Certified tasks generated from each service.
+        templates: Who writes and judges each kept path's semantic template (Step 14):
+            ``grammar`` (the seeded grammar and the rubric judge, offline) or ``model``.
     """
 
     topics: tuple[str, ...]
@@ -74,6 +84,11 @@ class DagConfig:
     resources: int = 8
     max_paths: int = 200
     tasks_per_service: int = 34
+    templates: str = "grammar"
+
+    def __post_init__(self) -> None:
+        if self.templates not in TEMPLATE_AUTHORS:
+            raise ValueError(f"templates must be one of {', '.join(TEMPLATE_AUTHORS)}")
 
     def to_json(self) -> Json:
         """The config as JSON (topics as a list)."""
@@ -230,7 +245,7 @@ class BlueprintDag:
             )
         if stage == "seed":
             return self._seed_units(), lambda u, _led: self._seed(u, entities)
-        return self._service_units(), lambda u, _led: self._after_seed(stage, u)
+        return self._service_units(), lambda u, led: self._after_seed(stage, u, led)
 
     def _service_units(self) -> list[Unit[Json]]:
         return [
@@ -239,8 +254,12 @@ class BlueprintDag:
             if r["status"] == "seeded"
         ]
 
-    async def _after_seed(self, stage: str, unit: Unit[Json]) -> Json:
+    async def _after_seed(self, stage: str, unit: Unit[Json], ledger: CostLedger) -> Json:
         spec_path = self.out / unit.params["spec_path"]
+        if stage == "paths" and self.config.templates == "model":
+            result, skeletons = executed_paths(spec_path, self.config.max_paths, seed=0)
+            judged = await model_judged(self.asker, load_spec(spec_path), skeletons, ledger)
+            return with_templates(result, judged)
         if stage == "paths":
             return paths_work(spec_path, self.config.max_paths, seed=0)
         out = self.out / "datasets" / unit.id

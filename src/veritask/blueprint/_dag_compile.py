@@ -455,8 +455,20 @@ def compile_blueprint(bp: Blueprint, entities: Mapping[str, Entity]) -> Data:
         "rules": _rules(bp, fx),
         "effects": [e for r in bp.relationships for e in counter_effects(r, bp, fx)],
         "transactions": transactions(bp),
+        "confirm_writes": confirm_writes(bp),
         "seed": fx.rows,
     }
+
+
+def confirm_writes(bp: Blueprint) -> list[str]:
+    """The write tools of the functions marked ``confirm`` (lookups are never gated)."""
+    kinds = {"create": "insert", "update": "update"}
+    tools = {
+        f"{kinds[fn.kind]}_{fn.relationship}"
+        for fn in bp.functions
+        if fn.confirm and fn.kind in kinds
+    }
+    return sorted(tools)
 
 
 def check_spec(data: Data) -> tuple[DomainSpec | None, list[str]]:

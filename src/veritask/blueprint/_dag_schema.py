@@ -107,6 +107,9 @@ class Function(_Answer):
     relationship: str
     parameters: list[str] = Field(default_factory=list)
     returns: str = ""
+    confirm: bool = False
+    """A create or update the user must confirm: its tool follows the confirmation pattern
+    (preview, then commit with the preview's token; the spec's ``confirm_writes``)."""
 
 
 class Policy(_Answer):

@@ -11,7 +11,13 @@ Here every edge is read off the spec, so the graph is the same on every run:
   establish B's prerequisite (an approved request, an open trip). Effects are bookkeeping
   (counters), not prerequisites, so they add no edge;
 - **authentication gate**: the actor's query tool identifies the user; it precedes every tool
-  that no other edge leads to, so it is the single source of every path.
+  that no other edge leads to, so it is the single source of every path;
+- **storyline flow** (soft): a write that acts on the rows the previous tool returned or wrote
+  (the same table, or a table whose foreign key references it) is a plausible next step
+  (``query_orders`` then ``update_orders``, ``insert_trips`` then ``insert_trip_legs``). The
+  kind is added to a hard edge that fits; where no hard edge exists it becomes a soft edge, only
+  when it closes no cycle. Path enumeration tries storyline successors first (a preference: under
+  the path cap, storyline paths are kept before others).
 
 The three checks of section 3.10.2 (one source, everything reachable from it, no cycle) run
 on any graph in this shape, including a hand-made or model-made one.
@@ -32,6 +38,7 @@ from veritask.policy import DomainSpec, ToolSpec, actor_table, build_tools
 DEFAULT_MIN_LEN = 2
 DEFAULT_MAX_LEN = 4
 DEFAULT_MAX_PATHS = 200
+STORYLINE = "storyline"
 
 
 @dataclass(frozen=True)
@@ -46,11 +53,15 @@ class GraphIssue:
 @dataclass(frozen=True)
 class TaskTemplate:
     """A task skeleton for one path: the tools in order, which earlier call feeds which
-    argument, and placeholders (``<table.column>``) for the values the user must supply."""
+    argument, and placeholders (``<table.column>``) for the values the user must supply.
+
+    It is the machine form; the user-facing template (motivation and request) is written from
+    it by :mod:`veritask.blueprint._semantic`."""
 
     id: str
     tools: tuple[str, ...]
-    text: str
+    signature: str
+    """The path with each step's placeholders: ``query_users -> insert_approvals(<a.b>)``."""
     bindings: tuple[tuple[str, str, str], ...] = ()
     """``(tool, argument, earlier tool whose result supplies it)``."""
     placeholders: dict[str, list[str]] = field(default_factory=dict)
@@ -65,7 +76,7 @@ class TaskTemplate:
         return {
             "id": self.id,
             "tools": list(self.tools),
-            "text": self.text,
+            "signature": self.signature,
             "bindings": [list(b) for b in self.bindings],
             "placeholders": self.placeholders,
         }
@@ -129,11 +140,37 @@ def _state_edges(graph: Any, spec: DomainSpec, tools: dict[str, ToolSpec]) -> No
                         _add_edge(graph, writer, consumer, "state", rules=rule.id)
 
 
+def _storyline_edges(graph: Any, spec: DomainSpec, tools: dict[str, ToolSpec]) -> None:
+    """Mark every plausible next step (see the module docstring) with ``storyline``; a pair
+    with no hard edge gets a soft edge when that closes no cycle."""
+    for src in sorted(tools):
+        for dst in sorted(tools):
+            if src == dst or not tools[dst].writes or not _follows(spec, tools[src], tools[dst]):
+                continue
+            if graph.has_edge(src, dst) or not nx.has_path(graph, dst, src):
+                _add_edge(graph, src, dst, STORYLINE)
+
+
+def _follows(spec: DomainSpec, before: ToolSpec, after: ToolSpec) -> bool:
+    """Whether ``after`` acts on the rows ``before`` returns or writes."""
+    if not before.table or not after.table:
+        return False  # a procedure names no table
+    if after.table == before.table:
+        return before.kind != "update" or after.kind == "update"
+    refs = {c.references.split(".")[0] for c in spec.table(after.table).columns if c.references}
+    return before.table in refs
+
+
+def is_soft(data: dict[str, Any]) -> bool:
+    """Whether an edge is storyline flow alone (no information or state dependency)."""
+    return list(data.get("kinds", [])) == [STORYLINE]
+
+
 def build_tool_graph(spec: DomainSpec) -> Any:
     """The tool dependency graph of ``spec`` as a ``networkx.DiGraph``.
 
     Nodes are tool names (attributes ``kind``, ``table``); edges carry ``kinds``
-    (``information``, ``state``), ``args`` (the arguments an information edge feeds) and
+    (``information``, ``state``, and the soft ``storyline``), ``args`` (the arguments an information edge feeds) and
     ``rules`` (the prerequisite rules a state edge serves). ``graph.graph["source"]`` is the
     actor's query tool.
     """
@@ -147,6 +184,7 @@ def build_tool_graph(spec: DomainSpec) -> Any:
     for name in tools:
         if name != source and graph.in_degree(name) == 0:
             _add_edge(graph, source, name, "state", rules="AUTHENTICATION")
+    _storyline_edges(graph, spec, tools)
     return graph
 
 
@@ -183,7 +221,11 @@ def check_tool_graph(graph: Any) -> list[GraphIssue]:
 
 
 def _extend(graph: Any, path: list[str], min_len: int, max_len: int) -> Iterator[list[str]]:
-    successors = sorted(s for s in graph.successors(path[-1]) if s not in path)
+    here = path[-1]
+    successors = sorted(
+        (s for s in graph.successors(here) if s not in path),
+        key=lambda s: (STORYLINE not in graph.edges[here, s].get("kinds", []), s),
+    )
     if not successors or len(path) == max_len:
         if len(path) >= min_len:
             yield list(path)
@@ -201,7 +243,8 @@ def enumerate_paths(
     limit: int = DEFAULT_MAX_PATHS,
 ) -> list[list[str]]:
     """Simple paths from the source that end at a sink or at ``max_len`` tools, at least
-    ``min_len`` long, in lexicographic order of tool names, at most ``limit`` of them."""
+    ``min_len`` long, at most ``limit`` of them. At each step storyline successors come first
+    (the preference), then the others, each group in the order of tool names."""
     root = graph.graph.get("source")
     if root is None or root not in graph:
         return []
@@ -211,14 +254,6 @@ def enumerate_paths(
         if len(out) >= limit:
             break
     return out
-
-
-def _step_text(spec: DomainSpec, tool: ToolSpec, holes: list[str]) -> str:
-    goal = next((tx.goal.rstrip(".") for tx in spec.transactions if tx.tool == tool.name), None)
-    if goal is None:
-        verb = {"query": "look up", "insert": "create", "update": "change"}[tool.kind]
-        goal = f"{verb} {tool.table.replace('_', ' ')}"
-    return f"{goal} ({', '.join(holes)})" if holes else goal
 
 
 def task_template(spec: DomainSpec, graph: Any, path: list[str]) -> TaskTemplate:
@@ -238,11 +273,10 @@ def task_template(spec: DomainSpec, graph: Any, path: list[str]) -> TaskTemplate
                         fed.add(arg)
         holes = [f"<{tool.table}.{a}>" for a in tool.required if a not in fed]
         placeholders[name] = holes
-        steps.append(_step_text(spec, tool, holes))
-    actor = actor_table(spec)
-    text = f"As a user of {spec.name} (<{actor}.id>): " + "; then ".join(steps) + "."
+        steps.append(f"{name}({', '.join(holes)})" if holes else name)
     digest = hashlib.sha256("\n".join(path).encode()).hexdigest()[:12]
-    return TaskTemplate(f"tpl-{digest}", tuple(path), text, tuple(bindings), placeholders)
+    signature = " -> ".join(steps)
+    return TaskTemplate(f"tpl-{digest}", tuple(path), signature, tuple(bindings), placeholders)
 
 
 def graph_to_json(graph: Any) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Environment sessions over compiled SQLite databases: tools, snapshots and state diffs."""
 
 from veritask.env._build import PAGE_SIZE, RowError, build_image, insert_rows, sql_culprits
+from veritask.env._confirm import CONFIRMATION_REQUIRED, ConfirmationGate
 from veritask.env._environment import (
     DEFAULT_CALL_TIME_LIMIT,
     CompiledDomain,
@@ -33,11 +34,13 @@ from veritask.env._state import (
 )
 
 __all__ = [
+    "CONFIRMATION_REQUIRED",
     "DEFAULT_CALL_TIME_LIMIT",
     "DEFAULT_EPS",
     "EXAMPLE_SECONDS",
     "PAGE_SIZE",
     "CompiledDomain",
+    "ConfirmationGate",
     "DatabaseError",
     "Environment",
     "ExampleFailure",

@@ -385,6 +385,9 @@ class DomainSpec(_Model):
     transactions: list[Transaction] = Field(default_factory=list)
     procedures: list[Procedure] = Field(default_factory=list)
     """Procedural tools (docs/design/0043-procedural-tools.md), beside the atomic ones."""
+    confirm_writes: list[Identifier] = Field(default_factory=list)
+    """Write tools that follow the confirmation pattern (preview, then commit with the token the
+    preview returned); see ``veritask.env.ConfirmationGate``."""
     atomic_tools: bool = True
     """False: agents get only the procedural tools (an imported toolkit), no ``query_<t>``."""
     seed: dict[Identifier, list[dict[str, Scalar | None]]] = Field(default_factory=dict)

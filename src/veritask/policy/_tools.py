@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from veritask.policy._spec import Column, DomainSpec, Effect, Procedure, Rule, Scalar, Table
@@ -295,6 +295,47 @@ def _atomic_tools(spec: DomainSpec) -> dict[str, ToolSpec]:
                 effects=tuple(e.id for e in effects),
                 key=key,
             )
+    return tools
+
+
+CONFIRM_ARG = "confirm"
+TOKEN_ARG = "confirmation_token"
+
+
+def confirmation_tools(spec: DomainSpec) -> dict[str, ToolSpec]:
+    """The tools of ``spec`` as an agent sees them under the confirmation pattern: each write
+    tool named in ``confirm_writes`` gains ``confirm`` and ``confirmation_token`` arguments and
+    says how to use them (AgentSkiller section 3.9.1); other tools are unchanged.
+
+    Raises:
+        ValueError: ``confirm_writes`` names a tool that is not a write tool of the spec.
+    """
+    tools = build_tools(spec)
+    for name in spec.confirm_writes:
+        tool = tools.get(name)
+        if tool is None or not tool.writes:
+            raise ValueError(f"confirm_writes: {name!r} is not a write tool of {spec.name}")
+        params = {
+            **tool.params,
+            CONFIRM_ARG: Param(
+                CONFIRM_ARG,
+                "boolean",
+                "value",
+                description="false (default): preview the change and get a token; true: commit.",
+            ),
+            TOKEN_ARG: Param(
+                TOKEN_ARG,
+                "string",
+                "value",
+                description="With confirm=true: the token the preview of this same call returned.",
+            ),
+        }
+        description = (
+            f"{tool.description}\nConfirmation required: call first with confirm=false to get a "
+            "preview and a confirmation_token, show the preview to the user, and only after they "
+            "agree call again with the same arguments, confirm=true and that token."
+        )
+        tools[name] = replace(tool, params=params, description=description)
     return tools
 
 

@@ -38,7 +38,7 @@ from pydantic import ValidationError
 
 from veritask import __version__
 from veritask.domains import load_domain
-from veritask.env import CompiledDomain, Environment, ToolResult
+from veritask.env import CompiledDomain, ConfirmationGate, Environment, ToolResult
 from veritask.policy import DomainSpec, render_wiki
 from veritask.serve._asgi import ASGIApp, bounded_body
 from veritask.serve._hosts import guard_hosts
@@ -99,7 +99,7 @@ def tool_definitions(env: Environment) -> list[types.Tool]:
         types.Tool.model_validate(
             {"name": t.name, "description": t.description, "inputSchema": t.json_schema()}
         )
-        for t in env.tools.values()
+        for t in (ConfirmationGate(env).tools if env.spec.confirm_writes else env.tools).values()
     ]
 
 

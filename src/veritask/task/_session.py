@@ -12,7 +12,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from veritask._util import loads_untrusted
-from veritask.env import CompiledDomain, Environment, Snapshot, ToolResult, diff, proximity
+from veritask.env import (
+    CompiledDomain,
+    ConfirmationGate,
+    Environment,
+    Snapshot,
+    ToolResult,
+    diff,
+    proximity,
+)
 from veritask.model import Usage
 from veritask.task._package import TaskPackage
 from veritask.task._trajectory import EpisodeEnd, ToolStep, Trajectory
@@ -54,6 +62,7 @@ class EnvSession:
         self.calls = 0
         self._tools: list[dict[str, Any]] | None = None
         self._env: Environment | None = Environment(domain, origin)
+        self._gate: ConfirmationGate | None = None
 
     @classmethod
     def for_task(
@@ -99,8 +108,17 @@ class EnvSession:
     def tools(self) -> list[dict[str, Any]]:
         """OpenAI tool schemas of the domain (built once)."""
         if self._tools is None:
-            self._tools = self.env.openai_tools()
+            gate = self._confirmation()
+            self._tools = gate.openai_tools() if gate else self.env.openai_tools()
         return self._tools
+
+    def _confirmation(self) -> ConfirmationGate | None:
+        """The preview-then-commit gate of the live environment (None: the spec asks none)."""
+        if not self.env.spec.confirm_writes:
+            return None
+        if self._gate is None or self._gate.env is not self.env:
+            self._gate = ConfirmationGate(self.env)
+        return self._gate
 
     # -- acting ------------------------------------------------------------------------------
 
@@ -124,7 +142,8 @@ class EnvSession:
         Returns:
             The environment's result (a success payload or a structured error).
         """
-        result = self.env.call(tool, args)
+        gate = self._confirmation()
+        result = gate.call(tool, args) if gate else self.env.call(tool, args)
         self.calls += 1
         if self.record:
             self.steps.append(self._step(tool, args, result, call_id, turn))
