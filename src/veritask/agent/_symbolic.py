@@ -7,6 +7,7 @@ import random
 from typing import Any
 
 from veritask.agent._base import Turn, text_message, tool_call_message
+from veritask.agent._dual import ask_user_to_call
 from veritask.task import WitnessCall
 
 DONE = "All the requested changes have been made."
@@ -27,10 +28,13 @@ class OracleAgent:
 
     async def respond(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Turn:
         """The next witness call, or a closing message once all are made."""
-        del messages, tools  # the witness decides every call
+        del messages  # the witness decides every call
         if self._next < len(self._calls):
             call = self._calls[self._next]
             self._next += 1
+            offered = {t.get("function", {}).get("name") for t in tools}
+            if tools and call.tool not in offered:  # one of the user's own tools
+                return Turn(ask_user_to_call(f"call_{self._next}", call.tool, dict(call.args)))
             args = json.dumps(call.args, sort_keys=True)
             return Turn(tool_call_message(f"call_{self._next}", call.tool, args))
         return Turn(text_message(DONE))

@@ -181,8 +181,17 @@ class RoleFactory:
         if builtin is not None:
             return builtin(task)
         from veritask.agent._llm import LLMUser
+        from veritask.policy import user_tool_names
 
-        return LLMUser(self._provider(self.user), task.package, self._config(), sample_index=trial)
+        mine = user_tool_names(task.domain.spec)  # dual control: the user's own tools
+        tools = [t.openai_schema() for n, t in task.domain.tools.items() if n in mine]
+        return LLMUser(
+            self._provider(self.user),
+            task.package,
+            self._config(),
+            sample_index=trial,
+            tools=tools,
+        )
 
 
 def score(traj: Trajectory, source: TaskSource, package: TaskPackage) -> Trajectory:

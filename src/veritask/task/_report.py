@@ -10,6 +10,7 @@ from typing import Any
 from veritask.policy import DomainSpec, build_tools
 from veritask.task._costs import PriceTable, cost_report, dataset_ledger
 from veritask.task._dataset import DatasetDir, load_dataset
+from veritask.task._dual import dual_report, spec_of
 from veritask.task._lint import repeated_texts, standing_cast
 from veritask.task._package import TAGS, TaskPackage
 from veritask.task._reach import uncovered
@@ -139,6 +140,9 @@ def report_dataset(
         "cast": _cast(packages),
         "uncovered": missing,
     }
+    dual = dual_report(packages, spec_of(spec, DatasetDir(Path(root))))
+    if dual is not None:  # only for domains with user-side tools or a hand-off
+        report["dual_control"] = dual
     ledger = dataset_ledger(root)
     if ledger is not None:
         report["costs"] = cost_report(ledger, n, DatasetDir(Path(root)).read_run(), prices)
