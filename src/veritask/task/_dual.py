@@ -70,6 +70,15 @@ def dual_report(
     }
 
 
+def dual_section(
+    packages: Sequence[TaskPackage], spec_of: Callable[[str], DomainSpec]
+) -> dict[str, Any]:
+    """``{"dual_control": dual_report(...)}``, or ``{}`` for domains with neither user tools
+    nor a hand-off (their report stays as it was)."""
+    dual = dual_report(packages, spec_of)
+    return {} if dual is None else {"dual_control": dual}
+
+
 def spec_of(spec: DomainSpec | None, ds: Any) -> Callable[[str], DomainSpec]:
     """The spec to read each domain of a dataset with: ``spec`` when given, else the dataset's
     own (``DatasetDir.domain_spec``)."""
