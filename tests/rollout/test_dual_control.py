@@ -233,3 +233,19 @@ def test_report_counts_tasks_with_user_side_calls(source: TaskSource) -> None:
     dual = report["dual_control"]
     assert dual["user_tool_tasks"] == len(_dual(source))
     assert dual["user_calls"] >= dual["user_tool_tasks"]
+
+
+def test_user_calls_past_the_limit_are_not_run_nor_shown(source: TaskSource) -> None:
+    pkg = _dual(source)[0]
+    task = source.episode_task(pkg)
+    call = {"name": "query_devices", "arguments": {}}
+    script: list[Any] = (
+        ["Hi."] + [{"content": "checking", "tool_calls": [call]}] * 3 + ["###STOP###"]
+    )
+    user = LLMUser(get_provider("scripted", script=script), pkg, tools=[{"type": "function"}])
+    agent = LLMAgent(get_provider("scripted", script=["What does your phone show?"] * 3))
+    limits = EpisodeLimits(max_turns=2, max_user_calls=2)
+    traj = asyncio.run(run_episode(task, agent, user, limits=limits))
+    assert [s.by for s in traj.steps] == ["user", "user"]
+    last = traj.messages[3]
+    assert last["role"] == "user" and "tool_calls" not in last and last["content"] == "checking"

@@ -213,10 +213,14 @@ _NO_USER_SIDE = '{"error": {"code": "USER_TOOL", "message": "no user-side tools 
 
 def fold_user_traffic(reply: Turn, traffic: list[dict[str, Any]]) -> Turn:
     """The user's final message with the tool traffic of the turn kept under its payload (the
-    agent sees only the words; the user's view and user SFT data show the calls)."""
-    if not traffic:
+    agent sees only the words; the user's view and user SFT data show the calls). Calls the
+    message still makes (past the limit) were not run and are dropped."""
+    if not traffic and not reply.message.get("tool_calls"):
         return reply
-    message = dict(reply.message)
+    # calls still asked for past ``max_user_calls`` were not run: the message keeps its words
+    message = {k: v for k, v in reply.message.items() if k != "tool_calls"}
+    if not traffic:
+        return Turn(message, reply.usage)
     payload = dict(message.get(PAYLOAD) or {})
     payload[USER_TRAFFIC] = traffic
     message[PAYLOAD] = payload
