@@ -173,7 +173,8 @@ def test_oracle_asks_the_user_for_the_users_calls(source: TaskSource, tmp_path: 
 
     for pkg in _dual(source)[:4]:
         task = source.episode_task(pkg)
-        traj = asyncio.run(run_episode(task, OracleAgent(pkg.witness), ScriptedUser(pkg)))
+        oracle = OracleAgent(pkg.witness, user_tool_names(task.domain.spec))
+        traj = asyncio.run(run_episode(task, oracle, ScriptedUser(pkg)))
         assert traj.final_distance == 0
         assert not any(s.error and s.error["code"] == USER_TOOL_CODE for s in traj.steps)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Collection
 from typing import Any
 
 from veritask.agent._base import Turn, text_message, tool_call_message
@@ -22,18 +23,21 @@ class OracleAgent:
 
     name = "oracle"
 
-    def __init__(self, witness: list[WitnessCall]) -> None:
+    def __init__(
+        self, witness: list[WitnessCall], user_tools: Collection[str] = frozenset()
+    ) -> None:
         self._calls = list(witness)
         self._next = 0
+        self._user_tools = frozenset(user_tools)
+        """The user's own tools (dual control): the oracle asks the user to make those calls."""
 
     async def respond(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Turn:
         """The next witness call, or a closing message once all are made."""
-        del messages  # the witness decides every call
+        del messages, tools  # the witness decides every call
         if self._next < len(self._calls):
             call = self._calls[self._next]
             self._next += 1
-            offered = {t.get("function", {}).get("name") for t in tools}
-            if tools and call.tool not in offered:  # one of the user's own tools
+            if call.tool in self._user_tools:  # the user makes this call
                 return Turn(ask_user_to_call(f"call_{self._next}", call.tool, dict(call.args)))
             args = json.dumps(call.args, sort_keys=True)
             return Turn(tool_call_message(f"call_{self._next}", call.tool, args))
