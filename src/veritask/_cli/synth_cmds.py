@@ -260,6 +260,14 @@ def report_cmd(
         f"texts repeated on another origin {payload['repeated_texts']}"
     )
     _echo_uncovered(payload["uncovered"])
+    if "dual_control" in payload:
+        dual = payload["dual_control"]
+        reasons = ", ".join(f"{k} {v}" for k, v in dual["escalation_reasons"].items()) or "none"
+        click.echo(
+            f"user-side calls: {dual['user_tool_tasks']} tasks ({dual['user_tool_share']}), "
+            f"{dual['user_calls']} calls  hand-offs {dual['escalations']} "
+            f"({dual['escalation_share']}; {reasons})  declined {dual['declined_escalations']}"
+        )
     if "costs" in payload:
         _echo_costs(payload["costs"])
     if "rollouts" in payload:

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from veritask.agent._base import PAYLOAD, Turn, text_message, tool_call_message
+from veritask.agent._dual import ask_user_to_call, user_results
 from veritask.env import evaluate_on_rows
-from veritask.policy import DomainSpec, Rule, ToolSpec, actor_table, build_tools
+from veritask.policy import DomainSpec, Rule, ToolSpec, actor_table, build_tools, user_tool_names
 from veritask.task import Ask, RowRef
 
 MAX_TRIES = 12
@@ -57,6 +58,8 @@ class FaithfulAgent:
     def __init__(self, spec: DomainSpec) -> None:
         self.spec = spec
         self.tools: dict[str, ToolSpec] = build_tools(spec)
+        self.user_side = user_tool_names(spec)
+        """The user's own tools: the agent asks the user to run them."""
         self.actor = actor_table(spec)
         self.user_id: Any = None
         self.queue: list[Ask] = []
@@ -88,6 +91,10 @@ class FaithfulAgent:
             self._result(*self.pending, message.get("content") or "null")
             self.pending = None
         elif message.get("role") == "user":
+            for tool, args, content in user_results(message):  # the user's own calls
+                if self.pending is not None and self.pending[0] == tool:
+                    self._result(tool, args, content)
+                    self.pending = None
             self._heard(message.get(PAYLOAD) or {})
 
     def _heard(self, payload: dict[str, Any]) -> None:
@@ -152,6 +159,8 @@ class FaithfulAgent:
     def _call(self, tool: str, args: dict[str, Any]) -> Turn:
         self.pending = (tool, args)
         self.count += 1
+        if tool in self.user_side:  # dual control: the user runs it and reports back
+            return Turn(ask_user_to_call(f"call_{self.count}", tool, args))
         return Turn(tool_call_message(f"call_{self.count}", tool, json.dumps(args, sort_keys=True)))
 
     def _text(self, said: dict[str, Any]) -> dict[str, Any]:

@@ -50,19 +50,26 @@ class LLMUser:
         package: TaskPackage,
         config: GenerateConfig | None = None,
         sample_index: int = 0,
+        tools: list[dict[str, Any]] | None = None,
     ) -> None:
         self.provider = provider
         self.config = config or GenerateConfig()
-        self.system = user_system_prompt(package)
+        self.tools = tools or []
+        """The user's own tools (dual control): the model may call them when the agent asks."""
+        self.system = user_system_prompt(package, self.tools)
         self.sample_index = sample_index
         self.name = f"llm-user:{provider.name}"
 
     async def _say(self, history: list[dict[str, Any]]) -> Turn:
         messages = [{"role": "system", "content": self.system}, *history]
         out = await self.provider.generate(
-            messages, tools=None, config=self.config, sample_index=self.sample_index
+            messages, tools=self.tools or None, config=self.config, sample_index=self.sample_index
         )
         content = out.message.get("content") or ""
+        calls = out.message.get("tool_calls") if self.tools else None
+        if calls:  # the user runs their own tools; the loop answers and asks again
+            message = {"role": "user", "content": content or None, "tool_calls": calls}
+            return Turn(message, out.usage)
         if STOP in content:
             content = STOP
         return Turn(text_message(content.strip(), role="user"), out.usage)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Collection
 from typing import Any
 
 from veritask.agent._base import Turn, text_message, tool_call_message
+from veritask.agent._dual import ask_user_to_call
 from veritask.task import WitnessCall
 
 DONE = "All the requested changes have been made."
@@ -21,9 +23,13 @@ class OracleAgent:
 
     name = "oracle"
 
-    def __init__(self, witness: list[WitnessCall]) -> None:
+    def __init__(
+        self, witness: list[WitnessCall], user_tools: Collection[str] = frozenset()
+    ) -> None:
         self._calls = list(witness)
         self._next = 0
+        self._user_tools = frozenset(user_tools)
+        """The user's own tools (dual control): the oracle asks the user to make those calls."""
 
     async def respond(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Turn:
         """The next witness call, or a closing message once all are made."""
@@ -31,6 +37,8 @@ class OracleAgent:
         if self._next < len(self._calls):
             call = self._calls[self._next]
             self._next += 1
+            if call.tool in self._user_tools:  # the user makes this call
+                return Turn(ask_user_to_call(f"call_{self._next}", call.tool, dict(call.args)))
             args = json.dumps(call.args, sort_keys=True)
             return Turn(tool_call_message(f"call_{self._next}", call.tool, args))
         return Turn(text_message(DONE))

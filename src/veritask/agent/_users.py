@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from veritask.agent._base import PAYLOAD, STOP, Turn, text_message
+from veritask.agent._dual import BY_USER, flipped_traffic, requested_call, user_tool_call_message
 from veritask.task import Fallback, SubGoal, TaskPackage
 
 _TRIGGER = re.compile(
@@ -106,7 +107,11 @@ class ScriptedUser:
         return None
 
     async def respond(self, messages: list[dict[str, Any]]) -> Turn:
-        """React to the assistant's last text, else move to the next sub-goal, else stop."""
+        """Run the user-side call the agent asked for and report what it showed; else react to
+        the assistant's last text, else move to the next sub-goal, else stop."""
+        own = _own_tools_turn(messages)
+        if own is not None:
+            return own
         last: dict[str, Any] = next(
             (m for m in reversed(messages) if m.get("role") == "assistant"), {}
         )
@@ -131,6 +136,23 @@ class ScriptedUser:
         return Turn(text_message(STOP, role="user"))
 
 
+def _own_tools_turn(messages: list[dict[str, Any]]) -> Turn | None:
+    """Dual control: the call the agent just asked for, or the report of the user's own calls
+    just made (None when the last message is neither)."""
+    if not messages:
+        return None
+    last = messages[-1]
+    if last.get("role") == "tool" and (last.get(PAYLOAD) or {}).get(BY_USER):
+        shown = last.get("content") or "null"
+        return Turn(text_message(f"I did it on my side. It shows: {shown}", role="user"))
+    call = requested_call(last) if last.get("role") == "assistant" else None
+    if call is None:
+        return None
+    given = call.get("args")
+    args: dict[str, Any] = given if isinstance(given, dict) else {}
+    return Turn(user_tool_call_message(str(call.get("id", "")), str(call.get("tool")), args))
+
+
 USER_PROMPT = """You are a user interacting with an agent.
 
 <USER_PROFILE>: This block contains the strict definition of your identity (Name, ID, Tier, etc.).
@@ -150,8 +172,13 @@ Rules:
 - Try to make the conversation as natural as possible, and stick to the personalities in the instruction."""
 
 
-def user_system_prompt(package: TaskPackage) -> str:
-    """LOGIGEN's user-simulator prompt (Appendix B.1) for one task."""
+USER_TOOLS_RULE = """
+- You have tools of your own (your device, your settings). Use them only when the agent asks you to do something on your side; then call the tool, and tell the agent in your own words what it showed."""
+
+
+def user_system_prompt(package: TaskPackage, tools: list[dict[str, Any]] | None = None) -> str:
+    """LOGIGEN's user-simulator prompt (Appendix B.1) for one task; with the user's own tools
+    (dual control), one more rule saying when to use them."""
     p = package.user_profile
     profile = "\n".join(
         [
@@ -160,16 +187,24 @@ def user_system_prompt(package: TaskPackage) -> str:
             *(f"{k}: {v}" for k, v in p.attributes.items()),
         ]
     )
-    return USER_PROMPT.format(profile=profile, task=package.task_description)
+    text = USER_PROMPT.format(profile=profile, task=package.task_description)
+    return text + USER_TOOLS_RULE if tools else text
 
 
 def flip_roles(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The conversation as the user simulator sees it: the assistant's words become the user's
-    input; tool traffic and the policy prompt are not shown."""
-    out = []
+    input; the agent's tool traffic and the policy prompt are not shown, the user's own tool
+    calls (dual control) are, as the user's tool calls."""
+    out: list[dict[str, Any]] = []
     for m in messages:
         if m.get("role") == "assistant" and m.get("content"):
             out.append({"role": "user", "content": m["content"]})
         elif m.get("role") == "user":
-            out.append({"role": "assistant", "content": m.get("content") or ""})
+            out += flipped_traffic(m)  # the user's own tool calls (dual control), if any
+            own: dict[str, Any] = {"role": "assistant", "content": m.get("content") or ""}
+            if m.get("tool_calls"):
+                own["tool_calls"] = m["tool_calls"]
+            out.append(own)
+        elif m.get("role") == "tool" and (m.get(PAYLOAD) or {}).get(BY_USER):
+            out.append({k: v for k, v in m.items() if k != PAYLOAD})
     return out

@@ -2,6 +2,12 @@
 
 from veritask.policy._actor import actor_table
 from veritask.policy._bounds import check_bounds
+from veritask.policy._dual import (
+    USER_TOOL_CODE,
+    escalation_tool,
+    is_user_tool,
+    user_tool_names,
+)
 from veritask.policy._dump import dump_spec
 from veritask.policy._importer import import_sql
 from veritask.policy._issues import SpecError, SpecIssue
@@ -18,6 +24,8 @@ from veritask.policy._spec import (
     Column,
     DomainSpec,
     Effect,
+    Escalation,
+    EscalationReason,
     Example,
     Lifecycle,
     RowExpectation,
@@ -26,6 +34,7 @@ from veritask.policy._spec import (
     Table,
     Threshold,
     Transaction,
+    UserTools,
     Wiki,
 )
 from veritask.policy._sql import RAISE_PATTERN, CompiledSQL, compile_sql, quote_ident, table_order
@@ -34,11 +43,14 @@ from veritask.policy._wiki import render_wiki
 
 __all__ = [
     "RAISE_PATTERN",
+    "USER_TOOL_CODE",
     "Call",
     "Column",
     "CompiledSQL",
     "DomainSpec",
     "Effect",
+    "Escalation",
+    "EscalationReason",
     "Example",
     "Lifecycle",
     "Param",
@@ -52,6 +64,7 @@ __all__ = [
     "Threshold",
     "ToolSpec",
     "Transaction",
+    "UserTools",
     "Wiki",
     "actor_table",
     "argument_schema",
@@ -59,7 +72,9 @@ __all__ = [
     "check_bounds",
     "compile_sql",
     "dump_spec",
+    "escalation_tool",
     "import_sql",
+    "is_user_tool",
     "load_spec",
     "load_spec_with_lines",
     "openai_tools",
@@ -69,4 +84,5 @@ __all__ = [
     "render_wiki",
     "spec_from_data",
     "table_order",
+    "user_tool_names",
 ]

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from veritask._util import FAST_LOADER, InputError, Limits, compose_yaml
 from veritask.policy._actor import actor_table
+from veritask.policy._dual import check_dual
 from veritask.policy._issues import SpecError as SpecError
 from veritask.policy._issues import SpecIssue as SpecIssue
 from veritask.policy._spec import Column, DomainSpec, Rule, Table
@@ -374,6 +375,7 @@ def check_references(spec: DomainSpec) -> Iterator[tuple[Loc, str]]:
     yield from _check_transactions(spec)
     yield from _check_services(spec)
     yield from _check_seed(spec)
+    yield from check_dual(spec)
     yield from check_spec_sql(spec)
 
 

@@ -368,6 +368,45 @@ class Service(_Model):
     tables: list[Identifier] = Field(min_length=1)
 
 
+class UserTools(_Model):
+    """Tools the user holds (dual control): they act on the user's own records, the agent cannot
+    call them and asks the user to (docs/design/0060-dual-control-and-escalation.md).
+
+    Each is an ordinary tool of the spec run by the same engine (savepoint, refusals that leave
+    the state untouched, change tracking); only who may call it differs.
+    """
+
+    tables: list[Identifier] = Field(default_factory=list)
+    """User-side tables: every tool of such a table (``query_<t>``, ``insert_<t>``,
+    ``update_<t>``) is the user's."""
+    tools: list[Identifier] = Field(default_factory=list)
+    """Further tools the user holds by name (a procedural tool such as ``restart_device``)."""
+
+
+class EscalationReason(_Model):
+    """One reason the policy gives for handing a user over to a human agent."""
+
+    id: Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_]*$", max_length=80)]
+    """The value the hand-off records (one of the reason column's ``enum`` values)."""
+    when: str
+    """When the policy says to hand over for this reason, in the policy's words."""
+
+
+class Escalation(_Model):
+    """The spec's hand-off to a human agent (a ``transfer_to_human_agents``-style tool).
+
+    The tool is one of the spec's write tools; its rows record the hand-off and its reason, and
+    the spec's rules refuse a reason whose condition does not hold, so a wrong hand-off leaves
+    the state untouched and a task whose correct end is a hand-off is verified by the state.
+    """
+
+    tool: Identifier
+    """The write tool that records a hand-off."""
+    reason: Identifier
+    """The column of the tool's table that holds the reason."""
+    reasons: list[EscalationReason] = Field(min_length=1)
+
+
 class DomainSpec(_Model):
     """A whole domain: tables, rules, effects, procedures, wiki text and seed rows."""
 
@@ -391,6 +430,10 @@ class DomainSpec(_Model):
     atomic_tools: bool = True
     """False: agents get only the procedural tools (an imported toolkit), no ``query_<t>``."""
     seed: dict[Identifier, list[dict[str, Scalar | None]]] = Field(default_factory=dict)
+    user_tools: UserTools | None = None
+    """Tools the user holds and the agent asks them to use (dual control); None: none."""
+    escalation: Escalation | None = None
+    """The hand-off to a human agent and the reasons the policy gives for it; None: none."""
 
     def table(self, name: str) -> Table:
         """Return the table called ``name``; KeyError when it does not exist."""

@@ -7,6 +7,7 @@ the data model, the standard operating procedures and a summary of what the syst
 
 from __future__ import annotations
 
+from veritask.policy._dual import dual_policy_section
 from veritask.policy._spec import Column, DomainSpec, Rule, Scalar, Table, Threshold, Transaction
 from veritask.policy._sql import sql_literal
 
@@ -36,6 +37,9 @@ def render_wiki(spec: DomainSpec) -> str:
         _procedures(spec),
         _enforcement(spec),
     ]
+    dual = dual_policy_section(spec)  # empty for a spec without user tools or hand-offs
+    if dual:
+        parts.append(dual)
     return "\n\n".join(p.rstrip() for p in parts) + "\n"
 
 

@@ -24,6 +24,7 @@ from veritask.agent import (
     User,
 )
 from veritask.env import CompiledDomain
+from veritask.policy import user_tool_names
 from veritask.rollout._episode import EpisodeFailure, EpisodeOutcome, EpisodeTask
 from veritask.task import DatasetDir, TaskPackage, Trajectory, load_dataset
 from veritask.verify import VerificationError, gold_diff_for, verify
@@ -67,7 +68,7 @@ class TaskSource:
 
 
 def _oracle(task: EpisodeTask, _seed: int) -> Agent:
-    return OracleAgent(task.package.witness)
+    return OracleAgent(task.package.witness, user_tool_names(task.domain.spec))
 
 
 def _noop(_task: EpisodeTask, _seed: int) -> Agent:
@@ -182,7 +183,15 @@ class RoleFactory:
             return builtin(task)
         from veritask.agent._llm import LLMUser
 
-        return LLMUser(self._provider(self.user), task.package, self._config(), sample_index=trial)
+        mine = user_tool_names(task.domain.spec)  # dual control: the user's own tools
+        tools = [t.openai_schema() for n, t in task.domain.tools.items() if n in mine]
+        return LLMUser(
+            self._provider(self.user),
+            task.package,
+            self._config(),
+            sample_index=trial,
+            tools=tools,
+        )
 
 
 def score(traj: Trajectory, source: TaskSource, package: TaskPackage) -> Trajectory:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from veritask.agent import STOP, Agent, User
+from veritask.agent import BY_USER, PAYLOAD, STOP, USER_TRAFFIC, Agent, Turn, User
 from veritask.env import CompiledDomain
 from veritask.model import Usage, classify_error
 from veritask.task import EnvSession, EpisodeEnd, Session, StopReason, TaskPackage, Trajectory
@@ -24,6 +24,8 @@ class EpisodeLimits:
     max_steps_per_turn: int = 50
     """Assistant messages (tool calls) between two user turns."""
     max_consecutive_tool_errors: int = 8
+    max_user_calls: int = 8
+    """Tool-call messages the user may make with their own tools within one user turn."""
 
 
 @dataclass
@@ -159,6 +161,37 @@ class _Runner:
         except Exception as exc:
             raise _RoleFailed("user", exc) from exc
 
+    async def _user_reply(self) -> Turn:
+        """The user's next message. Dual control: while the user calls their own tools, run
+        the calls and let the user go on; the final message carries the traffic."""
+        reply = await self._user_turn(opening=False)
+        traffic: list[dict[str, Any]] = []
+        for _ in range(self.limits.max_user_calls):
+            calls = reply.message.get("tool_calls") or []
+            if not calls:
+                break
+            self.user_usage.add(reply.usage)
+            traffic.append(reply.message)
+            turn = len(self.messages)  # the user's message-to-be
+            for call in calls:
+                traffic.append(await self._user_tool_result(turn, call))
+            try:
+                reply = await self.user.respond(self.messages + traffic)
+            except Exception as exc:
+                raise _RoleFailed("user", exc) from exc
+        return fold_user_traffic(reply, traffic)
+
+    async def _user_tool_result(self, turn: int, call: dict[str, Any]) -> dict[str, Any]:
+        step = getattr(self.session, "astep_user", None)
+        if step is None:  # a session with no user side (a simulated environment)
+            message = {"role": "tool", "tool_call_id": call.get("id"), "content": _NO_USER_SIDE}
+        else:
+            try:
+                message, _ = await step(call, turn)
+            except Exception as exc:
+                raise _RoleFailed("environment", exc) from exc
+        return {**message, PAYLOAD: {BY_USER: True}}
+
     async def run(self) -> StopReason:
         opening = await self._user_turn(opening=True)
         self.user_usage.add(opening.usage)
@@ -167,12 +200,31 @@ class _Runner:
             stop = await self.agent_turn()
             if stop is not None:
                 return stop
-            reply = await self._user_turn(opening=False)
+            reply = await self._user_reply()
             self.user_usage.add(reply.usage)
             if STOP in (reply.message.get("content") or ""):
                 return "user_stop"
             self.messages.append(reply.message)
         return "max_turns"
+
+
+_NO_USER_SIDE = '{"error": {"code": "USER_TOOL", "message": "no user-side tools here"}}'
+
+
+def fold_user_traffic(reply: Turn, traffic: list[dict[str, Any]]) -> Turn:
+    """The user's final message with the tool traffic of the turn kept under its payload (the
+    agent sees only the words; the user's view and user SFT data show the calls). Calls the
+    message still makes (past the limit) were not run and are dropped."""
+    if not traffic and not reply.message.get("tool_calls"):
+        return reply
+    # calls still asked for past ``max_user_calls`` were not run: the message keeps its words
+    message = {k: v for k, v in reply.message.items() if k != "tool_calls"}
+    if not traffic:
+        return Turn(message, reply.usage)
+    payload = dict(message.get(PAYLOAD) or {})
+    payload[USER_TRAFFIC] = traffic
+    message[PAYLOAD] = payload
+    return Turn(message, reply.usage)
 
 
 async def run_episode(

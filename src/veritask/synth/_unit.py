@@ -23,6 +23,7 @@ from veritask.pipeline import Unit
 from veritask.policy import Rule, render_wiki
 from veritask.synth._analysis import DomainModel
 from veritask.synth._designer import DesignError, Scene, SymbolicSetDesigner, faker_for
+from veritask.synth._escalation import escalation_order
 from veritask.synth._explorer import Episode, SymbolicExplorer
 from veritask.synth._fused import CrossServiceExplorer, fused_services
 from veritask.synth._persona import PERSONA_TAG, persona_text
@@ -197,7 +198,7 @@ class UnitWorker:
             ]
             first = [a for a in dict.fromkeys(owners) if a is not None]
             order = first + [a for a in order if a not in first]
-        return order
+        return escalation_order(self.spec, env, order, aim, rng)
 
     def run(
         self, domain: str, seed: int, unit: int, count: int, first_index: int, out: Path

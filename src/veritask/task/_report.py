@@ -10,6 +10,7 @@ from typing import Any
 from veritask.policy import DomainSpec, build_tools
 from veritask.task._costs import PriceTable, cost_report, dataset_ledger
 from veritask.task._dataset import DatasetDir, load_dataset
+from veritask.task._dual import dual_section, spec_of
 from veritask.task._lint import repeated_texts, standing_cast
 from veritask.task._package import TAGS, TaskPackage
 from veritask.task._reach import uncovered
@@ -93,7 +94,8 @@ def report_dataset(
     * ``rule_coverage``: rules in any package's ``rules_exercised`` over the spec's rules.
     * ``tool_coverage``: write tools (``insert_*`` / ``update_*``) some witness called
       successfully over the write tools of the domain.
-    * ``refusal_share``: share of refusal tasks.
+    * ``refusal_share``: share of refusal tasks; ``dual_control`` (domains with user tools or a
+      hand-off only): ``veritask.task._dual.dual_report``.
     * ``repeated_texts``: packages repeating an earlier one's text on another origin.
     * ``cast``: ``{"users", "max_over_uniform"}``: users, and the largest one's share over a
       uniform share of the standing cast (users with tasks on several origins).
@@ -138,8 +140,14 @@ def report_dataset(
         "repeated_texts": repeated_texts(packages),
         "cast": _cast(packages),
         "uncovered": missing,
+        **dual_section(packages, spec_of(spec, DatasetDir(Path(root)))),
     }
+    return report | _costs(root, n, prices)
+
+
+def _costs(root: str | Path, n: int, prices: PriceTable | None) -> dict[str, Any]:
+    """``{"costs": ...}`` when the dataset has a ledger of model calls, else ``{}``."""
     ledger = dataset_ledger(root)
-    if ledger is not None:
-        report["costs"] = cost_report(ledger, n, DatasetDir(Path(root)).read_run(), prices)
-    return report
+    if ledger is None:
+        return {}
+    return {"costs": cost_report(ledger, n, DatasetDir(Path(root)).read_run(), prices)}

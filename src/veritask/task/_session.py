@@ -17,11 +17,13 @@ from veritask.env import (
     ConfirmationGate,
     Environment,
     Snapshot,
+    ToolError,
     ToolResult,
     diff,
     proximity,
 )
 from veritask.model import Usage
+from veritask.policy import USER_TOOL_CODE, user_tool_names
 from veritask.task._package import TaskPackage
 from veritask.task._trajectory import EpisodeEnd, ToolStep, Trajectory
 
@@ -61,6 +63,7 @@ class EnvSession:
         self.steps: list[ToolStep] = []
         self.calls = 0
         self._tools: list[dict[str, Any]] | None = None
+        self._user_tools: frozenset[str] | None = None
         self._env: Environment | None = Environment(domain, origin)
         self._gate: ConfirmationGate | None = None
 
@@ -106,10 +109,13 @@ class EnvSession:
 
     @property
     def tools(self) -> list[dict[str, Any]]:
-        """OpenAI tool schemas of the domain (built once)."""
+        """OpenAI tool schemas the agent may call (built once): the domain's tools but the
+        user's own (dual control), which only :meth:`user_step` runs."""
         if self._tools is None:
+            mine = self.user_tools
             gate = self._confirmation()
-            self._tools = gate.openai_tools() if gate else self.env.openai_tools()
+            tools = gate.openai_tools() if gate else self.env.openai_tools()
+            self._tools = [t for t in tools if t["function"]["name"] not in mine]
         return self._tools
 
     def _confirmation(self) -> ConfirmationGate | None:
@@ -120,6 +126,13 @@ class EnvSession:
             self._gate = ConfirmationGate(self.env)
         return self._gate
 
+    @property
+    def user_tools(self) -> frozenset[str]:
+        """Names of the tools the user holds (empty for most domains)."""
+        if self._user_tools is None:
+            self._user_tools = user_tool_names(self.domain.spec)
+        return self._user_tools
+
     # -- acting ------------------------------------------------------------------------------
 
     def call(
@@ -129,8 +142,12 @@ class EnvSession:
         *,
         call_id: str = "",
         turn: int = 0,
+        by_user: bool = False,
     ) -> ToolResult:
         """Run one tool call; with ``record``, append its :class:`ToolStep` to :attr:`steps`.
+
+        A user tool called by the agent is refused with ``USER_TOOL`` without touching the
+        state; with ``by_user`` the user makes the call (dual control).
 
         Args:
             tool: The tool's name.
@@ -142,11 +159,20 @@ class EnvSession:
         Returns:
             The environment's result (a success payload or a structured error).
         """
-        gate = self._confirmation()
-        result = gate.call(tool, args) if gate else self.env.call(tool, args)
+        if tool in self.user_tools and not by_user:
+            error = ToolError(
+                USER_TOOL_CODE,
+                f"{tool} is one of the user's own tools; you cannot call it",
+                hint="Ask the user to do it on their side and to tell you what they see.",
+            )
+            result = ToolResult(tool=tool, ok=False, error=error)
+        else:
+            gate = self._confirmation()
+            result = gate.call(tool, args) if gate else self.env.call(tool, args)
         self.calls += 1
         if self.record:
-            self.steps.append(self._step(tool, args, result, call_id, turn))
+            step = self._step(tool, args, result, call_id, turn)
+            self.steps.append(step.model_copy(update={"by": "user"}) if by_user else step)
         return result
 
     def _step(
@@ -176,7 +202,9 @@ class EnvSession:
             distance=self.distance,
         )
 
-    def step(self, call: Mapping[str, Any], turn: int) -> tuple[dict[str, Any], ToolResult]:
+    def step(
+        self, call: Mapping[str, Any], turn: int, *, by_user: bool = False
+    ) -> tuple[dict[str, Any], ToolResult]:
         """Run one OpenAI-style tool call (``{"id", "function": {"name", "arguments"}}``).
 
         Arguments are passed on as JSON text, so malformed ones reach the environment as they
@@ -189,7 +217,7 @@ class EnvSession:
         name, raw = str(fn.get("name", "")), fn.get("arguments") or "{}"
         raw_text = raw if isinstance(raw, str) else json.dumps(raw)
         call_id = str(call.get("id", ""))
-        result = self.call(name, raw_text, call_id=call_id, turn=turn)
+        result = self.call(name, raw_text, call_id=call_id, turn=turn, by_user=by_user)
         payload = (
             result.result
             if result.ok
@@ -205,6 +233,12 @@ class EnvSession:
     async def astep(self, call: Mapping[str, Any], turn: int) -> tuple[dict[str, Any], ToolResult]:
         """:meth:`step` for the session protocol (the environment answers synchronously)."""
         return self.step(call, turn)
+
+    async def astep_user(
+        self, call: Mapping[str, Any], turn: int
+    ) -> tuple[dict[str, Any], ToolResult]:
+        """:meth:`step` for a call the user makes with one of their own tools."""
+        return self.step(call, turn, by_user=True)
 
     # -- measuring ---------------------------------------------------------------------------
 

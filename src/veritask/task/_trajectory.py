@@ -5,7 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from veritask.model import Usage
 
@@ -36,6 +42,17 @@ class ToolStep(_Model):
     """True for insert/update tools (whether or not the call succeeded)."""
     distance: int | None = None
     """DIFF distance from the state after this call to s_target (None when not computed)."""
+    by: Literal["agent", "user"] = "agent"
+    """Who made the call: the agent, or the user with one of their own tools (dual control)."""
+
+    @model_serializer(mode="wrap")
+    def _omit_agent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave ``by`` out for the agent's calls, so trajectories without user tools
+        serialize exactly as before it existed."""
+        data: dict[str, Any] = handler(self)
+        if self.by == "agent":
+            data.pop("by", None)
+        return data
 
 
 class Trajectory(_Model):
