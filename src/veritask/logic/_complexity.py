@@ -89,7 +89,7 @@ class ComplexityMetrics:
     functions: int
     patterns: tuple[str, ...]
     scope: str = "module"
-    halstead: Halstead = Halstead(0, 0, 0, 0)
+    halstead: Halstead = field(default_factory=lambda: Halstead(0, 0, 0, 0))
     cognitive_by_function: Mapping[str, int] = field(default_factory=dict)
 
     @property
