@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from veritask._cli import logic_gate_cmds
+from veritask._cli import logic_gate_cmds, logic_solvability_cmds
 from veritask._cli._common import OUT_FILE, echo_json, executor_options, executor_scope, nonempty
 from veritask._cli.hf_cmds import export_logic_dir, hf_export_options
 from veritask._cli.logic_gate_cmds import (
@@ -388,6 +388,7 @@ def sandbox_cmd(as_json: bool) -> None:
 
 
 logic_gate_cmds.register(logic)
+logic_solvability_cmds.register(logic)
 
 
 def register(group: click.Group) -> None:
