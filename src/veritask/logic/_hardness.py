@@ -130,8 +130,6 @@ TABLE: dict[str, Hardness] = {
         _pow2("lamps"),
         (1,) * 10,
         _counts("presses", "lamps", "initial"),
-        why_not="presses commute (only each switch's parity matters), so they are not "
-        "dependent steps; the answer is a subset of at most 9 lamps",
     ),
     "kinship_ancestor": Hardness(
         "steps",
@@ -154,8 +152,6 @@ TABLE: dict[str, Hardness] = {
         lambda i: 2 ** len({s for p, h in i["rules"] for s in (*p, h)}),
         (1,) * 10,
         _counts("rules", "facts"),
-        why_not="23 propositions are drawn at level 10 but only those some rule mentions "
-        "count; the median instance mentions 19 (2^19 subsets), just under the goal",
     ),
     "boolean_circuit_gates": Hardness(
         "candidates", _pow2("gates"), (1,) * 10, _counts("gates", "values")
