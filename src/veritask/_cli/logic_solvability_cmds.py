@@ -1,8 +1,10 @@
-"""``veritask logic solvability``: a model's pass@k per difficulty level of a family."""
+"""``veritask logic solvability`` (a model's pass@k per difficulty level of a family) and
+``veritask logic diagnostics`` (figures aggregated across evolve runs)."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import click
@@ -80,6 +82,34 @@ def solvability_cmd(
         click.echo(f"  level {level:>2}: {figures}  ({row['correct']}/{row['asked']} right)")
 
 
+@click.command("diagnostics")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def diagnostics_cmd(paths: tuple[str, ...], top: int, as_json: bool) -> None:
+    """Aggregate diagnostics across evolve runs: acceptance, rounds, frequent problems, cost.
+
+    PATHS are run directories (searched for result.json) or result.json files."""
+    from veritask.logic._diagnostics import aggregate_files
+
+    try:
+        data = aggregate_files([Path(p) for p in paths], top)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        echo_json(data)
+        return
+    click.echo(
+        f"{data['runs']} runs, {data['accepted']} accepted ({data['acceptance_rate']:.1%}), "
+        f"{data['rounds']} rounds, cost {data['cost']}"
+    )
+    for stage, outcomes in data["by_stage"].items():
+        click.echo(f"  {stage}: " + ", ".join(f"{k} {v}" for k, v in outcomes.items()))
+    for row in data["problems"]:
+        click.echo(f"  {row['rounds']:>4} rounds / {row['runs']:>3} runs  {row['kind']}")
+
+
 def register(group: click.Group) -> None:
-    """Add ``solvability`` to the ``logic`` group."""
+    """Add ``solvability`` and ``diagnostics`` to the ``logic`` group."""
     group.add_command(solvability_cmd)
+    group.add_command(diagnostics_cmd)
