@@ -82,6 +82,9 @@ def test_exact_counts_on_a_known_source() -> None:
         "max_loop_depth",
         "functions",
         "patterns",
+        "cognitive",
+        "cognitive_by_function",
+        "halstead",
     }
 
 

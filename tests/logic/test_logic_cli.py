@@ -138,6 +138,9 @@ def test_metrics_json(tmp_path: Path) -> None:
         "max_loop_depth",
         "functions",
         "patterns",
+        "cognitive",
+        "cognitive_by_function",
+        "halstead",
     }
     assert rows[0]["name"] == "grid_path_count" and "dynamic_programming" in rows[0]["patterns"]
     code, text = run("metrics", "--json")
@@ -146,7 +149,9 @@ def test_metrics_json(tmp_path: Path) -> None:
     source.write_text("def f(xs):\n    return sorted(xs)\n")
     code, text = run("metrics", str(source), "--json")
     assert code == 0
-    assert json.loads(text)[0] | {"cyclomatic_by_function": None} == {
+    row = json.loads(text)[0]
+    assert row.pop("halstead")["volume"] == 33.0  # 11 tokens, vocabulary 8
+    assert row | {"cyclomatic_by_function": None} == {
         "name": "evolved.py",
         "scope": "module",
         "loc": 2,
@@ -156,7 +161,16 @@ def test_metrics_json(tmp_path: Path) -> None:
         "max_loop_depth": 0,
         "functions": 1,
         "patterns": ["sorting"],
+        "cognitive": 0,
+        "cognitive_by_function": {"f": 0},
     }
+
+
+def test_metrics_time_measures_builtin_validators() -> None:
+    code, text = run("metrics", "row_ordering", "--time", "--json")
+    assert code == 0, text
+    solve = json.loads(text)[0]["solve_ms"]
+    assert set(solve) == {"1", "5", "10"} and all(v > 0 for v in solve.values())
 
 
 def test_generate_refuses_other_settings_into_the_same_file(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from veritask._cli import logic_gate_cmds
+from veritask._cli import logic_gate_cmds, logic_solvability_cmds
 from veritask._cli._common import OUT_FILE, echo_json, executor_options, executor_scope, nonempty
 from veritask._cli.hf_cmds import export_logic_dir, hf_export_options
 from veritask._cli.logic_gate_cmds import (
@@ -301,12 +301,23 @@ def export_cmd(
 @logic.command("metrics")
 @click.argument("family", default="all")
 @families_dir_option
+@click.option(
+    "--time",
+    "with_time",
+    is_flag=True,
+    help="Also measure each built-in family's validators: mean CPU ms a call at levels 1, 5, 10.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def metrics_cmd(family: str, families_dirs: tuple[str, ...], as_json: bool) -> None:
-    """AST complexity metrics of family code.
+def metrics_cmd(
+    family: str, families_dirs: tuple[str, ...], with_time: bool, as_json: bool
+) -> None:
+    """Complexity metrics of family code: size, cyclomatic and cognitive complexity, Halstead.
 
-    FAMILY is a family id, `all` (the default) or a .py file (measured whole)."""
+    FAMILY is a family id, `all` (the default) or a .py file (measured whole). With --time,
+    built-in families also report their validators' measured solve time per level (family
+    files are measured statically only: running them needs the sandbox)."""
     from veritask.logic import measure_family, measure_source
+    from veritask.logic._halstead import solve_times
 
     if family.endswith(".py") and Path(family).is_file():
         path = Path(family)
@@ -315,20 +326,37 @@ def metrics_cmd(family: str, families_dirs: tuple[str, ...], as_json: bool) -> N
         except SyntaxError as exc:
             raise click.ClickException(f"{path}: {exc}") from None
     else:
-        rows = [measure_family(f).to_json() for f in _families(family, families_dirs)]
+        rows = []
+        for fam in _families(family, families_dirs):
+            row = measure_family(fam).to_json()
+            if with_time and not isinstance(getattr(fam, "source", None), str):
+                row["solve_ms"] = solve_times(fam)
+            rows.append(row)
     if as_json:
         echo_json(rows)
         return
-    table = Table("name", "loc", "cyclomatic", "loops", "depth", "functions", "patterns")
+    table = Table(
+        "name", "loc", "cyclomatic", "cognitive", "volume", "difficulty", "loops", "depth"
+    )
+    table.add_column("functions")
+    table.add_column("patterns")
+    if with_time:
+        table.add_column("solve ms L1/L5/L10")
     for row in rows:
+        solve = row.get("solve_ms")
+        extra = ["/".join(f"{v:g}" for v in solve.values()) if solve else "-"] if with_time else []
         table.add_row(
             row["name"],
             str(row["loc"]),
             str(row["cyclomatic"]),
+            str(row["cognitive"]),
+            f"{row['halstead']['volume']:.0f}",
+            f"{row['halstead']['difficulty']:.1f}",
             str(row["loops"]),
             str(row["max_loop_depth"]),
             str(row["functions"]),
             ", ".join(row["patterns"]),
+            *extra,
         )
     _console.print(table)
 
@@ -360,6 +388,7 @@ def sandbox_cmd(as_json: bool) -> None:
 
 
 logic_gate_cmds.register(logic)
+logic_solvability_cmds.register(logic)
 
 
 def register(group: click.Group) -> None:

@@ -17,10 +17,11 @@ import inspect
 import io
 import tokenize
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._halstead import Halstead, cognitive_complexity, halstead
 
 PATTERNS: dict[str, str] = {
     "recursion": "a function calls itself, directly or through other functions of the module",
@@ -74,6 +75,9 @@ class ComplexityMetrics:
         patterns: Detected algorithmic patterns (keys of ``PATTERNS``), sorted.
         scope: ``"module"`` (the whole source) or ``"family"`` (the functions reached from the
             family's callables).
+        halstead: Halstead's counts over the measured code (see ``veritask.logic._halstead``).
+        cognitive_by_function: Function name -> cognitive complexity (top-level functions and
+            methods of the measured code).
     """
 
     name: str
@@ -85,6 +89,13 @@ class ComplexityMetrics:
     functions: int
     patterns: tuple[str, ...]
     scope: str = "module"
+    halstead: Halstead = field(default_factory=lambda: Halstead(0, 0, 0, 0))
+    cognitive_by_function: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def cognitive(self) -> int:
+        """Total cognitive complexity over the measured functions."""
+        return sum(self.cognitive_by_function.values())
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict with the attribute names as keys."""
@@ -98,6 +109,9 @@ class ComplexityMetrics:
             "max_loop_depth": self.max_loop_depth,
             "functions": self.functions,
             "patterns": list(self.patterns),
+            "cognitive": self.cognitive,
+            "cognitive_by_function": dict(self.cognitive_by_function),
+            "halstead": self.halstead.to_json(),
         }
 
 
@@ -480,6 +494,9 @@ def measure_source(
     outside = 0 if chosen else sum(_decisions(n) for n in _own_nodes(tree))
     by_function = {q: 1 + sum(_decisions(n) for n in _own_nodes(fn)) for q, fn in functions.items()}
     walked = [n for root in nodes for n in ast.walk(root)]
+    measured = (
+        "\n\n".join(ast.get_source_segment(source, n) or "" for n in nodes) if chosen else source
+    )
     return ComplexityMetrics(
         name=name,
         loc=len(code),
@@ -492,6 +509,8 @@ def measure_source(
         functions=len(functions),
         patterns=_patterns(walked, functions, top, _imports(tree)),
         scope="family" if chosen else "module",
+        halstead=halstead(measured),
+        cognitive_by_function=cognitive_complexity(measured),
     )
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._hardness import SIZES
 from veritask.logic._textonly import between, findall
 
 _RULES = {
@@ -19,9 +20,10 @@ _RULES = {
 
 
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """``2 + (d+1)//2`` switches, ``4 + d//2`` lamps and ``2 + 2d`` presses."""
+    """``2 + (d+1)//2`` switches, ``SIZES[d - 1]`` lamps (6-20; 2^20 lit sets at level 10) and
+    ``2 + 2d`` presses."""
     n_sw = 2 + (difficulty + 1) // 2
-    n_lamps = 4 + difficulty // 2
+    n_lamps = SIZES[difficulty - 1]
     kinds = ("odd",) if difficulty <= 3 else ("odd", "any", "all")
     initial = [rng.random() < 0.5 for _ in range(n_sw)]
     lamps: list[list[Any]] = []
@@ -109,7 +111,7 @@ def text_lamps(question: str) -> Any:
 FAMILIES = (
     Family(
         id="switch_lamps",
-        version="3",
+        version="4",
         category="causal",
         title="Switches and lamps",
         template=(

@@ -10,12 +10,16 @@ from veritask.logic._textonly import between, findall
 
 
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """n variables (3-7) and 2 + difficulty clauses of 2-3 literals (as signed ints)."""
-    n = 3 + (difficulty - 1) // 2
-    m = difficulty + rng.randint(1, 3)
+    """n variables (3-12, one count per level) and n - 1 to n + 1 clauses (as signed ints).
+
+    Clause widths step too: levels 1-2 mix unit clauses in, levels 3-6 use 2-3 literals, levels
+    7-10 add clauses of 4 literals."""
+    n = 2 + difficulty
+    m = n - 2 + rng.randint(1, 3)
+    widths = (1, 2, 2, 3, 3) if difficulty < 3 else (2, 2, 3) if difficulty < 7 else (2, 3, 3, 4)
     clauses: list[list[int]] = []
     for _ in range(m):
-        width = rng.choice((1, 2, 2, 3, 3)) if difficulty < 3 else rng.choice((2, 2, 3))
+        width = rng.choice(widths)
         chosen = rng.sample(range(1, n + 1), width)
         clauses.append(sorted((v if rng.random() < 0.5 else -v for v in chosen), key=abs))
     names = ", ".join(f"x{i}" for i in range(1, n + 1))
@@ -33,11 +37,10 @@ def solve_bitsliced(inputs: dict[str, Any]) -> int:
     full = (1 << rows) - 1
     tables = []
     for v in range(n):
-        t = 0
-        for a in range(rows):
-            if a >> v & 1:
-                t |= 1 << a
-        tables.append(t)
+        # bits a with bit v of a set: 2^v zeros then 2^v ones, repeated over the rows
+        period = 2 << v
+        block = ((1 << (1 << v)) - 1) << (1 << v)
+        tables.append(block * (full // ((1 << period) - 1)))
     formula = full
     for clause in inputs["clauses"]:
         c = 0
@@ -87,7 +90,7 @@ def text_models(question: str) -> int:
 FAMILIES = (
     Family(
         id="cnf_model_count",
-        version="2",
+        version="3",
         category="logical",
         title="CNF model count",
         template=(

@@ -12,9 +12,9 @@ from veritask.logic._textonly import between, findall
 
 
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """``SIZES[d - 1] + 3`` propositions (23 at level 10), 2-3 facts and two rules fewer than
-    propositions, with 1-3 premises."""
-    n = SIZES[difficulty - 1] + 3  # about SIZES[d - 1] of them end up in some rule
+    """``SIZES[d - 1] + 3 + d // 3`` propositions (26 at level 10), 2-3 facts and two rules
+    fewer than propositions, with 1-3 premises."""
+    n = SIZES[difficulty - 1] + 3 + difficulty // 3  # about SIZES[d - 1] end up in some rule
     props = rng.sample(string.ascii_uppercase, n)
     n_facts = 2 + rng.randint(0, 1)
     facts = sorted(props[:n_facts])
@@ -90,7 +90,7 @@ def text_entailed(question: str) -> list[str] | str:
 FAMILIES = (
     Family(
         id="horn_entailment",
-        version="3",
+        version="4",
         category="logical",
         title="Rule entailment",
         template=(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 from typing import Any
 
@@ -26,20 +27,34 @@ def _truth(stmt: list[Any], mask: int) -> bool:
     return bool(int(mask).bit_count() == stmt[1])  # "count"
 
 
+_PEOPLE = (3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
+"""Per level: how many inhabitants speak (2^12 = 4,096 role assignments at level 10)."""
+
+
+@functools.cache
 def _tables(k: int) -> tuple[list[int], list[int], int]:
-    """Bit-sliced tables over the 2**k assignments: who is a knight, and how many are."""
+    """Bit-sliced tables over the 2**k assignments: who is a knight, and how many are.
+
+    Person i is a knight in the assignments whose bit i is set: runs of 2^i zeros then 2^i
+    ones, built as one block times a repunit. The count tables grow one person at a time."""
     rows = 1 << k
-    knight = [sum(1 << m for m in range(rows) if m >> i & 1) for i in range(k)]
-    count = [sum(1 << m for m in range(rows) if m.bit_count() == n) for n in range(k + 1)]
-    return knight, count, (1 << rows) - 1
-
-
-_TABLES = {k: _tables(k) for k in range(3, len(_NAMES) + 1)}
+    full = (1 << rows) - 1
+    knight = [
+        (((1 << (1 << i)) - 1) << (1 << i)) * (full // ((1 << (2 << i)) - 1)) for i in range(k)
+    ]
+    count = [1]  # zero people: the one empty assignment has no knight
+    for i in range(k):
+        half = 1 << i
+        count = [
+            (count[n] if n < len(count) else 0) | ((count[n - 1] << half) if n else 0)
+            for n in range(i + 2)
+        ]
+    return knight, count, full
 
 
 def _consistent_table(statements: list[list[Any]], k: int) -> int:
     """Bit m of the result is set when assignment m is consistent with every statement."""
-    knight, count, full = _TABLES[k]
+    knight, count, full = _tables(k)
     table = full
     for i, stmt in enumerate(statements):
         kind = stmt[0]
@@ -83,15 +98,15 @@ def _random_statement(rng: random.Random, speaker: int, k: int, compound: bool) 
 
 
 def _compound_count(difficulty: int, k: int) -> int:
-    """How many people make a compound statement: one more at each level of a group size."""
-    return min(k, 1 + (difficulty - 1) % 3 + (difficulty - 1) // 3)
+    """How many people make a compound statement: one more at each level."""
+    return min(k, difficulty)
 
 
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """k people (3-6, growing with difficulty), each making one statement; unique solution.
+    """k people (3-12, one more at each level), each making one statement; unique solution.
 
-    Within one group size, each level gives one more person a compound statement."""
-    k = 3 + (difficulty - 1) // 3
+    Each level also gives one more person a compound statement (and, or, same kind, count)."""
+    k = _PEOPLE[difficulty - 1]
     while True:
         mask = rng.getrandbits(k)
         compound = set(rng.sample(range(k), _compound_count(difficulty, k)))
@@ -207,7 +222,7 @@ def text_knights(question: str) -> list[str] | str:
 FAMILIES = (
     Family(
         id="knights_and_knaves",
-        version="3",
+        version="4",
         category="logical",
         title="Knights and knaves",
         template=(

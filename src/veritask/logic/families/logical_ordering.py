@@ -11,7 +11,7 @@ from typing import Any
 from veritask.logic._family import Family
 from veritask.logic._textonly import Undetermined, between
 
-_NAMES = ("Ann", "Ben", "Cid", "Dee", "Eli", "Fay")
+_NAMES = ("Ann", "Ben", "Cid", "Dee", "Eli", "Fay", "Gil")
 
 
 def _holds(clue: list[Any], pos: Mapping[str, int]) -> bool:
@@ -65,8 +65,25 @@ def _describe(clue: list[Any]) -> str:
     return f"Exactly {g} {'person stands' if g == 1 else 'people stand'} between {clue[1]} and {clue[2]}."
 
 
-_KEEP = (0.0, 0.5, 0.0, 0.4, 0.55, 0.7, 0.0, 0.4, 0.55, 0.7)
+_KEEP = (0.0, 0.3, 0.0, 0.3, 0.0, 0.3, 0.4, 0.2, 0.4, 0.5)
 """Per level: the share of the remaining orders a new clue must keep."""
+_PEOPLE = (3, 3, 4, 4, 5, 5, 5, 6, 6, 6)
+"""Per level: how many people stand in the row."""
+_TIER = (0, 1, 0, 1, 0, 1, 2, 0, 1, 2)
+"""Per level: the clue kinds about pairs (see ``_PAIR_KINDS``); every instance of a level of
+tier t > 0 has a clue of its tier's own kind (a distance clue at 1, a gap clue at 2)."""
+_PAIR_KINDS = (
+    ("left",),
+    ("left", "left", "adj", "notadj"),
+    ("left", "adj", "notadj", "gap", "gap"),
+)
+_DISTANCE = ("adj", "notadj", "gap")
+
+
+def clue_tier(clues: list[list[Any]]) -> int:
+    """The highest clue tier used: 2 with a gap clue, 1 with a next-to clue, else 0."""
+    kinds = {c[0] for c in clues}
+    return 2 if "gap" in kinds else 1 if kinds & {"adj", "notadj"} else 0
 
 
 def _random_clue(rng: random.Random, names: list[str], difficulty: int) -> list[Any]:
@@ -75,18 +92,26 @@ def _random_clue(rng: random.Random, names: list[str], difficulty: int) -> list[
     if r < 0.35 - 0.03 * difficulty:
         return [rng.choice(("pos", "notpos")), rng.choice(names), rng.randint(1, n)]
     a, b = rng.sample(names, 2)
-    kind = rng.choice(("left", "left", "adj", "notadj", "gap"))
+    kind = rng.choice(_PAIR_KINDS[_TIER[difficulty - 1]])
     if kind == "gap":
         return ["gap", a, b, rng.randint(0, n - 2)]
     return [kind, a, b]
 
 
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """3-5 people; clues true of a hidden order, each removing candidates, until one is left.
+    """3-6 people; clues true of a hidden order, each removing candidates, until one is left.
 
-    The row length steps at levels 3 and 7; between the steps, each level asks every clue to
-    keep a larger share of the remaining candidates, so it takes more clues."""
-    n = 3 + (difficulty + 1) // 4
+    Levels step in the row length or the clue kinds (``_PEOPLE``, ``_TIER``): position and
+    order clues only, then next-to clues, then (for 5 and 6 people) exactly-g-between clues."""
+    while True:
+        inputs, slots = _draw(difficulty, rng)
+        if clue_tier(inputs["clues"]) == _TIER[difficulty - 1]:
+            return inputs, slots
+
+
+def _draw(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
+    """One draw of names, hidden order and clues (see :func:`generate`)."""
+    n = _PEOPLE[difficulty - 1]
     names = sorted(rng.sample(_NAMES, n))
     hidden = names[:]
     rng.shuffle(hidden)
@@ -240,7 +265,7 @@ def _fits(test: Callable[[int, int, int], bool], values: list[int]) -> bool:
 FAMILIES = (
     Family(
         id="row_ordering",
-        version="3",
+        version="4",
         category="logical",
         title="Ordering in a row",
         template=(
@@ -251,7 +276,12 @@ FAMILIES = (
         generate=generate,
         validators=(solve_permutations, solve_domains),
         answer_format="Answer with the names from left to right, separated by commas.",
-        size=lambda inputs: len(inputs["names"]) ** 3 + len(inputs["clues"]),
+        size=lambda inputs: (
+            len(inputs["names"]) ** 3
+            + len(inputs["clues"])
+            + 2 * sum(c[0] in _DISTANCE for c in inputs["clues"])
+            + 4 * sum(c[0] == "gap" for c in inputs["clues"])
+        ),
         text_solver=text_row,
     ),
 )

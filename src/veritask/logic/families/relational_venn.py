@@ -12,11 +12,27 @@ from veritask.logic._textonly import between, findall
 
 _CLUBS = ("chess", "drama", "music", "robotics", "soccer", "debate")
 _WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
+_LEVELS = (
+    (2, "only"),
+    (2, "none"),
+    (2, "exactly"),
+    (3, "only"),
+    (3, "none"),
+    (3, "exactly"),
+    (4, "only"),
+    (4, "none"),
+    (4, "exactly"),
+    (5, "exactly"),
+)
+"""Per level: how many clubs, and what the question asks."""
 
 
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """2, 3 or 4 clubs (by difficulty); every intersection count is given."""
-    k = 2 if difficulty <= 3 else 3 if difficulty <= 7 else 4
+    """2-5 clubs and one question kind per level; every intersection count is given.
+
+    Within one club count the question steps from one region ("only"), to the complement of the
+    union ("none"), to a sum of regions ("exactly j"); level 10 has five clubs."""
+    k, kind = _LEVELS[difficulty - 1]
     clubs = rng.sample(_CLUBS, k)
     hi = 5 + 2 * difficulty
     region = [rng.randint(0, hi) for _ in range(1 << k)]  # region[0] = in no club
@@ -32,7 +48,6 @@ def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[
         else:
             both = "both" if len(members) == 2 else "all of"
             lines.append(f"{n} {be(n)} in {both} {join_and(members)}.")
-    kind = rng.choice(("none", "exactly", "only"))
     if kind == "none":
         query: list[Any] = ["none", 0]
         text = "in none of the clubs"
@@ -113,7 +128,7 @@ def text_region(question: str) -> int:
 FAMILIES = (
     Family(
         id="venn_region_count",
-        version="3",
+        version="4",
         category="relational",
         title="Venn region count",
         template="[Input Slot 1] How many students are [Input Slot 2]?",

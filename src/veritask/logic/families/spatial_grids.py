@@ -127,13 +127,21 @@ _OPS_TEXT = {
 }
 
 
+_TRANSFORM_SIZES = ((2, 2), (2, 3), (3, 3), (3, 4), (4, 4), (4, 5), (5, 5), (5, 6), (6, 6), (6, 6))
+"""Per level: the grid's rows and columns (levels 9 and 10 differ in the number of operations)."""
+_TRANSFORM_LETTERS = (3, 4, 4, 5, 5, 6, 7, 8, 9, 10)
+_TRANSFORM_OPS = (1, 2, 2, 3, 3, 4, 4, 5, 5, 6)
+
+
 def generate_transform(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """A grid of letters (2-5 per side) and 1 + difficulty // 2 transformations; ask one row."""
-    rows = 2 + difficulty // 4 + rng.randint(0, 1)
-    cols = 2 + (difficulty + 2) // 4 + rng.randint(0, 1)
-    letters = "ABCDEFGH"[: 3 + difficulty // 2]
+    """A grid of letters (2x2 to 6x6, one size per level) and 1-6 transformations; ask one row.
+
+    Adjacent levels differ in the grid's shape or the number of operations, and level 10 draws
+    from 10 letters over rows of 6 (10^6 possible rows)."""
+    rows, cols = _TRANSFORM_SIZES[difficulty - 1]
+    letters = "ABCDEFGHIJ"[: _TRANSFORM_LETTERS[difficulty - 1]]
     grid = ["".join(rng.choice(letters) for _ in range(cols)) for _ in range(rows)]
-    ops = [rng.choice(tuple(_OPS_TEXT)) for _ in range(1 + (difficulty + 1) // 2)]
+    ops = [rng.choice(tuple(_OPS_TEXT)) for _ in range(_TRANSFORM_OPS[difficulty - 1])]
     swaps = sum(op in ("cw", "ccw", "transpose") for op in ops) % 2
     out_rows = cols if swaps else rows
     row = rng.randint(1, out_rows)
@@ -197,9 +205,9 @@ def transform_coords(inputs: dict[str, Any]) -> list[str]:
 
 
 def generate_islands(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """A grid of land (#) and water (.) from 5x5 to 9x13; the mean area grows at every level."""
+    """A grid of land (#) and water (.) from 5x5 to 9x11, one shape per level (area grows)."""
     rows = 5 + (difficulty - 1) // 2
-    cols = rows + 2 * ((difficulty - 1) % 2) + rng.randint(0, 2)
+    cols = rows + 2 * ((difficulty - 1) % 2)  # one grid shape per level
     p = rng.uniform(0.1, 0.75)
     grid = ["".join("#" if rng.random() < p else "." for _ in range(cols)) for _ in range(rows)]
     return {"grid": grid}, [str(rows), str(cols), "\n".join(grid)]
@@ -406,7 +414,7 @@ FAMILIES = (
     ),
     Family(
         id="pattern_transform_row",
-        version="3",
+        version="4",
         category="spatial",
         title="Rotating and mirroring a pattern",
         template=(
@@ -424,7 +432,7 @@ FAMILIES = (
     ),
     Family(
         id="island_count",
-        version="2",
+        version="3",
         category="spatial",
         title="Counting islands",
         template=(

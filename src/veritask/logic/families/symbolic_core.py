@@ -311,19 +311,38 @@ def solve_sort_compare(inputs: Inputs) -> list[int]:
 # --------------------------------------------------------------------------- stack machine
 
 
+def _stack_options(stack: list[int], difficulty: int) -> list[str]:
+    """The instructions a program may use next: arithmetic from level 1, ``dup`` and ``swap``
+    from level 3, ``pop`` and ``mul`` from level 6."""
+    options = ["push", "push"]
+    if stack and difficulty >= 3:
+        options.append("dup")
+    if len(stack) >= 2:
+        options += ["add", "sub", "add", "sub"]
+        if difficulty >= 3:
+            options.append("swap")
+        if difficulty >= 6:
+            options.append("pop")
+            if abs(stack[-1] * stack[-2]) <= 200:
+                options.append("mul")
+    return options
+
+
+_DELTA = {"push": 1, "dup": 1, "swap": 0, "pop": -1, "add": -1, "sub": -1, "mul": -1}
+
+
 def gen_stack(difficulty: int, rng: random.Random) -> tuple[Inputs, list[str]]:
-    """A valid program of 4 + 2 * difficulty instructions ending in an arithmetic instruction."""
+    """A valid program of exactly ``2 + STEPS[difficulty - 1]`` instructions (one length per
+    level) ending in an arithmetic instruction; the instruction set grows at levels 3 and 6."""
     length = 2 + STEPS[difficulty - 1]
     prog: list[str] = []
     stack: list[int] = []
     while len(prog) < length - 1:
-        options = ["push", "push"]
-        if stack:
-            options.append("dup")
-        if len(stack) >= 2:
-            options += ["add", "sub", "swap", "pop", "add", "sub"]
-            if abs(stack[-1] * stack[-2]) <= 200:
-                options.append("mul")
+        left = length - 2 - len(prog)  # instructions still to choose after this one
+        # keep two values on the stack for the last instruction
+        options = [
+            o for o in _stack_options(stack, difficulty) if len(stack) + _DELTA[o] + left >= 2
+        ]
         op = rng.choice(options)
         if op == "push":
             n = rng.randint(1, 9)
@@ -340,8 +359,6 @@ def gen_stack(difficulty: int, rng: random.Random) -> tuple[Inputs, list[str]]:
         else:
             b, a = stack.pop(), stack.pop()
             stack.append(a + b if op == "add" else a - b if op == "sub" else a * b)
-    if len(stack) < 2:
-        prog.append(f"push {rng.randint(1, 9)}")
     prog.append(rng.choice(("add", "sub")))
     return {"program": prog}, ["\n".join(prog)]
 
@@ -545,7 +562,7 @@ FAMILIES = (
     ),
     Family(
         id="stack_machine",
-        version="3",
+        version="4",
         category="symbolic",
         title="Stack machine output",
         template=(

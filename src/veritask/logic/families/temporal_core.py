@@ -6,6 +6,7 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import heapq
+import itertools
 import random
 import re
 from typing import Any
@@ -60,24 +61,34 @@ def solve_weekday_calendar(inputs: Inputs) -> str:
 # --------------------------------------------------------------------------- max meetings
 
 
+_MEETINGS = (6, 8, 10, 12, 14, 16, 18, 20, 22, 24)
+"""Per level: how many meetings are listed (one count per level; 2^24 subsets at level 10)."""
+
+
 def gen_meetings(difficulty: int, rng: random.Random) -> tuple[Inputs, list[str]]:
     """A hidden chain of k disjoint meetings plus decoys that each contain a chain meeting.
 
     Any decoy can be swapped for a chain meeting it contains, so the optimum is exactly k; k is
     drawn uniformly so the answer is spread. Times are on a 15-minute grid from 08:00 to 18:00.
+    Each level lists exactly ``_MEETINGS[difficulty - 1]`` meetings.
     """
-    k = rng.randint(1 + difficulty // 3, 5 + difficulty // 2)
-    points = sorted(rng.sample(range(41), 2 * k))
-    chain = [[points[2 * i], points[2 * i + 1]] for i in range(k)]
-    meetings = [list(m) for m in chain]
-    for _ in range(2 + difficulty + rng.randint(0, difficulty)):
-        i = rng.randrange(k)
-        j = min(k - 1, i + rng.randint(0, 2))
-        a = max(0, chain[i][0] - rng.randint(0, 4))
-        b = min(40, chain[j][1] + rng.randint(0, 4))
-        if [a, b] in meetings:
-            continue
-        meetings.append([a, b])
+    total = _MEETINGS[difficulty - 1]
+    while True:
+        k = rng.randint(1 + difficulty // 3, 5 + difficulty // 2)
+        points = sorted(rng.sample(range(41), 2 * k))
+        chain = [[points[2 * i], points[2 * i + 1]] for i in range(k)]
+        meetings = [list(m) for m in chain]
+        for _ in range(40 * total):
+            if len(meetings) == total:
+                break
+            i = rng.randrange(k)
+            j = min(k - 1, i + rng.randint(0, 2))
+            a = max(0, chain[i][0] - rng.randint(0, 4))
+            b = min(40, chain[j][1] + rng.randint(0, 4))
+            if [a, b] not in meetings:
+                meetings.append([a, b])
+        if len(meetings) == total:
+            break
     rng.shuffle(meetings)
     meetings = [[480 + 15 * a, 480 + 15 * b] for a, b in meetings]
     text = "; ".join(f"{_hhmm(a)}-{_hhmm(b)}" for a, b in meetings)
@@ -108,30 +119,33 @@ def solve_meetings_dp(inputs: Inputs) -> int:
 # --------------------------------------------------------------------------- common free slot
 
 
+_FREE_SLOT = ((2, 1), (2, 2), (2, 3), (3, 2), (3, 3), (4, 3), (4, 4), (5, 4), (5, 5), (6, 5))
+"""Per level: how many calendars, and how many separate busy blocks each has (the number of
+blocks plus calendars grows at every level)."""
+
+
+def _busy_blocks(rng: random.Random, count: int, longest: int, first: bool) -> list[list[int]]:
+    """``count`` busy blocks of 1 to ``longest`` quarter hours over 09:00-18:00 that neither
+    overlap nor touch (so the calendar lists exactly ``count`` blocks); the first calendar
+    starts at 09:00."""
+    while True:
+        busy: list[list[int]] = []
+        for _ in range(count):
+            a = 0 if first and not busy else rng.randrange(35)
+            busy.append([a, min(a + rng.randint(1, longest), 36)])
+        busy.sort()
+        if all(b[0] > a[1] for a, b in itertools.pairwise(busy)):
+            return busy
+
+
 def gen_free_slot(difficulty: int, rng: random.Random) -> tuple[Inputs, list[str]]:
-    """2 + difficulty // 4 calendars with ``people + difficulty`` busy blocks in all (one or more
-    each), in 15-minute units over 09:00-18:00."""
-    people = 2 + difficulty // 4
+    """``people`` calendars of ``blocks`` busy blocks each (one pair per level, see
+    ``_FREE_SLOT``), in 15-minute units over 09:00-18:00."""
+    people, blocks = _FREE_SLOT[difficulty - 1]
+    longest = max(1, min(6, 40 // (people * blocks)))  # the day stays about half free
     while True:
         duration = rng.randint(2, 6)
-        blocks = [1] * people
-        for _ in range(difficulty):
-            blocks[rng.randrange(people)] += 1
-        calendars: list[list[list[int]]] = []
-        for person in range(people):
-            busy: list[list[int]] = []
-            for b_index in range(blocks[person]):
-                a = 0 if not calendars and b_index == 0 else rng.randrange(34)
-                b = min(a + rng.randint(1, 8), 36)
-                busy.append([a, b])
-            busy.sort()
-            merged: list[list[int]] = []
-            for a, b in busy:
-                if merged and a <= merged[-1][1]:
-                    merged[-1][1] = max(merged[-1][1], b)
-                else:
-                    merged.append([a, b])
-            calendars.append(merged)
+        calendars = [_busy_blocks(rng, blocks, longest, p == 0) for p in range(people)]
         inputs: Inputs = {"calendars": calendars, "duration": duration}
         if solve_free_merge(inputs) != "none":
             break
@@ -388,7 +402,7 @@ FAMILIES = (
     ),
     Family(
         id="max_meetings",
-        version="2",
+        version="3",
         category="temporal",
         title="Maximum non-overlapping meetings",
         template=(
@@ -404,7 +418,7 @@ FAMILIES = (
     ),
     Family(
         id="common_free_slot",
-        version="2",
+        version="3",
         category="temporal",
         title="Earliest common free slot",
         template=(
