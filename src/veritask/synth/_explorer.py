@@ -189,7 +189,7 @@ class SymbolicExplorer:
                 for c in cols:
                     if self.rng.random() < 0.5:
                         self._mutate(tx, args, c, actor, target)
-            err = self._probe(tx.tool, args, snap).error
+            err = self._probe(tx.tool, self.sampler.cohere(tx, args), snap).error
             if err is None:
                 continue
             if err.violated_rule == rule.id:

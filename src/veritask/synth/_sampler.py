@@ -13,8 +13,27 @@ from veritask.env import Environment
 from veritask.policy import Column, Table, Transaction
 from veritask.synth._analysis import DomainModel, row_key, target_key
 from veritask.synth._values import free_text, is_time, keep_time_order, kind_variant
+from veritask.task import intent_columns
 
 _TEXT_TRIES = 8
+
+
+def _name_words(value: Any) -> set[str]:
+    """The capitalised words of a name, of four letters or more."""
+    if not isinstance(value, str):
+        return set()
+    return {w for w in re.findall(r"[A-Z][a-z]{3,}", value)}
+
+
+def _prose(col: Column) -> bool:
+    """Text that is no name, code, key or category: a candidate for a sentence."""
+    return (
+        col.type == "TEXT"
+        and col.enum is None
+        and not col.references
+        and not col.primary_key
+        and not col.unique
+    )
 
 
 def mimic(value: str, rng: random.Random) -> str:
@@ -273,4 +292,83 @@ class Sampler:
                 continue
             args[name] = value
         keep_time_order(self.model.value_rules.order.get(table.name, []), args, target, decided)
+        return self.cohere(tx, args)
+
+    def cohere(self, tx: Transaction, args: dict[str, Any]) -> dict[str, Any]:
+        """``args`` (changed in place) with its free text agreeing with the rest of an
+        inserted row (see ``_cohere``)."""
+        tool = self.model.tool(tx.tool)
+        if tool.kind == "insert":
+            self._cohere(tx, self.model.spec.table(tool.table), args)
         return args
+
+    def _cohere(self, tx: Transaction, table: Table, args: dict[str, Any]) -> None:
+        """Free text that agrees with the rest of the row: a sentence drawn from the rows that
+        share the request's references (a claim's purpose from claims of its category, an
+        order's job from orders of parts of its family), and an optional sentence no rule
+        needs left out (a comment on an approval)."""
+        for name in [n for n in args if n in table.column_names]:
+            col = table.column(name)
+            if not _prose(col) or name in tx.agent_decides:
+                continue
+            if free_text(col) and not col.not_null and not self._needed(tx, table, name, args):
+                args.pop(name)
+                continue
+            if self.model.value_rules.provider(table, col) is not None:
+                continue
+            texts = [t for t in self._kin_texts(table, name, args) if " " in t]
+            if texts:
+                args[name] = self.rng.choice(texts)
+
+    def _needed(self, tx: Transaction, table: Table, name: str, args: dict[str, Any]) -> bool:
+        """True when a rule on the table reads ``NEW.<name>`` and its guard holds for the
+        request (a rejection's reason), or cannot be told."""
+        kind = self.model.tool(tx.tool).kind
+        for rule in self.model.spec.rules:
+            if rule.table != table.name or kind not in rule.on:
+                continue
+            if not re.search(rf"\bNEW\.{name}\b", f"{rule.when or ''} {rule.condition}"):
+                continue
+            if rule.when is None or self.view.env.evaluate(rule.when, tx.tool, args) != 0:
+                return True
+        return False
+
+    def _kin_texts(self, table: Table, name: str, args: dict[str, Any]) -> list[str]:
+        """The texts of ``name`` on the rows that share most of the request's references
+        (the same row, or one of the same kind), none when no row shares one."""
+        refs = [
+            c
+            for c in table.columns
+            if c.references
+            and c.name in args
+            and c.references.split(".")[0] != self.model.actor
+            and not any(c.name == o for o, _ in self.model.owner_path.get(table.name, []))
+        ]
+        if not refs:
+            return []
+        best, texts = 0, []
+        for row in self.view.rows(table.name):
+            text = row.get(name)
+            if not isinstance(text, str) or not text.strip():
+                continue
+            score = sum(self._kin(c, row.get(c.name), args[c.name]) for c in refs)
+            if score > best:
+                best, texts = score, [text]
+            elif score == best and score > 0:
+                texts.append(text)
+        return sorted(set(texts))
+
+    def _kin(self, col: Column, have: Any, want: Any) -> bool:
+        """The same referenced record, or one that agrees with it on its intent columns."""
+        if have == want:
+            return True
+        assert col.references is not None
+        parent = col.references.split(".")[0]
+        a, b = self.view.get(parent, have), self.view.get(parent, want)
+        if a is None or b is None:
+            return False
+        keep = intent_columns(self.model.spec.table(parent))
+        if keep:
+            return all(a[k] == b[k] for k in keep)
+        label = self.model.label.get(parent)  # 'Classic Meals' is of the kind of 'Meals'
+        return label is not None and bool(_name_words(a.get(label)) & _name_words(b.get(label)))
