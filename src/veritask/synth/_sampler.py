@@ -321,15 +321,21 @@ class Sampler:
                 args[name] = self.rng.choice(texts)
 
     def _needed(self, tx: Transaction, table: Table, name: str, args: dict[str, Any]) -> bool:
-        """True when a rule on the table reads ``NEW.<name>`` and its guard holds for the
-        request (a rejection's reason), or cannot be told."""
+        """True when a rule on the table that reads ``NEW.<name>`` would refuse the request
+        without it (a rejection's reason), or when that cannot be told."""
         kind = self.model.tool(tx.tool).kind
+        env = self.view.env
+        without = {k: v for k, v in args.items() if k != name}
         for rule in self.model.spec.rules:
             if rule.table != table.name or kind not in rule.on:
                 continue
-            if not re.search(rf"\bNEW\.{name}\b", f"{rule.when or ''} {rule.condition}"):
+            text = f"{rule.when or ''} {rule.condition}"
+            if not re.search(rf"\bNEW\.{name}\b", text):
                 continue
-            if rule.when is None or self.view.env.evaluate(rule.when, tx.tool, args) != 0:
+            if "{threshold}" in text:
+                return True
+            guard = rule.when is None or env.evaluate(rule.when, tx.tool, without) != 0
+            if guard and env.evaluate(rule.condition, tx.tool, without) != 0:
                 return True
         return False
 
