@@ -112,7 +112,7 @@ class SymbolicExplorer:
         for ref in [r for r in (ask.target, *ask.refs.values()) if r is not None]:
             for part in lookups(ref):
                 self._look_up(maker, part)
-        return ask
+        return self.view.stated(ask)
 
     def _look_up(self, maker: AskMaker, ref: RowRef) -> None:
         """Read the rows a ref matches (once per match), unless it holds the record's key."""

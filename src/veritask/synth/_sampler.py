@@ -13,7 +13,7 @@ from veritask.env import Environment
 from veritask.policy import Column, Table, Transaction
 from veritask.synth._analysis import DomainModel, row_key, target_key
 from veritask.synth._values import free_text, is_time, keep_time_order, kind_variant
-from veritask.task import intent_columns
+from veritask.task import Ask, clock_column, intent_columns
 
 _TEXT_TRIES = 8
 
@@ -65,6 +65,22 @@ class StateView:
         self._by_key: dict[str, dict[Any, dict[str, Any]]] = {}
 
     generation = 0
+    now: int | float | None = None
+    """The latest request time (``clock_column``) the task being made has stated: later
+    requests are made no earlier (one clock per task). None at the start of a task."""
+
+    def stated(self, ask: Ask) -> Ask:
+        """Note the request times ``ask`` states (see ``now``); ``ask`` itself."""
+        table = self.model.spec.table(self.model.tool(ask.tool).table)
+        for name, value in ask.values.items():
+            if (
+                _is_number(value)
+                and name in table.column_names
+                and clock_column(table.column(name))
+                and (self.now is None or value > self.now)
+            ):
+                self.now = value
+        return ask
 
     def invalidate(self) -> None:
         """Forget cached rows (call after a write or a restore)."""
@@ -151,6 +167,12 @@ class Sampler:
         cached = self._pools.get(key)
         if cached is None:
             cached = self._pools[key] = self._number_pool(table, col, target)
+        now = self.view.now
+        if now is not None and clock_column(col):
+            # one clock per task: no request is made before one the task already made
+            later = [v for v in cached if v >= now]
+            allowed = self.model.value_rules.allowed(table.name, col.name, now)
+            return later or ([now] if allowed else cached)
         return cached
 
     def _number_pool(
