@@ -412,3 +412,20 @@ def test_a_record_made_and_retired_in_one_task_is_found(travel: Any) -> None:
     assert (
         _kinds(travel, _package([_sub(_cancel(BOOKING_UA205, cancellation_step=6))], other)) == []
     )
+
+
+def test_the_same_record_created_twice_in_a_task_is_found(travel: Any) -> None:
+    """Two travel requests for the same trip purpose in one task: one trip asked for twice."""
+
+    def request(purpose: str) -> SubGoal:
+        ask = Ask(
+            transaction="create_travel_request",
+            tool="insert_travel_requests",
+            values={"trip_purpose": purpose, "current_step": 3},
+        )
+        return _sub(ask, title="Create Travel Request")
+
+    twice = _package([request("Client visit in Boston"), request("Client visit in Boston")])
+    assert _kinds(travel, twice) == ["repeated_request"]
+    two = _package([request("Client visit in Boston"), request("Board meeting in Chicago")])
+    assert _kinds(travel, two) == []

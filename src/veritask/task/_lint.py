@@ -24,6 +24,8 @@ of package that fail that reading (``docs/design/0045-intent-and-the-semantic-li
   states it, or a request that states a column its procedure does not take;
 - ``undone_in_task``: a record the task creates is retired (cancelled, withdrawn) by a later
   request of the same task;
+- ``repeated_request``: two requests of one task create records that the user describes with
+  the same words (the "Cycling weekend" booked twice, the same parking claim filed twice);
 - ``noop_alternative``: the alternative the user accepts is the value the record already has;
 - ``terminal_without_status``: a procedure named for a status change (cancel, approve, close)
   whose accepted write does not set that status;
@@ -55,6 +57,7 @@ LINT_KINDS = (
     "clock_not_monotone",
     "unnamed_change",
     "undone_in_task",
+    "repeated_request",
     "noop_alternative",
     "terminal_without_status",
     "repeated_text",
@@ -264,6 +267,7 @@ class _PackageLint:
             self._named_column(n, sub.title, [sub.ask, *_thens(sub)])
         self._terminal()
         self._undone()
+        self._twice()
         if env is not None and origin is not None:
             self._noops(env, origin)
         return self.found
@@ -377,6 +381,34 @@ class _PackageLint:
                     "undone_in_task",
                     f"{table.name} {call.args.get(tool.key)!r} is created and then set to "
                     f"{life.column} {call.args.get(life.column)!r} in the same task",
+                )
+
+    def _twice(self) -> None:
+        """No two created records of a task described with the same words."""
+        seen: dict[tuple[str, tuple[str, ...]], int] = {}
+        for n, sub in enumerate(self.pkg.task.sub_goals, 1):
+            tool = self.tools.get(sub.ask.tool) if sub.ask is not None else None
+            if sub.ask is None or tool is None or tool.kind != "insert":
+                continue
+            table = self.spec.table(tool.table)
+            words = tuple(
+                sorted(
+                    f"{c}={v}"
+                    for c, v in sub.ask.values.items()
+                    if isinstance(v, str)
+                    and " " in v
+                    and (column := _column(table, c)) is not None
+                    and column.enum is None
+                )
+            )
+            if not words:
+                continue
+            first = seen.setdefault((tool.name, words), n)
+            if first != n:
+                self.add(
+                    "repeated_request",
+                    f"sub-goal {n} creates another {table.name} described as sub-goal "
+                    f"{first}'s ({', '.join(words)})",
                 )
 
     def _calculation(self, n: int, rule: Rule, stated: set[str]) -> None:
