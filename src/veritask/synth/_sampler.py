@@ -363,18 +363,21 @@ class Sampler:
 
     def _kin_texts(self, table: Table, name: str, args: dict[str, Any]) -> list[str]:
         """The texts of ``name`` on the rows that share most of the request's references
-        (the same row, or one of the same kind), none when no row shares one."""
+        (the same row, or one of the same kind), none when no row shares one. References to
+        the actor and to records it owns (a customer's car) say nothing about the text."""
         refs = [
             c
             for c in table.columns
             if c.references
             and c.name in args
             and c.references.split(".")[0] != self.model.actor
+            and not self.model.owned(c.references.split(".")[0])  # whose car says nothing
             and not any(c.name == o for o, _ in self.model.owner_path.get(table.name, []))
         ]
         if not refs:
             return []
-        best, texts = 0, []
+        best: float = 0.0
+        texts: list[str] = []
         for row in self.view.rows(table.name):
             text = row.get(name)
             if not isinstance(text, str) or not text.strip():
@@ -386,17 +389,21 @@ class Sampler:
                 texts.append(text)
         return sorted(set(texts))
 
-    def _kin(self, col: Column, have: Any, want: Any) -> bool:
-        """The same referenced record, or one that agrees with it on its intent columns."""
+    def _kin(self, col: Column, have: Any, want: Any) -> float:
+        """How far the record ``have`` is of the kind of ``want``: 1 for the same record;
+        else its agreement on the referenced table's intent columns, the first weighing most
+        (a part of the same family before one for the same car); for a table whose rows say
+        what a thing is, a shared word in their names ('Classic Meals' and 'Meals')."""
         if have == want:
-            return True
+            return 1.0
         assert col.references is not None
         parent = col.references.split(".")[0]
         a, b = self.view.get(parent, have), self.view.get(parent, want)
         if a is None or b is None:
-            return False
+            return 0.0
         keep = intent_columns(self.model.spec.table(parent))
         if keep:
-            return all(a[k] == b[k] for k in keep)
-        label = self.model.label.get(parent)  # 'Classic Meals' is of the kind of 'Meals'
-        return label is not None and bool(_name_words(a.get(label)) & _name_words(b.get(label)))
+            return sum(0.5 ** (i + 1) for i, k in enumerate(keep) if a[k] == b[k])
+        label = self.model.label.get(parent)
+        shared = label is not None and _name_words(a.get(label)) & _name_words(b.get(label))
+        return 0.5 if shared else 0.0
