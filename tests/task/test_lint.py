@@ -25,11 +25,14 @@ from veritask.task import (
     UserProfile,
     WitnessCall,
     check_dataset,
+    clock_column,
     intent_columns,
     key_names,
+    kind_table,
     lint_dataset,
     lint_package,
     load_dataset,
+    named_column,
     repeated_texts,
     standing_cast,
     status_of_procedure,
@@ -329,3 +332,100 @@ def test_a_later_request_dated_before_a_refused_time_is_found(travel: Any) -> No
     assert "clock_backwards" in kinds
     later = _package([refused, _sub(_cancel(BOOKING_UA100, cancellation_step=21))])
     assert "clock_backwards" not in _kinds(travel, later)
+
+
+def _book(cabin: str) -> Ask:
+    return Ask(
+        transaction="book_flight",
+        tool="insert_flight_bookings",
+        values={"flight_code": "UA310", "cost": 1150, "departure_step": 20, "booking_step": 5},
+        refs={"class": RowRef(table="flight_classes", match={"id": cabin})},
+    )
+
+
+def test_another_row_of_a_table_that_says_what_a_thing_is_is_a_category_swap(
+    travel: Any,
+) -> None:
+    """A cabin class table has no intent columns of its own: its rows say what the booking
+    is, so "accept BUSINESS instead" after a refusal refiles it rather than keeping it."""
+    sub = _sub(
+        _book("ECONOMY"),
+        Fallback(rule="FLIGHT_CABIN_CLASS", then=_book("BUSINESS")),
+        title="Book Flight",
+    )
+    assert _kinds(travel, _package([sub])) == ["category_swap"]
+    domain = travel[0]
+    assert kind_table(domain.spec.table("flight_classes"))
+    declared = domain.spec.table("flight_classes").model_copy(update={"intent": []})
+    assert not kind_table(declared)  # `intent: []`: any row serves the same request
+
+
+def test_a_later_request_made_before_an_earlier_one_is_found(travel: Any) -> None:
+    """One "now" per task: a request at step 4 after one at step 20, on any record, with or
+    without a refusal between them."""
+    back = _package(
+        [
+            _sub(_cancel(BOOKING_UA205, cancellation_step=20)),
+            _sub(_cancel(BOOKING_UA100, cancellation_step=4)),
+        ]
+    )
+    assert _kinds(travel, back) == ["clock_not_monotone"]
+    forward = _package(
+        [
+            _sub(_cancel(BOOKING_UA100, cancellation_step=4)),
+            _sub(_cancel(BOOKING_UA205, cancellation_step=20)),
+        ]
+    )
+    assert _kinds(travel, forward) == []
+    bookings = travel[0].spec.table("flight_bookings")
+    assert clock_column(bookings.column("booking_step"))
+    assert not clock_column(bookings.column("departure_step"))  # a time the request is about
+
+
+def test_a_request_with_a_column_its_procedure_does_not_take_is_found(travel: Any) -> None:
+    """A cancellation that also asks for another cost is not what "Cancel" does."""
+    pkg = _package([_sub(_cancel(BOOKING_UA205, cancellation_step=6, cost=10))])
+    found = _kinds(travel, pkg)
+    assert found == ["unnamed_change"]
+
+
+def test_a_procedure_named_for_a_column_must_state_it() -> None:
+    """ "Change Sailing" on bookings is about the sailing: a request that names no sailing
+    leaves an agent nothing to change."""
+    spec = load_spec(Path("tests/fixtures/unseen_domains/ferry_desk.yaml"))
+    bookings = spec.table("bookings")
+    tx = next(t for t in spec.transactions if t.id == "change_sailing")
+    assert named_column(bookings, tx.name, tx.parameters) == "sailing_code"
+    cancel = next(t for t in spec.transactions if t.id == "cancel_booking")
+    assert named_column(bookings, cancel.name, cancel.parameters) is None
+
+
+def test_a_record_made_and_retired_in_one_task_is_found(travel: Any) -> None:
+    """Booking a flight and cancelling the same booking in one task is no customer's day."""
+    calls = [
+        WitnessCall(tool="insert_flight_bookings", args={}, ok=True, result={"id": 99}),
+        WitnessCall(tool="update_flight_bookings", args={"id": 99, "status": "CANCELLED"}, ok=True),
+    ]
+    pkg = _package([_sub(_cancel(BOOKING_UA205, cancellation_step=6))], calls)
+    assert _kinds(travel, pkg) == ["undone_in_task"]
+    other = [calls[0], calls[1].model_copy(update={"args": {"id": 5, "status": "CANCELLED"}})]
+    assert (
+        _kinds(travel, _package([_sub(_cancel(BOOKING_UA205, cancellation_step=6))], other)) == []
+    )
+
+
+def test_the_same_record_created_twice_in_a_task_is_found(travel: Any) -> None:
+    """Two travel requests for the same trip purpose in one task: one trip asked for twice."""
+
+    def request(purpose: str) -> SubGoal:
+        ask = Ask(
+            transaction="create_travel_request",
+            tool="insert_travel_requests",
+            values={"trip_purpose": purpose, "current_step": 3},
+        )
+        return _sub(ask, title="Create Travel Request")
+
+    twice = _package([request("Client visit in Boston"), request("Client visit in Boston")])
+    assert _kinds(travel, twice) == ["repeated_request"]
+    two = _package([request("Client visit in Boston"), request("Board meeting in Chicago")])
+    assert _kinds(travel, two) == []

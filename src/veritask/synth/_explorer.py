@@ -112,7 +112,7 @@ class SymbolicExplorer:
         for ref in [r for r in (ask.target, *ask.refs.values()) if r is not None]:
             for part in lookups(ref):
                 self._look_up(maker, part)
-        return ask
+        return self.view.stated(ask)
 
     def _look_up(self, maker: AskMaker, ref: RowRef) -> None:
         """Read the rows a ref matches (once per match), unless it holds the record's key."""
@@ -189,7 +189,7 @@ class SymbolicExplorer:
                 for c in cols:
                     if self.rng.random() < 0.5:
                         self._mutate(tx, args, c, actor, target)
-            err = self._probe(tx.tool, args, snap).error
+            err = self._probe(tx.tool, self.sampler.cohere(tx, args), snap).error
             if err is None:
                 continue
             if err.violated_rule == rule.id:

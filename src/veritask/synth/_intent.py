@@ -11,15 +11,18 @@ from typing import Any
 
 from veritask.policy import DomainSpec, Rule, Table
 from veritask.synth._sampler import StateView
-from veritask.task import intent_columns, is_time_column, key_names, tested_words
+from veritask.task import intent_columns, is_time_column, key_names, kind_table, tested_words
 
 
 def same_kind(
     view: StateView, spec: DomainSpec, ref: str, current: Any, values: list[Any], rule: Rule
 ) -> list[Any]:
     """The keys among ``values`` whose records agree with ``current``'s (of the table ``ref``
-    points at) on its intent columns, except those ``rule`` tests."""
+    points at) on its intent columns, except those ``rule`` tests; none when the table's rows
+    say what the thing is (``kind_table``: an expense category, a part family)."""
     table_name = ref.split(".")[0]
+    if kind_table(spec.table(table_name)):
+        return []  # its rows say what the thing is: refiling it is no alternative
     asked = view.get(table_name, current) if current is not None else None
     if asked is None:
         return values

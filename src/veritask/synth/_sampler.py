@@ -13,8 +13,27 @@ from veritask.env import Environment
 from veritask.policy import Column, Table, Transaction
 from veritask.synth._analysis import DomainModel, row_key, target_key
 from veritask.synth._values import free_text, is_time, keep_time_order, kind_variant
+from veritask.task import Ask, clock_column, intent_columns
 
 _TEXT_TRIES = 8
+
+
+def _name_words(value: Any) -> set[str]:
+    """The capitalised words of a name, of four letters or more."""
+    if not isinstance(value, str):
+        return set()
+    return {w for w in re.findall(r"[A-Z][a-z]{3,}", value)}
+
+
+def _prose(col: Column) -> bool:
+    """Text that is no name, code, key or category: a candidate for a sentence."""
+    return (
+        col.type == "TEXT"
+        and col.enum is None
+        and not col.references
+        and not col.primary_key
+        and not col.unique
+    )
 
 
 def mimic(value: str, rng: random.Random) -> str:
@@ -46,6 +65,22 @@ class StateView:
         self._by_key: dict[str, dict[Any, dict[str, Any]]] = {}
 
     generation = 0
+    now: int | float | None = None
+    """The latest request time (``clock_column``) the task being made has stated: later
+    requests are made no earlier (one clock per task). None at the start of a task."""
+
+    def stated(self, ask: Ask) -> Ask:
+        """Note the request times ``ask`` states (see ``now``); ``ask`` itself."""
+        table = self.model.spec.table(self.model.tool(ask.tool).table)
+        for name, value in ask.values.items():
+            if (
+                _is_number(value)
+                and name in table.column_names
+                and clock_column(table.column(name))
+                and (self.now is None or value > self.now)
+            ):
+                self.now = value
+        return ask
 
     def invalidate(self) -> None:
         """Forget cached rows (call after a write or a restore)."""
@@ -132,6 +167,12 @@ class Sampler:
         cached = self._pools.get(key)
         if cached is None:
             cached = self._pools[key] = self._number_pool(table, col, target)
+        now = self.view.now
+        if now is not None and clock_column(col):
+            # one clock per task: no request is made before one the task already made
+            later = [v for v in cached if v >= now]
+            allowed = self.model.value_rules.allowed(table.name, col.name, now)
+            return later or ([now] if allowed else cached)
         return cached
 
     def _number_pool(
@@ -273,4 +314,96 @@ class Sampler:
                 continue
             args[name] = value
         keep_time_order(self.model.value_rules.order.get(table.name, []), args, target, decided)
+        return self.cohere(tx, args)
+
+    def cohere(self, tx: Transaction, args: dict[str, Any]) -> dict[str, Any]:
+        """``args`` (changed in place) with its free text agreeing with the rest of an
+        inserted row (see ``_cohere``)."""
+        tool = self.model.tool(tx.tool)
+        if tool.kind == "insert":
+            self._cohere(tx, self.model.spec.table(tool.table), args)
         return args
+
+    def _cohere(self, tx: Transaction, table: Table, args: dict[str, Any]) -> None:
+        """Free text that agrees with the rest of the row: a sentence drawn from the rows that
+        share the request's references (a claim's purpose from claims of its category, an
+        order's job from orders of parts of its family), and an optional sentence no rule
+        needs left out (a comment on an approval)."""
+        for name in [n for n in args if n in table.column_names]:
+            col = table.column(name)
+            if not _prose(col) or name in tx.agent_decides:
+                continue
+            if free_text(col) and not col.not_null and not self._needed(tx, table, name, args):
+                args.pop(name)
+                continue
+            if self.model.value_rules.provider(table, col) is not None:
+                continue
+            texts = [t for t in self._kin_texts(table, name, args) if " " in t]
+            if texts:
+                args[name] = self.rng.choice(texts)
+
+    def _needed(self, tx: Transaction, table: Table, name: str, args: dict[str, Any]) -> bool:
+        """True when a rule on the table that reads ``NEW.<name>`` would refuse the request
+        without it (a rejection's reason), or when that cannot be told."""
+        kind = self.model.tool(tx.tool).kind
+        env = self.view.env
+        without = {k: v for k, v in args.items() if k != name}
+        for rule in self.model.spec.rules:
+            if rule.table != table.name or kind not in rule.on:
+                continue
+            text = f"{rule.when or ''} {rule.condition}"
+            if not re.search(rf"\bNEW\.{name}\b", text):
+                continue
+            if "{threshold}" in text:
+                return True
+            guard = rule.when is None or env.evaluate(rule.when, tx.tool, without) != 0
+            if guard and env.evaluate(rule.condition, tx.tool, without) != 0:
+                return True
+        return False
+
+    def _kin_texts(self, table: Table, name: str, args: dict[str, Any]) -> list[str]:
+        """The texts of ``name`` on the rows that share most of the request's references
+        (the same row, or one of the same kind), none when no row shares one. References to
+        the actor and to records it owns (a customer's car) say nothing about the text."""
+        refs = [
+            c
+            for c in table.columns
+            if c.references
+            and c.name in args
+            and c.references.split(".")[0] != self.model.actor
+            and not self.model.owned(c.references.split(".")[0])  # whose car says nothing
+            and not any(c.name == o for o, _ in self.model.owner_path.get(table.name, []))
+        ]
+        if not refs:
+            return []
+        best: float = 0.0
+        texts: list[str] = []
+        for row in self.view.rows(table.name):
+            text = row.get(name)
+            if not isinstance(text, str) or not text.strip():
+                continue
+            score = sum(self._kin(c, row.get(c.name), args[c.name]) for c in refs)
+            if score > best:
+                best, texts = score, [text]
+            elif score == best and score > 0:
+                texts.append(text)
+        return sorted(set(texts))
+
+    def _kin(self, col: Column, have: Any, want: Any) -> float:
+        """How far the record ``have`` is of the kind of ``want``: 1 for the same record;
+        else its agreement on the referenced table's intent columns, the first weighing most
+        (a part of the same family before one for the same car); for a table whose rows say
+        what a thing is, a shared word in their names ('Classic Meals' and 'Meals')."""
+        if have == want:
+            return 1.0
+        assert col.references is not None
+        parent = col.references.split(".")[0]
+        a, b = self.view.get(parent, have), self.view.get(parent, want)
+        if a is None or b is None:
+            return 0.0
+        keep = intent_columns(self.model.spec.table(parent))
+        if keep:
+            return sum(0.5 ** (i + 1) for i, k in enumerate(keep) if a[k] == b[k])
+        label = self.model.label.get(parent)
+        shared = label is not None and _name_words(a.get(label)) & _name_words(b.get(label))
+        return 0.5 if shared else 0.0

@@ -139,6 +139,7 @@ class UnitWorker:
                 for tx in (first, direct) if aimed and direct is not None else (first,):
                     env.restore(scene.origin)
                     view.invalidate()
+                    view.now = None  # a new task: its clock starts afresh
                     episode = explorer.explore(
                         actor, tx, aim, max_goals=3, chain=0.5, allow_refusal=allow
                     )

@@ -72,6 +72,17 @@ REAL_CITIES = (
 )  # fmt: skip
 """Places a made-up sentence may name (Faker's towns, 'Lake Elizabethborough', read as fake)."""
 
+PLAIN_NOTES = (
+    "As discussed on the phone",
+    "Details as agreed with the team",
+    "Following up on the earlier request",
+    "Please see the details on file",
+    "Needed for the current project",
+    "Requested by the account holder",
+)
+"""Sentences for a free-text column with no value of its own and no pool (Faker's words read
+as word salad: 'Hot end ball')."""
+
 TIME_SUFFIXES = ("_step", "_at", "_date", "_time", "_day")
 _PERSON_LABELS = ("name", "full_name", "display_name")
 _PREPOSITIONS = re.compile(r"\s(in|for|at|on|to|with|from|after|before)\s", re.I)
@@ -238,8 +249,8 @@ class ValueRules:
         """A sentence in the column's own style: a head clause of one existing value with the
         tail clause of another ("Board meeting" + "in Atlanta"), places sometimes another real
         city."""
-        if not existing:
-            return f"{faker.word().capitalize()} {faker.word()} {faker.word()}"
+        if not existing:  # no sentence of the domain's own: a plain one, never word salad
+            return rng.choice(PLAIN_NOTES)
         parts = [p for p in (_split(v) for v in existing) if p is not None]
         if not parts:
             return rng.choice(existing)

@@ -15,6 +15,17 @@ of package that fail that reading (``docs/design/0045-intent-and-the-semantic-li
 - ``replaced_record``: the record a request acts on is swapped for another one after a refusal;
 - ``changed_intent``: an alternative record that differs from the one asked for on an attribute
   that defines the request (the route of a flight, the family of a product, the owner);
+- ``category_swap``: the alternative names another row of a table whose rows say what a thing
+  *is* (an expense category, a product family: a table with no intent columns of its own), to
+  get past the rule (refiling a taxi as training to get under a cap);
+- ``clock_not_monotone``: a time at which the user makes a request (``clock_column``) earlier
+  than one stated before it in the same task, on any table (one "now" per task);
+- ``unnamed_change``: a procedure named for a column ("Change Sailing") whose request never
+  states it, or a request that states a column its procedure does not take;
+- ``undone_in_task``: a record the task creates is retired (cancelled, withdrawn) by a later
+  request of the same task;
+- ``repeated_request``: two requests of one task create records that the user describes with
+  the same words (the "Cycling weekend" booked twice, the same parking claim filed twice);
 - ``noop_alternative``: the alternative the user accepts is the value the record already has;
 - ``terminal_without_status``: a procedure named for a status change (cancel, approve, close)
   whose accepted write does not set that status;
@@ -34,7 +45,7 @@ from typing import Any
 
 from veritask.env import Environment
 from veritask.policy import Column, DomainSpec, Rule, Table, ToolSpec
-from veritask.task._package import Ask, RowRef, TaskPackage
+from veritask.task._package import Ask, RowRef, SubGoal, TaskPackage
 
 LINT_KINDS = (
     "restated_time",
@@ -42,6 +53,11 @@ LINT_KINDS = (
     "calculation_trigger",
     "replaced_record",
     "changed_intent",
+    "category_swap",
+    "clock_not_monotone",
+    "unnamed_change",
+    "undone_in_task",
+    "repeated_request",
     "noop_alternative",
     "terminal_without_status",
     "repeated_text",
@@ -87,6 +103,44 @@ def is_time_column(column: Column) -> bool:
     return column.type in ("INTEGER", "REAL") and (
         column.name == "step" or column.name.endswith(TIME_SUFFIXES)
     )
+
+
+NOT_NOW = (
+    "due",
+    "end",
+    "start",
+    "depart",
+    "arriv",
+    "expense",
+    "expir",
+    "valid",
+    "deadline",
+    "deliver",
+    "schedul",
+    "plan",
+    "travel",
+    "event",
+    "incur",
+    "check_in",
+    "check_out",
+)
+"""Name beginnings of time columns that hold a time other than when a request is made (a
+departure, a due date, when an expense was incurred)."""
+
+
+def clock_column(column: Column) -> bool:
+    """True for a time column that holds when the request is made (``booked_step``,
+    ``cancel_step``, ``request_step``), not a time the request is about (``departure_step``,
+    ``due_step``, ``expense_step``): the "now" of a task, which never goes back."""
+    return is_time_column(column) and not column.name.startswith(NOT_NOW)
+
+
+def kind_table(table: Table) -> bool:
+    """True for a table whose rows say what a thing *is* (expense categories, part families):
+    no intent columns of its own and none declared. Another row of it is another kind of
+    thing, never an alternative for the same request. ``intent: []`` on the table says the
+    opposite (any row serves: a travel class, a fare)."""
+    return table.intent is None and not intent_columns(table)
 
 
 def status_of_procedure(table: Table, title: str) -> tuple[str, Any] | None:
@@ -189,12 +243,14 @@ class _PackageLint:
             _OriginRows(self.spec, env, origin) if env is not None and origin is not None else None
         )
         refused: dict[str, tuple[Any, str]] = {}
+        self.now: tuple[Any, str] | None = None
         for n, sub in enumerate(self.pkg.task.sub_goals, 1):
             if sub.ask is None:
                 continue
             current = sub.ask
             stated = set(sub.ask.values)
             self._clock(n, current, refused, set())
+            self._now(n, current, set())
             for fb in sub.fallbacks:
                 rule = self.rule(fb.rule)
                 if rule is not None:
@@ -203,10 +259,15 @@ class _PackageLint:
                 if fb.then is None:
                     continue
                 self._alternative(n, rule, current, fb.then, rows)
-                self._clock(n, fb.then, refused, {c for c in fb.then.values if c in current.values})
+                restated = {c for c in fb.then.values if c in current.values}
+                self._clock(n, fb.then, refused, restated)
+                self._now(n, fb.then, restated)
                 current = fb.then
                 stated |= set(fb.then.values)
+            self._named_column(n, sub.title, [sub.ask, *_thens(sub)])
         self._terminal()
+        self._undone()
+        self._twice()
         if env is not None and origin is not None:
             self._noops(env, origin)
         return self.found
@@ -250,6 +311,106 @@ class _PackageLint:
                     f"sub-goal {n}: states {col} {value!r}, earlier than the refused {seen[1]}",
                 )
 
+    def _now(self, n: int, ask: Ask, restated: set[str]) -> None:
+        """The times at which the user makes requests never go back within a task, on any
+        table or column (a time the same request restates is ``restated_time`` instead)."""
+        table = self._table_of(ask.tool)
+        if table is None:
+            return
+        for col, value in self._times(ask).items():
+            column = _column(table, col)
+            if column is None or not clock_column(column):
+                continue
+            if col not in restated and self.now is not None and value < self.now[0]:
+                self.add(
+                    "clock_not_monotone",
+                    f"sub-goal {n}: states {col} {value!r}, earlier than {self.now[1]} "
+                    "stated before in the task",
+                )
+            if self.now is None or value >= self.now[0]:
+                self.now = (value, f"{col} {value!r}")
+
+    def _named_column(self, n: int, title: str, asks: list[Ask]) -> None:
+        """A procedure named for a column states it, and no request states a column its
+        procedure does not take."""
+        ask = asks[0]
+        tx = next((t for t in self.spec.transactions if t.id == ask.transaction), None)
+        tool = self.tools.get(ask.tool)
+        if tx is None or tool is None or not tx.parameters:
+            return
+        key = tool.key
+        taken = set(tx.parameters) | {key}
+        for a in asks:
+            extra = sorted(c for c in {*a.values, *a.refs} if c not in taken)
+            if extra:
+                self.add(
+                    "unnamed_change",
+                    f"sub-goal {n} ({title}): states {', '.join(extra)}, which "
+                    f"{tx.id} does not take",
+                )
+                return
+        if tool.kind != "update":
+            return
+        named = named_column(self.spec.table(tool.table), title, tx.parameters, tx.agent_decides)
+        if named is not None and not any(named in {*a.values, *a.refs} for a in asks):
+            self.add(
+                "unnamed_change",
+                f"sub-goal {n} ({title}): the procedure is named for {named}, which the "
+                "request never states",
+            )
+
+    def _undone(self) -> None:
+        """A record the task creates is not retired by a later request of the same task."""
+        made: set[tuple[str, Any]] = set()
+        for call in self.pkg.witness:
+            tool = self.tools.get(call.tool)
+            if not call.ok or tool is None or not self.spec.has_table(tool.table):
+                continue
+            table = self.spec.table(tool.table)
+            if tool.kind == "insert" and isinstance(call.result, dict):
+                keys = [c.name for c in table.primary_key]
+                if len(keys) == 1 and keys[0] in call.result:
+                    made.add((table.name, call.result[keys[0]]))
+            life = table.lifecycle
+            if tool.kind != "update" or tool.key is None or life is None:
+                continue
+            if (table.name, call.args.get(tool.key)) in made and call.args.get(life.column) in set(
+                life.inactive_values
+            ):
+                self.add(
+                    "undone_in_task",
+                    f"{table.name} {call.args.get(tool.key)!r} is created and then set to "
+                    f"{life.column} {call.args.get(life.column)!r} in the same task",
+                )
+
+    def _twice(self) -> None:
+        """No two created records of a task described with the same words."""
+        seen: dict[tuple[str, tuple[str, ...]], int] = {}
+        for n, sub in enumerate(self.pkg.task.sub_goals, 1):
+            tool = self.tools.get(sub.ask.tool) if sub.ask is not None else None
+            if sub.ask is None or tool is None or tool.kind != "insert":
+                continue
+            table = self.spec.table(tool.table)
+            words = tuple(
+                sorted(
+                    f"{c}={v}"
+                    for c, v in sub.ask.values.items()
+                    if isinstance(v, str)
+                    and " " in v
+                    and (column := _column(table, c)) is not None
+                    and column.enum is None
+                )
+            )
+            if not words:
+                continue
+            first = seen.setdefault((tool.name, words), n)
+            if first != n:
+                self.add(
+                    "repeated_request",
+                    f"sub-goal {n} creates another {table.name} described as sub-goal "
+                    f"{first}'s ({', '.join(words)})",
+                )
+
     def _calculation(self, n: int, rule: Rule, stated: set[str]) -> None:
         """A trigger keyed on a calculation the user did not make."""
         if rule.repair is None or rule.repair.column in stated:
@@ -286,13 +447,30 @@ class _PackageLint:
                 f"sub-goal {n}: the record to act on changes from {_named(before.target)} to "
                 f"{_named(after.target)} after {rule.id if rule else 'a refusal'}",
             )
-        if rows is None or rule is None:
-            return
         for col, ref in after.refs.items():
             old_ref = before.refs.get(col)
             if old_ref is None or old_ref == ref:
                 continue
+            if self._swap(n, rule, old_ref, ref, rows) or rows is None or rule is None:
+                continue
             self._intent(n, rule, old_ref, ref, rows)
+
+    def _swap(
+        self, n: int, rule: Rule | None, old: RowRef, new: RowRef, rows: _OriginRows | None
+    ) -> bool:
+        """Another row of a table whose rows say what the thing is (``kind_table``)."""
+        if old.table != new.table or not self.spec.has_table(old.table):
+            return False
+        if not kind_table(self.spec.table(old.table)):
+            return False
+        if rows is not None and rows.same(old, new) is True:
+            return True
+        self.add(
+            "category_swap",
+            f"sub-goal {n}: after {rule.id if rule else 'a refusal'} the user accepts "
+            f"{_named(new)} instead of {_named(old)}, another kind of thing",
+        )
+        return True
 
     def _intent(self, n: int, rule: Rule, old: RowRef, new: RowRef, rows: _OriginRows) -> None:
         """An alternative record must agree with the one asked for on what defines the request."""
@@ -415,6 +593,30 @@ class _OriginRows:
             return None
         keys = [c.name for c in self.spec.table(a.table).primary_key] or list(ra)
         return all(ra.get(k) == rb.get(k) for k in keys)
+
+
+def named_column(
+    table: Table, title: str, parameters: Collection[str], decided: Collection[str] = ()
+) -> str | None:
+    """The column an update procedure's name is about ("Change Sailing" on bookings:
+    ``sailing_code``): the one parameter a word of the name after its verb names, the table's
+    own noun aside. None when the name names none, or several."""
+    nouns = {w.removesuffix("s") for w in table.name.split("_")}
+    words = {w.removesuffix("s") for w in _WORD.findall(title.lower())[1:]} - nouns
+    hits = [
+        c.name
+        for c in table.columns
+        if c.name in parameters
+        and c.name not in decided
+        and c.updatable
+        and not c.primary_key
+        and words & {w.removesuffix("s") for w in c.name.split("_")}
+    ]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _thens(sub: SubGoal) -> list[Ask]:
+    return [fb.then for fb in sub.fallbacks if fb.then is not None]
 
 
 def _row(env: Environment, table: str, key: str, value: Any) -> dict[str, Any] | None:
