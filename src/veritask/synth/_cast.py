@@ -113,6 +113,11 @@ class CastBuilder:
         """Edge constructions per boundary kind so far (the rarest kind is placed first)."""
         self._owners: dict[int, set[str]] = {}
 
+    def reset(self) -> None:
+        """Forget the boundary kinds placed so far (at the start of each unit, so a unit's
+        packages depend on the unit alone and a resumed run gives the same bytes)."""
+        self.kinds = Counter()
+
     def close(self) -> None:
         """Release the scratch database."""
         self.env.close()
@@ -324,8 +329,25 @@ class CastBuilder:
                 if c not in stated and c != key and not self._actor_link(call.tool, c)
             ]  # fmt: skip
             if omitted:
-                what = f"the request leaves out {', '.join(omitted)}, which the agent must look up or work out"
+                what = f"the request leaves out {', '.join(omitted)}, which the agent must work out"
                 return Construction(archetype="rookie", what=what, omitted=omitted, call=i)
+        return self._rookie_lookup(pkg, asks)
+
+    def _rookie_lookup(self, pkg: TaskPackage, asks: list[Ask]) -> Construction | None:
+        """A Rookie who names a record by its label, never by its id: the agent looks the id
+        up (a query of that table precedes the write)."""
+        for i, call in enumerate(pkg.witness):
+            if not call.ok or not self.model.writes(call.tool):
+                continue
+            same = [a for a in asks if a.tool == call.tool]
+            for col in call.args:
+                if same and all(_named_not_keyed(self.model, a, col) for a in same):
+                    parent = same[0].refs[col].table
+                    if _queried(self.model, pkg.witness[:i], parent):
+                        what = f"the request names the {column_words(col)} without its id, which the agent must look up"
+                        return Construction(
+                            archetype="rookie", what=what, omitted=[col], call=i, detail="looked up"
+                        )
         return None
 
     def _actor_link(self, tool: str, column: str) -> bool:
@@ -375,6 +397,22 @@ class CastBuilder:
         best = min(found, key=lambda f: (self.kinds[f[1].kind], f[1].rule not in hit, f[0]))
         self.kinds[best[1].kind] += 1
         return best
+
+
+def _named_not_keyed(model: DomainModel, ask: Ask, column: str) -> bool:
+    """Whether an ask names ``column``'s record by its values, not by its primary key."""
+    ref = ask.refs.get(column)
+    if ref is None or column in ask.values:
+        return False
+    pk = model.spec.table(ref.table).primary_key
+    return bool(pk) and pk[0].name not in ref.match
+
+
+def _queried(model: DomainModel, calls: list[WitnessCall], table: str) -> bool:
+    """Whether one of ``calls`` reads ``table``."""
+    return any(
+        c.ok and not model.writes(c.tool) and model.tool(c.tool).table == table for c in calls
+    )
 
 
 def _asks(task: TaskDescription) -> list[Ask]:
@@ -435,12 +473,16 @@ def _check_entangled(
     return None
 
 
-def _check_rookie(_b: CastBuilder, pkg: TaskPackage, built: Construction, _o: bytes) -> str | None:
+def _check_rookie(b: CastBuilder, pkg: TaskPackage, built: Construction, _o: bytes) -> str | None:
     if built.call is None or not built.omitted:
         return "no omitted detail"
     call = pkg.witness[built.call]
     if not set(built.omitted) <= set(call.args):
         return "the write does not set the omitted detail"
+    if built.detail == "looked up":
+        same = [a for a in _asks(pkg.task) if a.tool == call.tool]
+        named = same and all(_named_not_keyed(b.model, a, built.omitted[0]) for a in same)
+        return None if named else "the request does not name the record by its label alone"
     for ask in _asks(pkg.task):
         if ask.tool == call.tool and set(built.omitted) & (set(ask.values) | set(ask.refs)):
             return "the request states the omitted detail"

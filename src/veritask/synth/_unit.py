@@ -246,6 +246,7 @@ class UnitWorker:
         refusal_at = random.Random(derive_seed(scene_seed, "refusal")).randrange(max(count, 1))
         self.uses = Counter()
         self.built = Counter()
+        self.cast.reset()
         self.texts = set()
         while len(packages) < count and attempt < ATTEMPTS_PER_TASK * count:
             index = first_index + len(packages)

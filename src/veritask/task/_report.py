@@ -133,6 +133,31 @@ def _boundaries(
     }
 
 
+def _statistics(
+    packages: list[TaskPackage], spec: DomainSpec | None, ds: DatasetDir
+) -> dict[str, Any]:
+    """Every section of ``report_dataset`` but the costs."""
+    n = len(packages)
+    difficulty = Counter[str](p.difficulty for p in packages)
+    rule_coverage, tool_coverage, missing = _coverages(packages, spec, ds)
+    report: dict[str, Any] = {
+        "tasks": n,
+        "difficulty": {d: difficulty.get(d, 0) for d in _DIFFICULTIES},
+        "tags": _tag_counts(packages),
+        "boundary_density": _share(sum(1 for p in packages if p.boundary_hits > 0), n),
+        "rule_coverage": rule_coverage,
+        "tool_coverage": tool_coverage,
+        "mean_witness_calls": round(sum(len(p.witness) for p in packages) / n, 4) if n else 0.0,
+        "refusal_share": _share(sum(1 for p in packages if p.refusal), n),
+        "repeated_texts": repeated_texts(packages),
+        "cast": _cast(packages),
+        "uncovered": missing,
+        "archetypes": _archetypes(packages),
+        "boundaries": _boundaries(packages, _spec_of(spec, ds)),
+    }
+    return report
+
+
 def report_dataset(
     root: str | Path, spec: DomainSpec | None = None, prices: PriceTable | None = None
 ) -> dict[str, Any]:
@@ -147,11 +172,8 @@ def report_dataset(
     * ``repeated_texts``: packages repeating an earlier one's text on another origin.
     * ``cast``: ``{"users", "max_over_uniform"}``: users, and the largest one's share over a
       uniform share of the standing cast (users with tasks on several origins).
-    * ``archetypes``: ``{"counts", "shares", "built"}``: the user archetype mix of the
-      non-refusal tasks, and the packages whose archetype carries its construction.
-    * ``boundaries``: ``{"kinds", "categories", "kind_density", "category_density"}``:
-      boundary-seeded packages (Edge constructions) per boundary kind (quota, state, flag,
-      window, numeric, multi) and per rule category, as counts and shares of all tasks.
+    * ``archetypes``: the archetype mix of the non-refusal tasks (``_archetypes``).
+    * ``boundaries``: boundary-seeded packages per kind and rule category (``_boundaries``).
     * ``uncovered``: ``{domain: {"rules": {id: why}, "tools": {name: why}}}``, what no
       package covered: ``"not reached"``, or ``"unreachable by construction: <reason>"``
       when the spec rules it out (``veritask.task._reach``).
@@ -170,34 +192,17 @@ def report_dataset(
     Returns:
         ``{"tasks", "difficulty": {"L1", "L2", "L3"}, "tags": {tag: count},
         "boundary_density", "rule_coverage", "tool_coverage", "mean_witness_calls",
-        "refusal_share", "repeated_texts", "cast", "uncovered", "archetypes",
-        "boundaries"}``; ``tags`` lists every
-        known tag (0 when unused) and any other found. With model calls (LLM mode) also
-        ``"costs"`` (:func:`~veritask.task._costs.cost_report`)
+        "refusal_share", "repeated_texts", "cast", "uncovered", "archetypes", "boundaries"}``;
+        ``tags`` lists every known tag (0 when unused) and any other found. With model calls
+        (LLM mode) also ``"costs"`` (:func:`~veritask.task._costs.cost_report`)
 
     Raises:
         DatasetError: The manifest is invalid or refers to missing states or policies.
     """
     packages = load_dataset(root)
-    n = len(packages)
-    difficulty = Counter[str](p.difficulty for p in packages)
-    rule_coverage, tool_coverage, missing = _coverages(packages, spec, DatasetDir(Path(root)))
-    report: dict[str, Any] = {
-        "tasks": n,
-        "difficulty": {d: difficulty.get(d, 0) for d in _DIFFICULTIES},
-        "tags": _tag_counts(packages),
-        "boundary_density": _share(sum(1 for p in packages if p.boundary_hits > 0), n),
-        "rule_coverage": rule_coverage,
-        "tool_coverage": tool_coverage,
-        "mean_witness_calls": round(sum(len(p.witness) for p in packages) / n, 4) if n else 0.0,
-        "refusal_share": _share(sum(1 for p in packages if p.refusal), n),
-        "repeated_texts": repeated_texts(packages),
-        "cast": _cast(packages),
-        "uncovered": missing,
-        "archetypes": _archetypes(packages),
-        "boundaries": _boundaries(packages, _spec_of(spec, DatasetDir(Path(root)))),
-    }
+    ds = DatasetDir(Path(root))
+    report = _statistics(packages, spec, ds)
     ledger = dataset_ledger(root)
     if ledger is not None:
-        report["costs"] = cost_report(ledger, n, DatasetDir(Path(root)).read_run(), prices)
+        report["costs"] = cost_report(ledger, len(packages), ds.read_run(), prices)
     return report
