@@ -8,7 +8,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from veritask._cli.main import cli
 from veritask.domains import load_domain
 from veritask.env import CompiledDomain
 from veritask.synth import DomainModel, generate
@@ -175,3 +177,17 @@ def test_a_plan_can_ask_for_one_archetype(tmp_path: Path) -> None:
     assert run["archetypes"] == {"edge": 1.0}
     with pytest.raises(ValueError, match="unknown archetype"):
         generate("mock", 4, 3, tmp_path / "other", archetypes={"hero": 1})
+
+
+def test_cli_takes_a_mix_and_report_prints_it(tmp_path: Path) -> None:
+    out = tmp_path / "ds"
+    args = ["generate", "--domain", "mock", "--n", "4", "--seed", "3", "--out", str(out)]
+    done = CliRunner().invoke(cli, [*args, "--archetypes", "mismatch"])
+    assert done.exit_code == 0, done.output
+    assert {p.user_profile.archetype for p in load_dataset(out)} == {"mismatch"}
+    text = CliRunner().invoke(cli, ["report", str(out)]).output
+    assert "archetypes (non-refusal) mismatch 3 (100%)" in text  # one refusal
+    assert "built 4/4" in text
+    assert "boundary-seeded by kind: none" in text
+    bad = CliRunner().invoke(cli, [*args[:-1], str(tmp_path / "b"), "--archetypes", "edge=x"])
+    assert bad.exit_code != 0 and "a weight is a number" in bad.output
