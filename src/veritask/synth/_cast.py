@@ -312,6 +312,38 @@ class CastBuilder:
                     return Construction(
                         archetype="entangled", what=what, rows=rows, call=i, rule=limit or None
                     )
+        return self._entangled_through(pkg)
+
+    def _entangled_through(self, pkg: TaskPackage) -> Construction | None:
+        """Entangled one level up: the record a write points at hangs, with another of the
+        user's records, from one record (an exchange of one item of an order that has other
+        items)."""
+        actor = pkg.user_profile.user_id
+        for i, call in enumerate(pkg.witness):
+            if not call.ok or not self.model.writes(call.tool):
+                continue
+            for parent, key, _, _ in self._parents(call):
+                row = self._get(parent, key) if parent != self.model.actor else None
+                for col in self.model.spec.table(parent).columns if row else []:
+                    up = col.references.split(".")[0] if col.references else None
+                    if up is None or up == self.model.actor or not self.model.owned(up):
+                        continue
+                    assert row is not None
+                    sibling = next(
+                        (r for t, r in self._children(up, row[col.name])
+                         if t == parent and r is not row and row_key(self.model.spec.table(t), r) != key
+                         and str(self._owner(t, r)) == actor),
+                        None,
+                    )  # fmt: skip
+                    if sibling is not None:
+                        other = row_key(self.model.spec.table(parent), sibling)
+                        rows = [
+                            BuiltRow(table=up, key=row[col.name]),
+                            BuiltRow(table=parent, key=other),
+                            BuiltRow(table=parent, key=key),
+                        ]
+                        what = f"the request touches {parent} {key}, which hangs from {up} {row[col.name]} with {parent} {other}"
+                        return Construction(archetype="entangled", what=what, rows=rows, call=i)
         return None
 
     def _rookie(self, pkg: TaskPackage) -> Construction | None:
