@@ -173,6 +173,8 @@ def test_generate_check_report_export(tmp_path: Path) -> None:
         "repeated_texts",
         "cast",
         "uncovered",
+        "archetypes",
+        "boundaries",
     }
     code, text = run("export", str(out), "--format", "tau2", "--out", str(tmp_path / "t.json"))
     assert code == 0 and len(json.loads((tmp_path / "t.json").read_text())) == 12

@@ -92,6 +92,8 @@ def test_report_keys(datasets: dict[str, Path]) -> None:
         "repeated_texts",
         "cast",
         "uncovered",
+        "archetypes",
+        "boundaries",
     }
     assert set(report["difficulty"]) == {"L1", "L2", "L3"}
     assert 0 < report["boundary_density"] <= 1

@@ -406,6 +406,12 @@ def test_report_numbers(built: Built) -> None:
                 "tools": {},
             }
         },
+        "archetypes": {  # hand-built packages: labelled rookie, nothing built
+            "counts": {"mismatch": 0, "entangled": 0, "rookie": 3, "edge": 0},
+            "shares": {"mismatch": 0.0, "entangled": 0.0, "rookie": 1.0, "edge": 0.0},
+            "built": 0,
+        },
+        "boundaries": {"kinds": {}, "categories": {}, "kind_density": {}, "category_density": {}},
     }
 
 

@@ -77,6 +77,13 @@ _Mode = Literal["symbolic", "llm"]
     "query stating one pain point, the rest in a hidden profile (with --projector llm the "
     "model writes it).",
 )
+@click.option(
+    "--archetypes",
+    default=None,
+    metavar="MIX",
+    help="The user archetype mix, e.g. 'edge' (one archetype) or 'mismatch=1,edge=2' "
+    "(weights); default: mismatch, entangled, rookie and edge equally.",
+)
 @cache_dir_option
 @executor_options
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
@@ -90,6 +97,7 @@ def generate_cmd(
     projector: str | None,
     model: str | None,
     persona: bool,
+    archetypes: str | None,
     cache_dir: str | None,
     executor: str,
     ray_address: str | None,
@@ -97,9 +105,8 @@ def generate_cmd(
 ) -> None:
     """Manufacture N certified task packages (resumable: rerun the same command to finish).
 
-    With --explorer llm (or --projector llm) the roles are played by the model --model names;
-    --workers then counts units explored concurrently, and each unit's model spending is kept
-    with it (see 'veritask report')."""
+    With --explorer llm (or --projector llm) the model --model names plays the roles; --workers
+    then counts units explored concurrently, each unit's model spending kept with it."""
     _check_mode(explorer, projector, model)
     not_a_directory(domain)
     provider = provider_arg(model, cache_dir) if model else None
@@ -128,6 +135,7 @@ def generate_cmd(
                 projector=cast(_Mode | None, projector),
                 model=provider,
                 persona=persona,
+                archetypes=_mix(archetypes),
             )
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
@@ -209,6 +217,21 @@ def check_cmd(directory: str, as_json: bool) -> None:
         raise SystemExit(1)
 
 
+def _mix(text: str | None) -> dict[str, float] | None:
+    """``edge`` or ``mismatch=1,edge=2`` as archetype weights (a bare name weighs 1)."""
+    if not text:
+        return None
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        name, _, weight = part.strip().partition("=")
+        try:
+            out[name.strip()] = float(weight) if weight else 1.0
+        except ValueError:
+            msg = f"{part!r}: a weight is a number"
+            raise click.BadParameter(msg, param_hint="--archetypes") from None
+    return out
+
+
 @click.command("report")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
 @click.option(
@@ -259,6 +282,7 @@ def report_cmd(
         f"cast {cast['users']} users, the largest {cast['max_over_uniform']}x a uniform share  "
         f"texts repeated on another origin {payload['repeated_texts']}"
     )
+    _echo_cast_and_boundaries(payload)
     _echo_uncovered(payload["uncovered"])
     if "dual_control" in payload:
         dual = payload["dual_control"]
@@ -272,6 +296,18 @@ def report_cmd(
         _echo_costs(payload["costs"])
     if "rollouts" in payload:
         _echo_rollouts(payload["rollouts"])
+
+
+def _echo_cast_and_boundaries(payload: dict[str, Any]) -> None:
+    """The archetype mix and the boundary-seeded packages per kind and per rule category."""
+    arch = payload["archetypes"]
+    mix = ", ".join(f"{a} {arch['counts'][a]} ({arch['shares'][a]:.0%})" for a in arch["counts"])
+    click.echo(f"archetypes (non-refusal) {mix}  built {arch['built']}/{payload['tasks']}")
+    bounds = payload["boundaries"]
+    for part in ("kind", "category"):
+        counts = bounds[f"{part}s" if part == "kind" else "categories"]
+        shown = ", ".join(f"{k} {v}" for k, v in counts.items()) or "none"
+        click.echo(f"boundary-seeded by {part}: {shown}")
 
 
 def _found_rollouts(directory: Path) -> list[Path]:

@@ -16,7 +16,7 @@ With ``explorer="llm"`` (or ``projector="llm"``) the same units run with model-p
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -25,6 +25,7 @@ from veritask.domains import builtin_domains, load_domain, spec_path
 from veritask.model import CostLedger, ModelProvider, get_provider
 from veritask.pipeline import AsyncExecutor, RunManifest, Unit, executor_for, pending, unit_ids
 from veritask.policy import SpecError, SpecIssue, load_spec_with_lines
+from veritask.synth._cast import check_mix
 from veritask.synth._generable import generation_problems
 from veritask.synth._llm_explorer import ExplorerLimits
 from veritask.synth._llm_generate import LLMMode, LLMSceneStage
@@ -116,6 +117,7 @@ def generate(
     model: ModelProvider | str | None = None,
     limits: ExplorerLimits | None = None,
     persona: bool = False,
+    archetypes: Mapping[str, float] | None = None,
 ) -> GenerateSummary:
     """Generate ``n`` certified task packages into ``out`` (resumable; deterministic in ``seed``).
 
@@ -134,6 +136,8 @@ def generate(
         limits: Bounds of each LLM exploration.
         persona: Write each description as a persona task with information hiding
             (``_persona``); with ``projector="llm"`` the model writes it.
+        archetypes: Symbolic mode: the user archetype mix (archetype -> weight; one name
+            for one archetype), as a synthesis plan's ``archetypes``; None: all four equally.
 
     Raises:
         ValueError: ``out`` holds a different run, or the mode and model do not fit.
@@ -142,6 +146,10 @@ def generate(
     mode = _llm_mode(explorer, projector, model, limits, persona)
     _refuse_ungenerable(domain)
     stage = _stage(domain, n, seed, out, mode, persona)
+    if archetypes is not None:
+        if not isinstance(stage, SceneStage):
+            raise ValueError("an archetype mix needs the symbolic scene generator")
+        stage.archetypes = check_mix(archetypes)
     ds, todo = _prepare(stage, mode, progress)
     if isinstance(stage, SceneStage | ProceduralStage):
         results: Iterable[UnitResult] = executor_for(workers).map(stage, todo)
@@ -219,6 +227,8 @@ def _run_config(stage: GenerateStage, mode: LLMMode | None) -> dict[str, Any]:
         info.update(mode.run_info())
     if isinstance(stage, SceneStage) and stage.persona:
         info["persona"] = True  # only when set: other runs keep their config bytes
+    if isinstance(stage, SceneStage) and stage.archetypes is not None:
+        info["archetypes"] = stage.archetypes
     return info
 
 

@@ -400,6 +400,10 @@ Archetype = Literal["mismatch", "entangled", "rookie", "edge"]
 
 
 def _archetype(model: DomainModel, episode: Episode, edge: bool, adversarial: bool) -> Archetype:
+    """A first label for the episode's user, read from what happened in it.
+
+    The symbolic generator replaces it with the archetype the slot was built as (the Set
+    Designer's cast, ``_cast``); only the LLM-mode projector keeps it as the final label."""
     categories = {model.spec.rule(r).category for r in episode.rejected}
     if edge or "quota" in categories:
         return "edge"

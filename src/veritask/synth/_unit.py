@@ -22,6 +22,7 @@ from veritask.model import CostLedger
 from veritask.pipeline import Unit
 from veritask.policy import Rule, render_wiki
 from veritask.synth._analysis import DomainModel
+from veritask.synth._cast import CastBuilder, schedule, slot_archetype
 from veritask.synth._designer import DesignError, Scene, SymbolicSetDesigner, faker_for
 from veritask.synth._escalation import escalation_order
 from veritask.synth._explorer import Episode, SymbolicExplorer
@@ -30,6 +31,9 @@ from veritask.synth._persona import PERSONA_TAG, persona_text
 from veritask.synth._projector import Projection, SymbolicProjector
 from veritask.synth._sampler import Sampler, StateView
 from veritask.task import (
+    ARCHETYPES,
+    Archetype,
+    Construction,
     DatasetDir,
     TaskPackage,
     certify,
@@ -69,8 +73,16 @@ def rotation(task_index: int, retry: int, count: int) -> int:
     return (stride * task_index + retry) % count
 
 
+REPICK_AFTER = 6
+"""Tries of a slot's own archetype before any archetype the episode carries is taken."""
+
+
 class SpoilerLeak(RuntimeError):
     """The projected description names something the user cannot know."""
+
+
+class Unbuilt(RuntimeError):
+    """The episode carries none of the archetypes the slot may take."""
 
 
 @dataclass
@@ -109,6 +121,13 @@ class UnitWorker:
         self.texts: set[str] = set()
         """The task texts (normalised) of the unit being made: none is made twice."""
         """The services of a fused spec (None for any other): episodes then span services."""
+        self.cast = CastBuilder(self.domain, self.model)
+        self.mix: dict[str, float] | None = None
+        """The archetype mix a plan asks for (None: all four equally)."""
+        self.want: list[Archetype] = []
+        """The archetypes the slot being made may take, in order of preference."""
+        self.built: Counter[str] = Counter()
+        """Packages per archetype in the unit being made (a re-picked slot takes the rarest)."""
 
     def _aim(self, task_index: int, retry: int) -> Rule | None:
         """The rule task ``task_index`` aims at on its ``retry``-th try: see ``rotation``."""
@@ -179,6 +198,9 @@ class UnitWorker:
         # among equals), so the cast stays near uniform over the dataset
         if self.uses:
             actors.sort(key=lambda a: self.uses[a])
+        if self.want[:1] == ["entangled"]:
+            tied = self.cast.entangled_owners(scene.origin)
+            actors.sort(key=lambda a: str(a) not in tied)
         if aim is None:
             return actors
         env.restore(scene.origin)
@@ -225,11 +247,14 @@ class UnitWorker:
         # the refusal of a unit that has one sits at a seeded position, not always first
         refusal_at = random.Random(derive_seed(scene_seed, "refusal")).randrange(max(count, 1))
         self.uses = Counter()
+        self.built = Counter()
+        self.cast.reset()
         self.texts = set()
         while len(packages) < count and attempt < ATTEMPTS_PER_TASK * count:
             index = first_index + len(packages)
             rng = random.Random(derive_seed(scene_seed, "task", attempt))
             aim = self._aim(index, retry)
+            self.want = self._wanted(slot_archetype(index, seed, self.mix), retry)
             attempt += 1
             retry += 1
             refusal_ok = refusals == 0 and unit % REFUSAL_EVERY == 0 and len(packages) >= refusal_at
@@ -245,6 +270,7 @@ class UnitWorker:
             if pkg is None:
                 continue
             self.uses[pkg.user_profile.user_id] += 1
+            self.built[pkg.user_profile.archetype] += 1
             refusals += int(pkg.refusal)
             retry = 0
             seen.add(pkg.target)
@@ -287,6 +313,11 @@ class UnitWorker:
         except SpoilerLeak as leak:
             result.discarded["spoiler leak"] = result.discarded.get("spoiler leak", 0) + 1
             result.leaks.append(str(leak))
+            return None
+        except Unbuilt:
+            result.discarded["archetype not built"] = (
+                result.discarded.get("archetype not built", 0) + 1
+            )
             return None
         reason = self._ungrounded(pkg, scene.origin) or self._linted(pkg, scene.origin)
         text = normalised_text(pkg.task_description)
@@ -359,7 +390,45 @@ class UnitWorker:
     ) -> TaskPackage:
         view.invalidate()
         proj = self.projector.project(view, episode, self._edge(scene, episode), internal)
-        return self._packaged(domain, seed, index, episode, proj, internal, origin, policy)
+        pkg = self._packaged(domain, seed, index, episode, proj, internal, origin, policy)
+        return self._cast_in(pkg, scene, internal)
+
+    def _wanted(self, slot: Archetype, retry: int) -> list[Archetype]:
+        """The slot's archetype first, then those the unit has fewer of than the mix asks
+        for (after ``REPICK_AFTER`` tries, any), the unit's rarest first."""
+        weights = schedule(self.mix)
+        if len(set(weights)) == 1:
+            return [slot]  # a plan that asks for one archetype gets only that one
+        made = sum(self.built.values()) + 1
+        short = [
+            a
+            for a in ARCHETYPES
+            if a != slot
+            and (retry >= REPICK_AFTER or self.built[a] < made * weights.count(a) / len(weights))
+        ]
+        return [slot, *sorted(short, key=lambda a: self.built[a])]
+
+    def _cast_in(self, pkg: TaskPackage, scene: Scene, internal: set[str]) -> TaskPackage:
+        """The package with its user's archetype built (Unbuilt when it carries none wanted)."""
+        for archetype in self.want:
+            if archetype == "mismatch" and self.persona:
+                continue  # a persona text carries no belief list
+            built = self.cast.build(archetype, pkg, scene.origin, scene.edge)
+            if built is not None:
+                return self._with(pkg, built, internal)
+        raise Unbuilt(pkg.id)
+
+    def _with(self, pkg: TaskPackage, built: Construction, internal: set[str]) -> TaskPackage:
+        profile = pkg.user_profile.model_copy(update={"archetype": built.archetype})
+        task, text = pkg.task, pkg.task_description
+        if built.archetype == "mismatch":
+            task = task.model_copy(update={"false_beliefs": [*task.false_beliefs, built.what]})
+            text = task.render()
+            spoilers = find_spoilers(text, self.spec, internal, profile.known_ids)
+            if spoilers:
+                raise SpoilerLeak(f"{spoilers} in {text!r}")
+        update = {"user_profile": profile, "task": task, "task_description": text}
+        return pkg.model_copy(update={**update, "construction": built})
 
     def _edge(self, scene: Scene, episode: Episode) -> bool:
         """Whether the episode met a quota placed at its boundary by the Set Designer."""
@@ -443,6 +512,8 @@ class SceneStage:
     _worker: UnitWorker | None = field(default=None, repr=False)
     persona: bool = False
     """Persona mode (``veritask generate --persona``)."""
+    archetypes: dict[str, float] | None = None
+    """The user archetype mix (``veritask generate --archetypes``; None: all equally)."""
 
     def __getstate__(self) -> dict[str, object]:
         return {**self.__dict__, "_worker": None}
@@ -459,6 +530,7 @@ class SceneStage:
         """Build this worker's ``UnitWorker``."""
         self._worker = UnitWorker(self.domain)
         self._worker.persona = self.persona
+        self._worker.mix = self.archetypes
 
     def run(self, unit: Unit[SceneParams]) -> UnitResult:
         """Produce one unit's packages and write its part atomically."""

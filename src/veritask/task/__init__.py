@@ -25,8 +25,12 @@ from veritask.task._lint import (
     tested_words,
 )
 from veritask.task._package import (
+    ARCHETYPES,
     TAGS,
+    Archetype,
     Ask,
+    BuiltRow,
+    Construction,
     Fallback,
     RowRef,
     SubGoal,
@@ -44,13 +48,17 @@ from veritask.task._tau2 import export_tau2
 from veritask.task._trajectory import EpisodeEnd, StopReason, ToolStep, Trajectory
 
 __all__ = [
+    "ARCHETYPES",
     "LINT_KINDS",
     "SPEC_FILE",
     "TAGS",
+    "Archetype",
     "Ask",
+    "BuiltRow",
     "Certificate",
     "CheckReport",
     "Closable",
+    "Construction",
     "DatasetDir",
     "DatasetError",
     "EnvSession",

@@ -77,11 +77,3 @@ def dual_section(
     nor a hand-off (their report stays as it was)."""
     dual = dual_report(packages, spec_of)
     return {} if dual is None else {"dual_control": dual}
-
-
-def spec_of(spec: DomainSpec | None, ds: Any) -> Callable[[str], DomainSpec]:
-    """The spec to read each domain of a dataset with: ``spec`` when given, else the dataset's
-    own (``DatasetDir.domain_spec``)."""
-    if spec is not None:
-        return lambda _name: spec
-    return ds.domain_spec  # type: ignore[no-any-return]

@@ -47,10 +47,49 @@ class UserProfile(_Model):
 
     user_id: str
     name: str
-    archetype: Literal["mismatch", "entangled", "rookie", "edge"]
+    archetype: Archetype
     attributes: dict[str, Any] = Field(default_factory=dict)
     known_ids: list[str] = Field(default_factory=list)
     """Internal ids the user knows (their own id, public codes); the spoiler check allows them."""
+
+
+Archetype = Literal["mismatch", "entangled", "rookie", "edge"]
+ARCHETYPES: tuple[Archetype, ...] = ("mismatch", "entangled", "rookie", "edge")
+
+
+class BuiltRow(_Model):
+    """A record of the origin state a user's archetype is built on, and the value it holds."""
+
+    table: str
+    key: Any
+    column: str | None = None
+    value: Any = None
+    """What ``column`` holds in the origin (None when no column is named)."""
+
+
+class Construction(_Model):
+    """How the Set Designer built the user's archetype, so it can be checked on the origin.
+
+    * ``mismatch``: ``rows[0]`` is the record whose ``column`` the user believes to be
+      ``belief`` (a value it does not hold); the description states the belief.
+    * ``entangled``: ``rows[0]`` is a parent record, ``rows[1]`` another record of the user's
+      that points at it, ``rows[2]`` (when it already exists) the record the request writes
+      or points at the parent through.
+    * ``rookie``: the request leaves out ``omitted``, which witness call ``call`` sets: the
+      agent must ask for it or look it up.
+    * ``edge``: witness call ``call`` sits one change from rule ``rule`` (a boundary of kind
+      ``boundary``, the change in ``detail``); ``rows`` are records placed at a quota's N-1.
+    """
+
+    archetype: Archetype
+    what: str
+    rows: list[BuiltRow] = Field(default_factory=list)
+    rule: str | None = None
+    boundary: str | None = None
+    belief: Any = None
+    omitted: list[str] = Field(default_factory=list)
+    call: int | None = None
+    detail: str = ""
 
 
 class RowRef(_Model):
@@ -171,6 +210,16 @@ class TaskPackage(_Model):
     refusal: bool = False
     seed: int
     generator: str
+    construction: Construction | None = None
+    """How the user's archetype was built (None in packages made before constructions)."""
+
+    @model_serializer(mode="wrap")
+    def _omit_unbuilt(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave out ``construction`` when unset, so older packages keep their bytes."""
+        data: dict[str, Any] = handler(self)
+        if self.construction is None:
+            data.pop("construction", None)
+        return data
 
     def write_tools(self) -> list[str]:
         """Write tools the witness called successfully."""

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from veritask.policy import DomainSpec, build_tools
 from veritask.task._costs import PriceTable, cost_report, dataset_ledger
 from veritask.task._dataset import DatasetDir, load_dataset
-from veritask.task._dual import dual_section, spec_of
+from veritask.task._dual import dual_section
 from veritask.task._lint import repeated_texts, standing_cast
-from veritask.task._package import TAGS, TaskPackage
+from veritask.task._package import ARCHETYPES, TAGS, TaskPackage
 from veritask.task._reach import uncovered
 
 _DIFFICULTIES = ("L1", "L2", "L3")
@@ -64,6 +64,20 @@ def _coverages(
     return round(rules, 4), round(tools, 4), missing
 
 
+def _spec_of(spec: DomainSpec | None, ds: DatasetDir) -> Callable[[str], DomainSpec]:
+    """The spec of a domain name: the one given, else the dataset's (read once per name)."""
+    cache: dict[str, DomainSpec] = {}
+
+    def of(name: str) -> DomainSpec:
+        if spec is not None:
+            return spec
+        if name not in cache:
+            cache[name] = ds.domain_spec(name)
+        return cache[name]
+
+    return of
+
+
 def _tag_counts(packages: Sequence[TaskPackage]) -> dict[str, int]:
     counts = Counter(t for p in packages for t in p.tags)
     out = {tag: counts.get(tag, 0) for tag in TAGS}
@@ -84,6 +98,69 @@ def _cast(packages: list[TaskPackage]) -> dict[str, Any]:
     }
 
 
+def _archetypes(packages: Sequence[TaskPackage]) -> dict[str, Any]:
+    """The archetype mix of the non-refusal tasks (count and share), and how many packages of
+    all carry a construction (built, not labelled)."""
+    tasks = [p for p in packages if not p.refusal]
+    counts = Counter(p.user_profile.archetype for p in tasks)
+    return {
+        "counts": {a: counts.get(a, 0) for a in ARCHETYPES},
+        "shares": {a: _share(counts.get(a, 0), len(tasks)) for a in ARCHETYPES},
+        "built": sum(1 for p in packages if p.construction is not None),
+    }
+
+
+def _boundaries(
+    packages: Sequence[TaskPackage], spec_of: Callable[[str], DomainSpec]
+) -> dict[str, Any]:
+    """Boundary-seeded packages (an Edge construction: a witness call one change from a rule)
+    per boundary kind and per rule category, as counts and as densities over all tasks."""
+    n = len(packages)
+    kinds: Counter[str] = Counter()
+    categories: Counter[str] = Counter()
+    for pkg in packages:
+        built = pkg.construction
+        if built is None or built.archetype != "edge" or built.rule is None:
+            continue
+        kinds[built.boundary or "unknown"] += 1
+        spec = spec_of(pkg.domain)
+        rules = {r.id: r.category for r in spec.rules}
+        categories[rules.get(built.rule, "unknown")] += 1
+    return {
+        "kinds": dict(sorted(kinds.items())),
+        "categories": dict(sorted(categories.items())),
+        "kind_density": {k: _share(v, n) for k, v in sorted(kinds.items())},
+        "category_density": {k: _share(v, n) for k, v in sorted(categories.items())},
+    }
+
+
+def _statistics(
+    packages: list[TaskPackage], spec: DomainSpec | None, ds: DatasetDir
+) -> dict[str, Any]:
+    """Every section of ``report_dataset`` but the costs."""
+    n = len(packages)
+    difficulty = Counter[str](p.difficulty for p in packages)
+    rule_coverage, tool_coverage, missing = _coverages(packages, spec, ds)
+    specs = _spec_of(spec, ds)
+    report: dict[str, Any] = {
+        "tasks": n,
+        "difficulty": {d: difficulty.get(d, 0) for d in _DIFFICULTIES},
+        "tags": _tag_counts(packages),
+        "boundary_density": _share(sum(1 for p in packages if p.boundary_hits > 0), n),
+        "rule_coverage": rule_coverage,
+        "tool_coverage": tool_coverage,
+        "mean_witness_calls": round(sum(len(p.witness) for p in packages) / n, 4) if n else 0.0,
+        "refusal_share": _share(sum(1 for p in packages if p.refusal), n),
+        "repeated_texts": repeated_texts(packages),
+        "cast": _cast(packages),
+        "uncovered": missing,
+        "archetypes": _archetypes(packages),
+        "boundaries": _boundaries(packages, specs),
+        **dual_section(packages, specs),
+    }
+    return report
+
+
 def report_dataset(
     root: str | Path, spec: DomainSpec | None = None, prices: PriceTable | None = None
 ) -> dict[str, Any]:
@@ -99,6 +176,8 @@ def report_dataset(
     * ``repeated_texts``: packages repeating an earlier one's text on another origin.
     * ``cast``: ``{"users", "max_over_uniform"}``: users, and the largest one's share over a
       uniform share of the standing cast (users with tasks on several origins).
+    * ``archetypes``: the archetype mix of the non-refusal tasks (``_archetypes``).
+    * ``boundaries``: boundary-seeded packages per kind and rule category (``_boundaries``).
     * ``uncovered``: ``{domain: {"rules": {id: why}, "tools": {name: why}}}``, what no
       package covered: ``"not reached"``, or ``"unreachable by construction: <reason>"``
       when the spec rules it out (``veritask.task._reach``).
@@ -117,37 +196,17 @@ def report_dataset(
     Returns:
         ``{"tasks", "difficulty": {"L1", "L2", "L3"}, "tags": {tag: count},
         "boundary_density", "rule_coverage", "tool_coverage", "mean_witness_calls",
-        "refusal_share", "repeated_texts", "cast", "uncovered"}``; ``tags`` lists every
-        known tag (0 when unused) and any other found. With model calls (LLM mode) also
-        ``"costs"`` (:func:`~veritask.task._costs.cost_report`)
+        "refusal_share", "repeated_texts", "cast", "uncovered", "archetypes", "boundaries"}``;
+        ``tags`` lists every known tag (0 when unused) and any other found. With model calls
+        (LLM mode) also ``"costs"`` (:func:`~veritask.task._costs.cost_report`)
 
     Raises:
         DatasetError: The manifest is invalid or refers to missing states or policies.
     """
     packages = load_dataset(root)
-    n = len(packages)
-    difficulty = Counter[str](p.difficulty for p in packages)
-    rule_coverage, tool_coverage, missing = _coverages(packages, spec, DatasetDir(Path(root)))
-    report: dict[str, Any] = {
-        "tasks": n,
-        "difficulty": {d: difficulty.get(d, 0) for d in _DIFFICULTIES},
-        "tags": _tag_counts(packages),
-        "boundary_density": _share(sum(1 for p in packages if p.boundary_hits > 0), n),
-        "rule_coverage": rule_coverage,
-        "tool_coverage": tool_coverage,
-        "mean_witness_calls": round(sum(len(p.witness) for p in packages) / n, 4) if n else 0.0,
-        "refusal_share": _share(sum(1 for p in packages if p.refusal), n),
-        "repeated_texts": repeated_texts(packages),
-        "cast": _cast(packages),
-        "uncovered": missing,
-        **dual_section(packages, spec_of(spec, DatasetDir(Path(root)))),
-    }
-    return report | _costs(root, n, prices)
-
-
-def _costs(root: str | Path, n: int, prices: PriceTable | None) -> dict[str, Any]:
-    """``{"costs": ...}`` when the dataset has a ledger of model calls, else ``{}``."""
+    ds = DatasetDir(Path(root))
+    report = _statistics(packages, spec, ds)
     ledger = dataset_ledger(root)
-    if ledger is None:
-        return {}
-    return {"costs": cost_report(ledger, n, DatasetDir(Path(root)).read_run(), prices)}
+    if ledger is not None:
+        report["costs"] = cost_report(ledger, len(packages), ds.read_run(), prices)
+    return report
