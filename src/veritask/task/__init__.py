@@ -25,6 +25,7 @@ from veritask.task._package import (
     TAGS,
     Ask,
     Fallback,
+    Preference,
     RowRef,
     SubGoal,
     TaskDescription,
@@ -32,6 +33,7 @@ from veritask.task._package import (
     UserProfile,
     WitnessCall,
 )
+from veritask.task._prefer import best_row, preference_args
 from veritask.task._protocol import Session
 from veritask.task._report import report_dataset
 from veritask.task._session import EnvSession
@@ -54,6 +56,7 @@ __all__ = [
     "EpisodeEnd",
     "Fallback",
     "LintFinding",
+    "Preference",
     "PriceTable",
     "RowRef",
     "Session",
@@ -70,6 +73,7 @@ __all__ = [
     "UserProfile",
     "WitnessCall",
     "atomic_write",
+    "best_row",
     "certify",
     "check_dataset",
     "compact_dataset",
@@ -90,6 +94,7 @@ __all__ = [
     "outcome_mismatch",
     "pack_dataset",
     "package_asks",
+    "preference_args",
     "repeated_texts",
     "replay",
     "replay_witness",
