@@ -30,7 +30,7 @@ def preference_args(match: dict[str, Any], prefer: Preference) -> dict[str, Any]
 def best_row(rows: Sequence[dict[str, Any]], prefer: Preference) -> dict[str, Any] | None:
     """The unique best row of ``rows`` under ``prefer`` (any order, any number of rows), or
     None when there is none, a tie for the best, or a row without a value to compare."""
-    values = [r.get(prefer.column) for r in rows]
+    values: list[Any] = [r.get(prefer.column) for r in rows]
     if not rows or any(v is None for v in values):
         return None
     best = min(values) if prefer.order == "min" else max(values)
