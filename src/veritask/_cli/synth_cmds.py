@@ -77,6 +77,13 @@ _Mode = Literal["symbolic", "llm"]
     "query stating one pain point, the rest in a hidden profile (with --projector llm the "
     "model writes it).",
 )
+@click.option(
+    "--noise",
+    type=click.IntRange(0, 1000),
+    default=None,
+    help="Near-identical records per catalogue table injected into every origin state "
+    "(default: each table's 'noise' in the spec).",
+)
 @cache_dir_option
 @executor_options
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
@@ -90,6 +97,7 @@ def generate_cmd(
     projector: str | None,
     model: str | None,
     persona: bool,
+    noise: int | None,
     cache_dir: str | None,
     executor: str,
     ray_address: str | None,
@@ -128,6 +136,7 @@ def generate_cmd(
                 projector=cast(_Mode | None, projector),
                 model=provider,
                 persona=persona,
+                noise=noise,
             )
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None

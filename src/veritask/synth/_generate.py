@@ -116,6 +116,7 @@ def generate(
     model: ModelProvider | str | None = None,
     limits: ExplorerLimits | None = None,
     persona: bool = False,
+    noise: int | None = None,
 ) -> GenerateSummary:
     """Generate ``n`` certified task packages into ``out`` (resumable; deterministic in ``seed``).
 
@@ -134,6 +135,8 @@ def generate(
         limits: Bounds of each LLM exploration.
         persona: Write each description as a persona task with information hiding
             (``_persona``); with ``projector="llm"`` the model writes it.
+        noise: The plan's volume of near-identical records per catalogue table in every
+            origin (symbolic scenes; None: each table's ``noise`` in the spec).
 
     Raises:
         ValueError: ``out`` holds a different run, or the mode and model do not fit.
@@ -141,7 +144,7 @@ def generate(
     """
     mode = _llm_mode(explorer, projector, model, limits, persona)
     _refuse_ungenerable(domain)
-    stage = _stage(domain, n, seed, out, mode, persona)
+    stage = _stage(domain, n, seed, out, mode, persona, noise)
     ds, todo = _prepare(stage, mode, progress)
     if isinstance(stage, SceneStage | ProceduralStage):
         results: Iterable[UnitResult] = executor_for(workers).map(stage, todo)
@@ -189,12 +192,18 @@ GenerateStage = SceneStage | LLMSceneStage | ProceduralStage
 
 
 def _stage(
-    domain: str, n: int, seed: int, out: str | Path, mode: LLMMode | None, persona: bool = False
+    domain: str,
+    n: int,
+    seed: int,
+    out: str | Path,
+    mode: LLMMode | None,
+    persona: bool = False,
+    noise: int | None = None,
 ) -> GenerateStage:
     if mode is None and procedural_generable(load_domain(domain)):
         return ProceduralStage(domain, seed, n, Path(out))
     if mode is None:
-        return SceneStage(domain, seed, n, Path(out), persona=persona)
+        return SceneStage(domain, seed, n, Path(out), persona=persona, noise=noise)
     return LLMSceneStage(domain, seed, n, Path(out), mode)
 
 
@@ -219,6 +228,8 @@ def _run_config(stage: GenerateStage, mode: LLMMode | None) -> dict[str, Any]:
         info.update(mode.run_info())
     if isinstance(stage, SceneStage) and stage.persona:
         info["persona"] = True  # only when set: other runs keep their config bytes
+    if isinstance(stage, SceneStage) and stage.noise is not None:
+        info["noise"] = stage.noise
     return info
 
 

@@ -441,6 +441,8 @@ class SceneStage:
     _worker: UnitWorker | None = field(default=None, repr=False)
     persona: bool = False
     """Persona mode (``veritask generate --persona``)."""
+    noise: int | None = None
+    """The plan's noise volume per catalogue table (``veritask generate --noise``)."""
 
     def __getstate__(self) -> dict[str, object]:
         return {**self.__dict__, "_worker": None}
@@ -457,6 +459,7 @@ class SceneStage:
         """Build this worker's ``UnitWorker``."""
         self._worker = UnitWorker(self.domain)
         self._worker.persona = self.persona
+        self._worker.designer.noise = self.noise
 
     def run(self, unit: Unit[SceneParams]) -> UnitResult:
         """Produce one unit's packages and write its part atomically."""
