@@ -310,7 +310,7 @@ class ResourceInjector:
         label = self.model.label.get(table.name)
         rules = self.model.value_rules
         for col in table.columns:
-            value = source.get(col.name)
+            value: Any = source.get(col.name)
             if col.primary_key or col.references or col.computed:
                 continue
             if col.name == label:
