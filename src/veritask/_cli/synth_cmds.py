@@ -105,9 +105,8 @@ def generate_cmd(
 ) -> None:
     """Manufacture N certified task packages (resumable: rerun the same command to finish).
 
-    With --explorer llm (or --projector llm) the roles are played by the model --model names;
-    --workers then counts units explored concurrently, and each unit's model spending is kept
-    with it (see 'veritask report')."""
+    With --explorer llm (or --projector llm) the model --model names plays the roles; --workers
+    then counts units explored concurrently, each unit's spending kept (see 'veritask report')."""
     _check_mode(explorer, projector, model)
     not_a_directory(domain)
     provider = provider_arg(model, cache_dir) if model else None

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 PREFERENCE_TAG = "preference"
 """The tag of a package that has at least one preference request (``report`` counts it)."""
-SHARE = 0.5
+SHARE = 0.8
 """Chance that a request with a record a preference can name names it so."""
 MIN_CHOICE = 2
 """Rows a filter must leave for a preference to choose among."""
