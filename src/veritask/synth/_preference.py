@@ -97,7 +97,7 @@ def _options(maker: AskMaker, name: str, slot: str, key: Any) -> list[Option]:
     model = maker.model
     table = model.spec.table(name)
     row = maker.view.get(name, key)
-    base = _base(model, table, maker.actor)
+    base = _base(model, table, maker.actor, row) if row is not None else None
     if row is None or base is None or any(row.get(c) != v for c, v in base.items()):
         return []
     rows = [r for r in maker.view.rows(table.name) if all(r.get(c) == v for c, v in base.items())]
@@ -115,14 +115,17 @@ def _options(maker: AskMaker, name: str, slot: str, key: Any) -> list[Option]:
     return out
 
 
-def _base(model: DomainModel, table: Table, actor: Any) -> dict[str, Any] | None:
+def _base(
+    model: DomainModel, table: Table, actor: Any, row: dict[str, Any]
+) -> dict[str, Any] | None:
     """What every preference over ``table`` states: the user's own records when the table is
-    the user's (None when it belongs to the user only through other records), else nothing."""
+    the user's, the record's parent on the way to the user when it is theirs through another
+    record (an item of one of their orders, named as the ref names the order), else nothing."""
     path = model.owner_path.get(table.name, [])
     if not path:
         return {}
     column, parent = path[0]
-    return {column: actor} if parent == model.actor else None
+    return {column: actor} if parent == model.actor else {column: row.get(column)}
 
 
 def _ranked(maker: AskMaker, table: Table) -> list[Column]:
