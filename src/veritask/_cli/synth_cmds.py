@@ -84,6 +84,13 @@ _Mode = Literal["symbolic", "llm"]
     help="The user archetype mix, e.g. 'edge' (one archetype) or 'mismatch=1,edge=2' "
     "(weights); default: mismatch, entangled, rookie and edge equally.",
 )
+@click.option(
+    "--noise",
+    type=click.IntRange(0, 1000),
+    default=None,
+    help="Near-identical records per catalogue table injected into every origin state "
+    "(default: each table's 'noise' in the spec).",
+)
 @cache_dir_option
 @executor_options
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
@@ -98,6 +105,7 @@ def generate_cmd(
     model: str | None,
     persona: bool,
     archetypes: str | None,
+    noise: int | None,
     cache_dir: str | None,
     executor: str,
     ray_address: str | None,
@@ -106,7 +114,7 @@ def generate_cmd(
     """Manufacture N certified task packages (resumable: rerun the same command to finish).
 
     With --explorer llm (or --projector llm) the model --model names plays the roles; --workers
-    then counts units explored concurrently, each unit's model spending kept with it."""
+    then counts units explored concurrently, each unit's spending kept (see 'veritask report')."""
     _check_mode(explorer, projector, model)
     not_a_directory(domain)
     provider = provider_arg(model, cache_dir) if model else None
@@ -136,6 +144,7 @@ def generate_cmd(
                 model=provider,
                 persona=persona,
                 archetypes=_mix(archetypes),
+                noise=noise,
             )
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None

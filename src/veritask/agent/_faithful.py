@@ -20,7 +20,7 @@ from veritask.agent._base import PAYLOAD, Turn, text_message, tool_call_message
 from veritask.agent._dual import ask_user_to_call, user_results
 from veritask.env import evaluate_on_rows
 from veritask.policy import DomainSpec, Rule, ToolSpec, actor_table, build_tools, user_tool_names
-from veritask.task import Ask, RowRef
+from veritask.task import Ask, RowRef, best_row, preference_args
 
 MAX_TRIES = 12
 """Writes one request may take before the agent gives up on it."""
@@ -289,11 +289,14 @@ class FaithfulAgent:
         if column in match:
             job.keys[slot] = match[column]
             return None
-        text = json.dumps([ref.table, match], sort_keys=True, default=str)
+        read = match if ref.prefer is None else preference_args(match, ref.prefer)
+        text = json.dumps([ref.table, read], sort_keys=True, default=str)
         if text not in job.lookups:
             job.lookups.add(text)
-            return f"query_{ref.table}", match
+            return f"query_{ref.table}", read
         rows = [r for r in self._current(table) if _matches(r, match)]
+        if ref.prefer is not None:  # the best record among those the match picks out
+            rows = [r for r in [best_row(rows, ref.prefer)] if r is not None]
         keys = {json.dumps(r.get(column), default=str) for r in rows}
         if len(keys) == 1:
             job.keys[slot] = rows[-1][column]

@@ -105,6 +105,9 @@ class Table(_Model):
     route, a product's family): an alternative record offered after a refusal must agree with
     the one asked for on them, except what the refusing rule tests. Default: every foreign key
     and every enum column that is not a flag or a status."""
+    noise: int = Field(default=0, ge=0, le=1000)
+    """Near-identical records of one row the Set Designer injects into every origin state
+    (high-cardinality noise the agent has to search; a catalogue table only)."""
 
     @property
     def writable(self) -> bool:

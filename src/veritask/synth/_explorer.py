@@ -19,6 +19,7 @@ from veritask.policy import Call, Rule, ToolSpec, Transaction
 from veritask.synth._analysis import DomainModel, implicated_columns, row_key, target_key
 from veritask.synth._episode import Episode, Hit, SubGoalTrace, witness_call
 from veritask.synth._intent import moves_clock, offer_rank, same_kind
+from veritask.synth._preference import prefer, read_args
 from veritask.synth._refs import AskMaker, lookups
 from veritask.synth._sampler import Sampler, StateView
 from veritask.synth._workable import unworkable
@@ -59,8 +60,7 @@ class SymbolicExplorer:
         self.witness: list[WitnessCall] = []
         self.pre_traces = []
         self._looked: set[str] = set()
-        self._secret: set[Any] = set()
-        """Values the agent decided in accepted writes of this episode (never named)."""
+        self._secret: set[Any] = set()  # what the agent decided in this episode (never named)
 
     # -- calls -----------------------------------------------------------------------------
 
@@ -109,6 +109,7 @@ class SymbolicExplorer:
             return None
         maker = AskMaker(self.model, self.view, actor)
         ask = maker.ask(tx, args, self.decided(tx, args), frozenset(self._secret))
+        ask = prefer(maker, tx, args, ask, self.rng)  # "the cheapest ...": _preference.py
         for ref in [r for r in (ask.target, *ask.refs.values()) if r is not None]:
             for part in lookups(ref):
                 self._look_up(maker, part)
@@ -119,7 +120,7 @@ class SymbolicExplorer:
         table = self.model.spec.table(ref.table)
         if any(c.name in ref.match for c in table.primary_key):
             return
-        match = maker.scalar(ref)
+        match = read_args(maker, ref)  # its match, or the read that finds a preferred record
         text = json.dumps([ref.table, match], sort_keys=True, default=str)
         if text not in self._looked:
             self._looked.add(text)
@@ -404,8 +405,7 @@ class SymbolicExplorer:
                 if (
                     fallback is None
                     and err is not None
-                    and err.violated_rule
-                    and err.violated_rule != rule.id
+                    and err.violated_rule not in (None, "", rule.id)
                 ):
                     fallback = trial
         return fallback

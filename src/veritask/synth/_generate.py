@@ -118,6 +118,7 @@ def generate(
     limits: ExplorerLimits | None = None,
     persona: bool = False,
     archetypes: Mapping[str, float] | None = None,
+    noise: int | None = None,
 ) -> GenerateSummary:
     """Generate ``n`` certified task packages into ``out`` (resumable; deterministic in ``seed``).
 
@@ -138,6 +139,8 @@ def generate(
             (``_persona``); with ``projector="llm"`` the model writes it.
         archetypes: Symbolic mode: the user archetype mix (archetype -> weight; one name
             for one archetype), as a synthesis plan's ``archetypes``; None: all four equally.
+        noise: The plan's volume of near-identical records per catalogue table in every
+            origin (symbolic scenes; None: each table's ``noise`` in the spec).
 
     Raises:
         ValueError: ``out`` holds a different run, or the mode and model do not fit.
@@ -145,7 +148,7 @@ def generate(
     """
     mode = _llm_mode(explorer, projector, model, limits, persona)
     _refuse_ungenerable(domain)
-    stage = _stage(domain, n, seed, out, mode, persona)
+    stage = _stage(domain, n, seed, out, mode, persona, noise)
     if archetypes is not None:
         if not isinstance(stage, SceneStage):
             raise ValueError("an archetype mix needs the symbolic scene generator")
@@ -197,12 +200,18 @@ GenerateStage = SceneStage | LLMSceneStage | ProceduralStage
 
 
 def _stage(
-    domain: str, n: int, seed: int, out: str | Path, mode: LLMMode | None, persona: bool = False
+    domain: str,
+    n: int,
+    seed: int,
+    out: str | Path,
+    mode: LLMMode | None,
+    persona: bool = False,
+    noise: int | None = None,
 ) -> GenerateStage:
     if mode is None and procedural_generable(load_domain(domain)):
         return ProceduralStage(domain, seed, n, Path(out))
     if mode is None:
-        return SceneStage(domain, seed, n, Path(out), persona=persona)
+        return SceneStage(domain, seed, n, Path(out), persona=persona, noise=noise)
     return LLMSceneStage(domain, seed, n, Path(out), mode)
 
 
@@ -229,6 +238,8 @@ def _run_config(stage: GenerateStage, mode: LLMMode | None) -> dict[str, Any]:
         info["persona"] = True  # only when set: other runs keep their config bytes
     if isinstance(stage, SceneStage) and stage.archetypes is not None:
         info["archetypes"] = stage.archetypes
+    if isinstance(stage, SceneStage) and stage.noise is not None:
+        info["noise"] = stage.noise
     return info
 
 

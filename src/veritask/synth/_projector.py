@@ -14,6 +14,7 @@ from typing import Any, Literal
 from veritask.policy import Transaction
 from veritask.synth._analysis import DomainModel, column_words, humanize, row_key, target_key
 from veritask.synth._episode import Episode, Hit, SubGoalTrace
+from veritask.synth._preference import PREFERENCE_TAG, has_preference
 from veritask.synth._refs import AskMaker, part_text, ref_text
 from veritask.synth._sampler import StateView
 from veritask.task import Ask, Fallback, SubGoal, TaskDescription, UserProfile
@@ -318,6 +319,7 @@ class SymbolicProjector:
             sub_goals=subgoals,
         )
         tags, difficulty = classify(self.model, episode, bool(beliefs))
+        tags = sorted({*tags, PREFERENCE_TAG}) if has_preference(task) else tags
         archetype = _archetype(self.model, episode, edge, bool(beliefs))
         known = [str(actor)]
         for table in sorted(self.model.public_keys):

@@ -16,6 +16,7 @@ from typing import Any
 
 from veritask.policy import Column, Table, Transaction
 from veritask.synth._analysis import DomainModel, humanize
+from veritask.synth._preference import preferred_words
 from veritask.synth._sampler import StateView
 from veritask.task import Ask, RowRef
 
@@ -178,7 +179,7 @@ def ref_text(model: DomainModel, ref: RowRef, actor: Any) -> str:
         return f"{humanize(ref.table)} {ref.match[pk]}"
     label = model.label.get(ref.table)
     own = any(is_own(model, ref.table, c) and v == actor for c, v in ref.match.items())
-    head = f"{'your' if own else 'the'} {humanize(ref.table)}"
+    head = f"{'your' if own else 'the'} {humanize(ref.table)}" + preferred_words(model, ref)
     if label in ref.match:
         head += f" '{ref.match[label]}'"
     extras = [

@@ -514,6 +514,8 @@ class SceneStage:
     """Persona mode (``veritask generate --persona``)."""
     archetypes: dict[str, float] | None = None
     """The user archetype mix (``veritask generate --archetypes``; None: all equally)."""
+    noise: int | None = None
+    """The plan's noise volume per catalogue table (``veritask generate --noise``)."""
 
     def __getstate__(self) -> dict[str, object]:
         return {**self.__dict__, "_worker": None}
@@ -531,6 +533,7 @@ class SceneStage:
         self._worker = UnitWorker(self.domain)
         self._worker.persona = self.persona
         self._worker.mix = self.archetypes
+        self._worker.designer.noise = self.noise
 
     def run(self, unit: Unit[SceneParams]) -> UnitResult:
         """Produce one unit's packages and write its part atomically."""

@@ -32,6 +32,7 @@ from veritask.task._package import (
     BuiltRow,
     Construction,
     Fallback,
+    Preference,
     RowRef,
     SubGoal,
     TaskDescription,
@@ -39,6 +40,7 @@ from veritask.task._package import (
     UserProfile,
     WitnessCall,
 )
+from veritask.task._prefer import best_row, preference_args
 from veritask.task._protocol import Session
 from veritask.task._report import report_dataset
 from veritask.task._session import EnvSession
@@ -65,6 +67,7 @@ __all__ = [
     "EpisodeEnd",
     "Fallback",
     "LintFinding",
+    "Preference",
     "PriceTable",
     "RowRef",
     "Session",
@@ -81,6 +84,7 @@ __all__ = [
     "UserProfile",
     "WitnessCall",
     "atomic_write",
+    "best_row",
     "certify",
     "check_dataset",
     "clock_column",
@@ -104,6 +108,7 @@ __all__ = [
     "outcome_mismatch",
     "pack_dataset",
     "package_asks",
+    "preference_args",
     "repeated_texts",
     "replay",
     "replay_witness",

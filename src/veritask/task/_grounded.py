@@ -39,6 +39,7 @@ from veritask.env import DatabaseError, Environment, Snapshot, ToolResult, bind_
 from veritask.policy import Column, Rule, Table, ToolSpec, actor_table, quote_ident
 from veritask.task._certify import Certificate, end_certificate, outcome_mismatch
 from veritask.task._package import Ask, RowRef, TaskDescription, TaskPackage, WitnessCall
+from veritask.task._prefer import best_in, preference_args
 
 
 @dataclass(frozen=True)
@@ -509,6 +510,9 @@ class _Grounder:
                     f"{what}: its {parent_table} record was never shown to the agent",
                 )
             match[col] = row[parent_col]
+        if ref.prefer is not None:  # the best record among those the match picks out
+            row = best_in(self._query(ref.table, preference_args(match, ref.prefer)), ref.prefer)
+            return match, row, None if row else f"{what}: no unique best {ref.prefer} in {match}"
         row, problem = self._one(ref.table, match, what)
         return match, row, problem
 

@@ -46,6 +46,7 @@ from typing import Any
 from veritask.env import Environment
 from veritask.policy import Column, DomainSpec, Rule, Table, ToolSpec
 from veritask.task._package import Ask, RowRef, SubGoal, TaskPackage
+from veritask.task._prefer import best_in, preference_args
 
 LINT_KINDS = (
     "restated_time",
@@ -580,6 +581,9 @@ class _OriginRows:
         if not self._restored:
             self.env.restore(self.origin)
             self._restored = True
+        if ref.prefer is not None:
+            found = self.env.call(f"query_{ref.table}", preference_args(match, ref.prefer))
+            return best_in(found.result, ref.prefer) if found.ok else None
         result = self.env.call(f"query_{ref.table}", match)
         rows = result.result.get("rows") if result.ok and isinstance(result.result, dict) else None
         return rows[0] if rows and len(rows) == 1 else None

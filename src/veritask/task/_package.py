@@ -11,6 +11,7 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     StringConstraints,
     model_serializer,
+    model_validator,
 )
 
 Difficulty = Literal["L1", "L2", "L3"]
@@ -92,13 +93,39 @@ class Construction(_Model):
     detail: str = ""
 
 
+class Preference(_Model):
+    """A preference over one attribute: the record with the least (``min``) or the greatest
+    (``max``) value of ``column`` among those the ref's match picks out."""
+
+    column: str
+    order: Literal["min", "max"]
+
+
 class RowRef(_Model):
     """A record as the user names it: the table and the values (a label, a public code, an
     amount) that pick out exactly one row. A foreign-key column may be matched by the parent
-    record as the user names it (``{"book_id": {"table": "books", "match": {"title": "Emma"}}}``)."""
+    record as the user names it (``{"book_id": {"table": "books", "match": {"title": "Emma"}}}``).
+    With ``prefer`` the match is a filter and the record is the unique best one under the
+    preference among the rows it picks out ("the cheapest hotel in Paris"); the match may then
+    be empty."""
 
     table: str
-    match: dict[str, RowRef | str | int | float | bool | None] = Field(min_length=1)
+    match: dict[str, RowRef | str | int | float | bool | None]
+    prefer: Preference | None = None
+
+    @model_validator(mode="after")
+    def _named_somehow(self) -> RowRef:
+        if not self.match and self.prefer is None:
+            raise ValueError("a record is named by a match or a preference")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _omit_prefer(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave ``prefer`` out when unset: refs made before it existed hash as before."""
+        data: dict[str, Any] = handler(self)
+        if self.prefer is None:
+            data.pop("prefer", None)
+        return data
 
 
 class Ask(_Model):
