@@ -30,15 +30,35 @@ from __future__ import annotations
 
 import functools
 import json
-import string
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from veritask.env import DatabaseError, Environment, Snapshot, ToolResult, bind_new_old
-from veritask.policy import Column, Rule, Table, ToolSpec, actor_table, quote_ident
+from veritask.env import (
+    DatabaseError,
+    Environment,
+    Snapshot,
+    ToolResult,
+    bind_new_old,
+    data_calls,
+)
+from veritask.policy import Column, Rule, ToolSpec, actor_table, quote_ident
 from veritask.task._certify import Certificate, end_certificate, outcome_mismatch
+from veritask.task._ground_values import (
+    SCALARS,
+    Seen,
+    alternatives,
+    columns_of,
+    in_text,
+    leaves,
+    matches,
+    query_key,
+    same,
+    scalars,
+)
 from veritask.task._package import Ask, RowRef, TaskDescription, TaskPackage, WitnessCall
+
+_in_text = in_text  # the name tests know
 
 
 @dataclass(frozen=True)
@@ -68,37 +88,6 @@ MAX_FORMULA_ROUNDS = 4
 
 MAX_KEY_PROBES = 64
 """The most records a foreign key's probes try (the other keys of the table it references)."""
-
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equality as values read back from JSON (1 == 1.0, tuples == lists).
-
-    Two scalars read back as themselves, so they are compared directly (the common case);
-    anything else goes through a JSON round trip."""
-    if type(a) in _SCALARS and type(b) in _SCALARS:
-        return bool(a == b)
-    return bool(json.loads(json.dumps(a)) == json.loads(json.dumps(b)))
-
-
-_WORD = frozenset(string.ascii_letters + string.digits + "_")
-
-
-def _in_text(value: Any, text: str) -> bool:
-    """Whether ``str(value)`` occurs in ``text`` with no ASCII letter, digit or underscore on
-    either side (the regex ``(?<![A-Za-z0-9_])value(?![A-Za-z0-9_])``, without compiling one
-    pattern per value)."""
-    shown = str(value)
-    start = text.find(shown)
-    while start >= 0:
-        end = start + len(shown)
-        if (start == 0 or text[start - 1] not in _WORD) and (
-            end == len(text) or text[end] not in _WORD
-        ):
-            return True
-        start = text.find(shown, start + 1)
-    return False
 
 
 def task_asks(task: TaskDescription) -> list[Ask]:
@@ -140,14 +129,14 @@ def _unstated(asks: list[Ask], shown: str) -> list[Ungrounded]:
         stated = list(ask.values.items())
         for ref in (ask.target, *ask.refs.values()):
             if ref is not None:
-                _leaves(ref, stated)
+                leaves(ref, stated)
         for col, value in stated:
             if value is None:
                 continue
             key = str(value)
             there = said.get(key)
             if there is None:
-                there = said[key] = _in_text(key, shown)
+                there = said[key] = in_text(key, shown)
             if not there:
                 found.append(Ungrounded(-1, ask.tool, col, f"{value!r} is not in the task text"))
     return found
@@ -155,67 +144,6 @@ def _unstated(asks: list[Ask], shown: str) -> list[Ungrounded]:
 
 PROCEDURE_ASK = "procedure:"
 """Prefix of the ``transaction`` of an ask that a procedure call answers."""
-
-
-def _scalars(value: Any, out: list[Any]) -> None:
-    """Append the scalars inside a JSON value (list items, dict values) to ``out``."""
-    if isinstance(value, dict):
-        for item in value.values():
-            _scalars(item, out)
-    elif isinstance(value, list):
-        for item in value:
-            _scalars(item, out)
-    else:
-        out.append(value)
-
-
-def _leaves(ref: RowRef, out: list[tuple[str, Any]]) -> None:
-    """Append the scalar values a ref states, parents' included, to ``out``."""
-    for col, value in ref.match.items():
-        if isinstance(value, RowRef):
-            _leaves(value, out)
-        else:
-            out.append((col, value))
-
-
-@dataclass
-class _Seen:
-    """Rows the agent has seen in tool results, by (table, column, value)."""
-
-    rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-
-    def add(self, table: str, result: Any) -> None:
-        rows = result.get("rows") if isinstance(result, dict) and "rows" in result else [result]
-        if not rows:
-            return
-        kept = self.rows.setdefault(table, [])
-        kept += (row for row in rows if isinstance(row, dict))
-
-    def find(self, table: str, column: str, value: Any) -> Iterator[dict[str, Any]]:
-        for row in self.rows.get(table, ()):
-            if column in row and _same(row[column], value):
-                yield row
-
-
-_COLUMNS: dict[int, tuple[Table, dict[str, Column]]] = {}
-"""Columns by name per table object (held, so its id is not reused while the entry lives)."""
-
-_MAX_TABLES = 512
-
-
-def _columns_of(table: Table) -> dict[str, Column]:
-    """``table``'s columns by name, the first of a name as ``Table.column`` (built once per
-    table object: a spec is not changed once it is compiled into an environment)."""
-    entry = _COLUMNS.get(id(table))
-    if entry is not None and entry[0] is table:
-        return entry[1]
-    found: dict[str, Column] = {}
-    for column in table.columns:
-        found.setdefault(column.name, column)
-    if len(_COLUMNS) >= _MAX_TABLES:
-        _COLUMNS.clear()
-    _COLUMNS[id(table)] = (table, found)
-    return found
 
 
 _Resolved = tuple[dict[str, Any], dict[str, Any] | None, str | None]
@@ -230,7 +158,7 @@ class _Grounder:
         self.env = env
         self.asks = package_asks(pkg)
         self.used: set[int] = set()
-        self.seen = _Seen()
+        self.seen = Seen()
         self._tools = env.tools
         self._columns: dict[str, dict[str, Column]] = {}
         """Per table, its columns by name (the first of a name, as ``Table.column``)."""
@@ -266,7 +194,7 @@ class _Grounder:
         """The columns of ``table`` by name (KeyError, as ``DomainSpec.table``, when unknown)."""
         found = self._columns.get(table)
         if found is None:
-            found = self._columns[table] = _columns_of(self.env.spec.table(table))
+            found = self._columns[table] = columns_of(self.env.spec.table(table))
         return found
 
     def run(self, origin: bytes) -> list[Ungrounded]:
@@ -294,17 +222,17 @@ class _Grounder:
         if not call.ok:
             return []
         for i in self._by_tool.get(tool.name, ()):
-            if i in self.used or not _same(self.asks[i].values, call.args):
+            if i in self.used or not same(self.asks[i].values, call.args):
                 continue
             self.used.add(i)
-            leaves: list[Any] = []
-            _scalars(call.args, leaves)
+            values: list[Any] = []
+            scalars(call.args, values)
             return [
                 Ungrounded(index, tool.name, None, f"{v!r} is neither said nor looked up")
-                for v in leaves
+                for v in values
                 if v is not None
-                and not _in_text(str(v), self.pkg.task_description)
-                and not any(_in_text(str(v), shown) for shown in self.shown)
+                and not in_text(str(v), self.pkg.task_description)
+                and not any(in_text(str(v), shown) for shown in self.shown)
             ]
         return [Ungrounded(index, tool.name, None, "no request of the task asks for this")]
 
@@ -332,7 +260,7 @@ class _Grounder:
 
     def _remember(self, table: str, match: dict[str, Any], payload: Any) -> None:
         """Keep ``payload`` as the answer of ``query_<table>`` with ``match`` on this state."""
-        key = _query_key(table, match)
+        key = query_key(table, match)
         try:
             hash(key)
         except TypeError:  # an unhashable argument: not cached
@@ -342,7 +270,7 @@ class _Grounder:
     def _query(self, table: str, match: dict[str, Any]) -> Any:
         """The payload of ``query_<table>`` with ``match`` on the current state (None when the
         query fails); asked once per state for the same arguments."""
-        key = _query_key(table, match)
+        key = query_key(table, match)
         try:
             return self._queries[key]
         except KeyError:
@@ -415,7 +343,7 @@ class _Grounder:
         if arg == tool.key:
             return self._ref_problem(ask.target, tool.table, arg, value, "the record to change")
         if arg in ask.values:
-            return None if _same(ask.values[arg], value) else "differs from the stated value"
+            return None if same(ask.values[arg], value) else "differs from the stated value"
         if arg in ask.refs and column is not None and column.references:
             ref_table, ref_col = column.references.split(".")
             return self._ref_problem(ask.refs[arg], ref_table, ref_col, value, "the named record")
@@ -431,7 +359,7 @@ class _Grounder:
 
     def _given(self, tool: ToolSpec, column: Column, value: Any) -> bool:
         """The column's default, or the user's own id in an insert's required link to them."""
-        if column.default is not None and _same(column.default, value):
+        if column.default is not None and same(column.default, value):
             return True
         own = (
             tool.kind == "insert"
@@ -439,7 +367,7 @@ class _Grounder:
             and column.references is not None
             and column.references.split(".")[0] == self.actor_table
         )
-        return own and _same(value, self.pkg.user_profile.user_id)
+        return own and same(value, self.pkg.user_profile.user_id)
 
     def _unchanged(self, tool: ToolSpec, call: WitnessCall, arg: str, value: Any) -> bool:
         """True when the update leaves ``arg`` as it is (asking for it changes nothing)."""
@@ -451,7 +379,7 @@ class _Grounder:
         if not rows:
             return False
         row: dict[str, Any] = rows[0]
-        return arg in row and _same(row[arg], value)
+        return arg in row and same(row[arg], value)
 
     def _ref_problem(
         self, ref: RowRef | None, table: str, column: str, value: Any, what: str
@@ -463,10 +391,10 @@ class _Grounder:
         if problem is not None:
             return problem
         if column in match:
-            return None if _same(match[column], value) else f"{what} is another record"
-        if row is None or not _same(row.get(column), value):
+            return None if same(match[column], value) else f"{what} is another record"
+        if row is None or not same(row.get(column), value):
             return f"{what} is another record"
-        if not any(_matches(r, match) for r in self.seen.find(table, column, value)):
+        if not any(matches(r, match) for r in self.seen.find(table, column, value)):
             return f"{what} was never shown to the agent before this call"
         return None
 
@@ -502,7 +430,7 @@ class _Grounder:
             if row is None:
                 return match, None, problem
             seen = self.seen.find(parent_table, parent_col, row[parent_col])
-            if not any(_matches(r, parent_match) for r in seen):
+            if not any(matches(r, parent_match) for r in seen):
                 return (
                     match,
                     None,
@@ -540,7 +468,7 @@ class _Grounder:
         others = (
             self._other_keys(column, value)
             if column.references and column.enum is None
-            else _alternatives(column, value)
+            else alternatives(column, value)
         )
         if not others:
             return False
@@ -566,7 +494,7 @@ class _Grounder:
         if len(rows) > MAX_KEY_PROBES:
             return []
         others: list[Any] = [] if column.not_null or value is None else [None]
-        return others + [r[0] for r in rows if not _same(r[0], value)]
+        return others + [r[0] for r in rows if not same(r[0], value)]
 
     def _final(self, index: int, tool: ToolSpec, call: WitnessCall) -> list[Ungrounded]:
         """A refused write the user gives up after must stay refused whatever the agent
@@ -623,7 +551,7 @@ class _Grounder:
                     continue
                 value = self._value(rule.repair.value, new, old)
                 column = rule.repair.column
-                if (value is None and table.column(column).not_null) or _same(
+                if (value is None and table.column(column).not_null) or same(
                     value, new.get(column)
                 ):
                     continue
@@ -631,7 +559,7 @@ class _Grounder:
                 moved = True
             if not moved:
                 break
-        return {c: v for c, v in current.items() if c not in args or not _same(v, args[c])}
+        return {c: v for c, v in current.items() if c not in args or not same(v, args[c])}
 
     def _value(self, expr: str, new: dict[str, Any], old: dict[str, Any] | None) -> Any:
         """An expression over NEW / OLD on the current state (None when it cannot be read)."""
@@ -646,11 +574,11 @@ class _Grounder:
         """Whether a later accepted call makes the same request (the same stated values and
         record): then this refusal was worked around, and is not one the user gave up on."""
         keep = stated | ({tool.key} if tool.key else set())
-        same = {k: v for k, v in call.args.items() if k in keep}
+        wanted = {k: v for k, v in call.args.items() if k in keep}
         return any(
             later.tool == call.tool
             and later.ok
-            and all(k in later.args and _same(later.args[k], v) for k, v in same.items())
+            and all(k in later.args and same(later.args[k], v) for k, v in wanted.items())
             for later in self.pkg.witness[index + 1 :]
         )
 
@@ -672,14 +600,14 @@ class _Grounder:
                 found = self.env.select(f"SELECT {sql}", params)
             except DatabaseError:
                 continue
-            if not found or _same(found[0][0], new.get(repair.column)):
+            if not found or same(found[0][0], new.get(repair.column)):
                 continue
             if found[0][0] is not None or not table.column(repair.column).not_null:
                 yield repair.column, found[0][0]  # NULL too, where the column allows it
         for column in table.columns:
             if column.enum is None or column.name in stated or not rule.tests_value(column.name):
                 continue
-            yield from ((column.name, v) for v in column.enum if not _same(v, new.get(column.name)))
+            yield from ((column.name, v) for v in column.enum if not same(v, new.get(column.name)))
 
     def _rows(
         self, tool: ToolSpec, args: dict[str, Any]
@@ -711,12 +639,6 @@ def _give_ups(pkg: TaskPackage) -> dict[tuple[str, str], set[str]]:
     return out
 
 
-def _query_key(table: str, match: dict[str, Any]) -> tuple[Any, ...]:
-    """The cache key of ``query_<table>`` with ``match`` (argument names, order, types and
-    values: ``1``, ``1.0`` and ``True`` are different keys)."""
-    return (table, tuple(match.items()), tuple(map(type, match.values())))
-
-
 def _plainly_unanswered(tool: ToolSpec, call: WitnessCall, ask: Ask) -> bool:
     """True when an argument of the write has a problem that ``_reason`` reports without
     looking at the state: the record to change is not the ask's target table, or a plain value
@@ -731,23 +653,9 @@ def _plainly_unanswered(tool: ToolSpec, call: WitnessCall, ask: Ask) -> bool:
             stated = values[arg]
             # plain values only: ``_same`` on anything else may raise, and must raise where
             # the full check would
-            if type(stated) in _SCALARS and type(value) in _SCALARS and stated != value:
+            if type(stated) in SCALARS and type(value) in SCALARS and stated != value:
                 return True
     return False
-
-
-def _matches(row: dict[str, Any], match: dict[str, Any]) -> bool:
-    return all(k in row and _same(row[k], v) for k, v in match.items())
-
-
-def _alternatives(column: Column, value: Any) -> list[Any]:
-    """The other values a probe tries: other enum values, else one more and one less."""
-    if column.enum is not None:
-        return [v for v in column.enum if not _same(v, value)]
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return []
-    step = 1 if column.type == "INTEGER" else max(abs(value) * 0.01, 0.01)
-    return [value + step, value - step]
 
 
 def grounding(pkg: TaskPackage, env: Environment, origin: bytes) -> list[Ungrounded]:
@@ -762,8 +670,12 @@ def grounding(pkg: TaskPackage, env: Environment, origin: bytes) -> list[Ungroun
     Returns:
         An empty list when the package is grounded; otherwise one entry per ungrounded write or
         argument (and per stated value missing from the text).
+
+    Raises:
+        CallInterrupted: A replayed or probing call was interrupted even after its retries.
     """
-    return _Grounder(pkg, env).run(origin)
+    with data_calls():
+        return _Grounder(pkg, env).run(origin)
 
 
 def certify_grounded(
@@ -778,7 +690,17 @@ def certify_grounded(
     Returns:
         The certificate, and the ungrounded writes (empty when grounded); None instead of the
         list when the package is not certified (grounding speaks of a witness that replays).
+
+    Raises:
+        CallInterrupted: A replayed or probing call was interrupted even after its retries.
     """
+    with data_calls():
+        return _certify_grounded(pkg, env, origin, target)
+
+
+def _certify_grounded(
+    pkg: TaskPackage, env: Environment, origin: bytes, target: bytes | Snapshot
+) -> tuple[Certificate, list[Ungrounded] | None]:
     grounder = _Grounder(pkg, env)
     env.restore(origin)
     found = _unstated(grounder.asks, pkg.task_description)
