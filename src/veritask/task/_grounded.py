@@ -35,15 +35,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from veritask.env import (
-    DatabaseError,
     Environment,
     Snapshot,
     ToolResult,
-    bind_new_old,
     data_calls,
 )
-from veritask.policy import Column, Rule, ToolSpec, actor_table, quote_ident
+from veritask.policy import Column, ToolSpec, actor_table, quote_ident
 from veritask.task._certify import Certificate, end_certificate, outcome_mismatch
+from veritask.task._ground_repairs import MAX_REPAIR_CALLS, RepairSearch, give_ups
 from veritask.task._ground_values import (
     SCALARS,
     Seen,
@@ -81,13 +80,6 @@ class Ungrounded:
         """A one-line account of the problem."""
         where = f"call {self.call} {self.tool}" if self.call >= 0 else self.tool
         return f"{where}: {self.arg + ': ' if self.arg else ''}{self.reason}"
-
-
-MAX_FORMULA_ROUNDS = 4
-"""How many times the formulas of a refused write are applied in turn (one may decide another)."""
-
-MAX_KEY_PROBES = 64
-"""The most records a foreign key's probes try (the other keys of the table it references)."""
 
 
 def task_asks(task: TaskDescription) -> list[Ask]:
@@ -146,11 +138,14 @@ PROCEDURE_ASK = "procedure:"
 """Prefix of the ``transaction`` of an ask that a procedure call answers."""
 
 
+MAX_KEY_PROBES = 64
+"""The most records a foreign key's probes try (the other keys of the table it references)."""
+
 _Resolved = tuple[dict[str, Any], dict[str, Any] | None, str | None]
 """A ref's match (parents replaced by their keys), its one row, and why it has none."""
 
 
-class _Grounder:
+class _Grounder(RepairSearch):
     """Replays a witness and grounds each accepted write against the package's asks."""
 
     def __init__(self, pkg: TaskPackage, env: Environment) -> None:
@@ -180,7 +175,7 @@ class _Grounder:
 
     @functools.cached_property
     def give_ups(self) -> dict[tuple[str, str], set[str]]:
-        return _give_ups(self.pkg)
+        return give_ups(self.pkg)
 
     @functools.cached_property
     def _by_tool(self) -> dict[str, list[int]]:
@@ -498,77 +493,22 @@ class _Grounder:
 
     def _final(self, index: int, tool: ToolSpec, call: WitnessCall) -> list[Ungrounded]:
         """A refused write the user gives up after must stay refused whatever the agent
-        decides: no single change of a value the user did not state makes it pass and change
-        the state."""
+        decides: no combination of the repairs the policy suggests (``passing_repair``) makes
+        it pass and change the state, within the search's bounds."""
         rule_id = (call.error or {}).get("violated_rule")
         stated = self.give_ups.get((tool.name, str(rule_id)))
         if rule_id is None or stated is None or self._retried(index, tool, call, stated):
             return []
-        for column, value in self._choices(tool, call, self.env.spec.rule(str(rule_id)), stated):
-            before = self.env.snapshot()
-            passed = self.env.call(call.tool, {**call.args, column: value}).ok
-            changed = passed and self.env.distance(before) > 0
-            self.env.restore(before)
-            if changed:  # a pass that changes nothing leaves the target as it is
-                why = f"the user gives up after {rule_id}, but the agent can make the call pass with {column} = {value!r}"
-                return [Ungrounded(index, tool.name, column, why)]
-        worked = self._worked_out(tool, call.args, stated)
-        if len(worked) > 1 and self._changes(call.tool, {**call.args, **worked}):
-            said = ", ".join(f"{c} = {v!r}" for c, v in worked.items())
+        rule = self.env.spec.rule(str(rule_id))
+        found = self.passing_repair(tool, call.args, rule, stated)
+        if found.exhausted:
+            why = f"the user gives up after {rule_id}, but its finality is not proved within {MAX_REPAIR_CALLS} repairs"
+            return [Ungrounded(index, tool.name, None, why)]
+        if found.changes:
+            said = ", ".join(f"{c} = {v!r}" for c, v in found.changes.items())
             why = f"the user gives up after {rule_id}, but the agent can make the call pass with {said}"
-            return [Ungrounded(index, tool.name, next(iter(worked)), why)]
+            return [Ungrounded(index, tool.name, next(iter(found.changes)), why)]
         return []
-
-    def _changes(self, tool: str, args: dict[str, Any]) -> bool:
-        """Whether the call passes and changes the state (the state is put back)."""
-        before = self.env.snapshot()
-        passed = self.env.call(tool, args).ok
-        changed = passed and self.env.distance(before) > 0
-        self.env.restore(before)
-        return changed
-
-    def _worked_out(self, tool: ToolSpec, args: dict[str, Any], stated: set[str]) -> dict[str, Any]:
-        """Every unstated value the policy's formulas give at once, as an agent works them out
-        (a fee, then the approval the fee decides): formulas are applied until none changes a
-        value, at most ``MAX_FORMULA_ROUNDS`` times. Returns the values that differ from
-        ``args``."""
-        table = self.env.spec.table(tool.table)
-        rules = [
-            r
-            for r in self.env.spec.rules
-            if r.repair is not None
-            and r.table == tool.table
-            and tool.kind in r.on
-            and r.repair.column not in stated
-        ]
-        current = dict(args)
-        for _ in range(MAX_FORMULA_ROUNDS):
-            new, old = self._rows(tool, current)
-            moved = False
-            for rule in rules:
-                assert rule.repair is not None
-                if rule.when and not self._value(rule.when, new, old):
-                    continue
-                value = self._value(rule.repair.value, new, old)
-                column = rule.repair.column
-                if (value is None and table.column(column).not_null) or same(
-                    value, new.get(column)
-                ):
-                    continue
-                current[column] = new[column] = value
-                moved = True
-            if not moved:
-                break
-        return {c: v for c, v in current.items() if c not in args or not same(v, args[c])}
-
-    def _value(self, expr: str, new: dict[str, Any], old: dict[str, Any] | None) -> Any:
-        """An expression over NEW / OLD on the current state (None when it cannot be read)."""
-        sql, params = bind_new_old(expr, new, old)
-        try:
-            found = self.env.select(f"SELECT {sql}", params)
-        except DatabaseError:
-            return None
-        return found[0][0] if found else None
 
     def _retried(self, index: int, tool: ToolSpec, call: WitnessCall, stated: set[str]) -> bool:
         """Whether a later accepted call makes the same request (the same stated values and
@@ -581,62 +521,6 @@ class _Grounder:
             and all(k in later.args and same(later.args[k], v) for k, v in wanted.items())
             for later in self.pkg.witness[index + 1 :]
         )
-
-    def _choices(
-        self, tool: ToolSpec, call: WitnessCall, rule: Rule, stated: set[str]
-    ) -> Iterator[tuple[str, Any]]:
-        """Values the agent may pick on its own: each calculation rule's formula for an
-        unstated column of this write, then the other values of unstated enums the rule tests."""
-        table = self.env.spec.table(tool.table)
-        new, old = self._rows(tool, call.args)
-        for other in self.env.spec.rules:
-            repair = other.repair
-            if repair is None or other.table != tool.table or tool.kind not in other.on:
-                continue
-            if repair.column in stated:
-                continue
-            sql, params = bind_new_old(repair.value, new, old)
-            try:
-                found = self.env.select(f"SELECT {sql}", params)
-            except DatabaseError:
-                continue
-            if not found or same(found[0][0], new.get(repair.column)):
-                continue
-            if found[0][0] is not None or not table.column(repair.column).not_null:
-                yield repair.column, found[0][0]  # NULL too, where the column allows it
-        for column in table.columns:
-            if column.enum is None or column.name in stated or not rule.tests_value(column.name):
-                continue
-            yield from ((column.name, v) for v in column.enum if not same(v, new.get(column.name)))
-
-    def _rows(
-        self, tool: ToolSpec, args: dict[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """The row a write with ``args`` would make (NEW) and, for an update, the row it
-        changes (OLD)."""
-        table = self.env.spec.table(tool.table)
-        key = tool.key
-        old: dict[str, Any] | None = None
-        if tool.kind != "insert" and key is not None and key in args:
-            payload = self._query(tool.table, {key: args[key]})
-            rows = payload.get("rows") if isinstance(payload, dict) else None
-            old = dict(rows[0]) if rows else None
-        base = {c.name: c.default for c in table.columns} if old is None else dict(old)
-        return {**base, **args}, old
-
-
-def _give_ups(pkg: TaskPackage) -> dict[tuple[str, str], set[str]]:
-    """(tool, rule) of each refusal a user accepts, with the columns the user states for it."""
-    out: dict[tuple[str, str], set[str]] = {}
-    for sub in pkg.task.sub_goals:
-        asks = [a for a in (sub.ask, *(fb.then for fb in sub.fallbacks)) if a is not None]
-        for fb in sub.fallbacks:
-            if fb.then is not None:
-                continue
-            for ask in asks:
-                stated = set(ask.values) | set(ask.refs)
-                out.setdefault((ask.tool, fb.rule), set()).update(stated)
-    return out
 
 
 def _plainly_unanswered(tool: ToolSpec, call: WitnessCall, ask: Ask) -> bool:
