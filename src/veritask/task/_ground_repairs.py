@@ -10,7 +10,7 @@ rule that refused the candidate suggests, and every candidate is run on the stat
 call met (and put back). The search is bounded (``MAX_REPAIR_DEPTH`` repairs in a row,
 ``MAX_REPAIR_CALLS`` candidates) and deterministic (moves in a fixed order, candidates
 deduplicated); when the bound is reached before every candidate was ruled out, finality is not
-proved (docs/design/0056-grounded-means-solvable.md).
+proved, and the package is not grounded (docs/design/0056-grounded-means-solvable.md).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from veritask.task._package import TaskPackage
 
 MAX_FORMULA_ROUNDS = 4
 """How many times the formulas of a refused write are applied in turn (one may decide another)."""
-MAX_REPAIR_DEPTH = 3
+MAX_REPAIR_DEPTH = 4
 """Repairs in a row the search follows from a refused call (each after the refusal it meets)."""
 MAX_REPAIR_CALLS = 64
 """Candidates the search runs for one refusal before it stops (finality then is not proved)."""
@@ -40,7 +40,8 @@ class Repair:
     Attributes:
         changes: The unstated values an agent can change to make the call pass (None: none
             found).
-        exhausted: The search stopped at ``MAX_REPAIR_CALLS`` before ruling every candidate out.
+        exhausted: The search stopped at ``MAX_REPAIR_CALLS`` candidates before ruling every
+            candidate out.
     """
 
     changes: dict[str, Any] | None

@@ -42,7 +42,7 @@ from veritask.env import (
 )
 from veritask.policy import Column, ToolSpec, actor_table, quote_ident
 from veritask.task._certify import Certificate, end_certificate, outcome_mismatch
-from veritask.task._ground_repairs import MAX_REPAIR_CALLS, RepairSearch, give_ups
+from veritask.task._ground_repairs import MAX_REPAIR_CALLS, MAX_REPAIR_DEPTH, RepairSearch, give_ups
 from veritask.task._ground_values import (
     SCALARS,
     Seen,
@@ -502,7 +502,7 @@ class _Grounder(RepairSearch):
         rule = self.env.spec.rule(str(rule_id))
         found = self.passing_repair(tool, call.args, rule, stated)
         if found.exhausted:
-            why = f"the user gives up after {rule_id}, but its finality is not proved within {MAX_REPAIR_CALLS} repairs"
+            why = f"the user gives up after {rule_id}, but its finality is not proved within {MAX_REPAIR_CALLS} candidate repairs of depth {MAX_REPAIR_DEPTH}"
             return [Ungrounded(index, tool.name, None, why)]
         if found.changes:
             said = ", ".join(f"{c} = {v!r}" for c, v in found.changes.items())
