@@ -21,12 +21,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from veritask.env import DatabaseError, Environment, bind_new_old
-from veritask.policy import Rule, ToolSpec
+from veritask.policy import Rule, ToolSpec, quote_ident
+from veritask.policy._sql import rule_condition
 from veritask.task._ground_values import same
 from veritask.task._package import TaskPackage
 
 MAX_FORMULA_ROUNDS = 4
 """How many times the formulas of a refused write are applied in turn (one may decide another)."""
+MAX_KEY_PROBES = 64
+"""The most records of a table the search offers for a foreign key the agent decides."""
 MAX_REPAIR_DEPTH = 4
 """Repairs in a row the search follows from a refused call (each after the refusal it meets)."""
 MAX_REPAIR_CALLS = 64
@@ -213,6 +216,42 @@ class RepairSearch:
             if column.enum is None or column.name in stated or not rule.tests_value(column.name):
                 continue
             yield from ((column.name, v) for v in column.enum if not same(v, new.get(column.name)))
+        yield from self._decided_keys(tool, rule, stated, new, old)
+
+    def _decided_keys(
+        self,
+        tool: ToolSpec,
+        rule: Rule,
+        stated: set[str],
+        new: dict[str, Any],
+        old: dict[str, Any] | None,
+    ) -> Iterator[tuple[str, Any]]:
+        """Other records for a foreign key the agent decides (a transaction's
+        ``agent_decides``) that the rule tests, an approver say: the first ``MAX_KEY_PROBES``
+        keys of the referenced table, in the order a read lists them, that the rule itself
+        does not refuse (as the faithful agent picks them)."""
+        decides = {
+            c for tx in self.env.spec.transactions if tx.tool == tool.name for c in tx.agent_decides
+        }
+        condition = rule_condition(rule)
+        for column in self.env.spec.table(tool.table).columns:
+            if column.name not in decides or column.name in stated:
+                continue
+            if column.references is None or column.enum is not None:
+                continue
+            if not rule.tests_value(column.name):
+                continue
+            parent, key = column.references.split(".")
+            rows = self.env.select(
+                f"SELECT {quote_ident(key)} FROM {quote_ident(parent)} ORDER BY rowid LIMIT ?",
+                (MAX_KEY_PROBES,),
+            )
+            for (value,) in rows:
+                if same(value, new.get(column.name)):
+                    continue
+                if self._value(condition, {**new, column.name: value}, old):
+                    continue  # the rule refuses this one too
+                yield column.name, value
 
     def _rows(
         self, tool: ToolSpec, args: dict[str, Any]
