@@ -65,6 +65,17 @@ def give_ups(pkg: TaskPackage) -> dict[tuple[str, str], set[str]]:
     return out
 
 
+def reactions(pkg: TaskPackage) -> set[tuple[str, str]]:
+    """(tool, rule) of each refusal the user reacts to with a revised request."""
+    out: set[tuple[str, str]] = set()
+    for sub in pkg.task.sub_goals:
+        asks = [a for a in (sub.ask, *(fb.then for fb in sub.fallbacks)) if a is not None]
+        for fb in sub.fallbacks:
+            if fb.then is not None:
+                out.update((ask.tool, fb.rule) for ask in asks)
+    return out
+
+
 def _key(args: dict[str, Any]) -> str:
     return json.dumps(args, sort_keys=True, default=str)
 
@@ -130,6 +141,35 @@ class RepairSearch:
         worked = self._worked_out(tool, args, stated)
         if worked:
             yield worked
+
+    def agents_version(
+        self, tool: ToolSpec, args: dict[str, Any], stated: set[str], decided: set[str]
+    ) -> dict[str, Any]:
+        """The refused call as an agent makes it before any refusal: without the values the
+        agent decides that nobody stated, unless a formula of the policy gives that very value
+        (an agent works a formula out; it never invents a number)."""
+        new, old = self._rows(tool, args)
+        formulas = {
+            r.repair.column: r
+            for r in self.env.spec.rules
+            if r.repair is not None and r.table == tool.table and tool.kind in r.on
+        }
+        kept = dict(args)
+        for column in decided - stated:
+            if column not in args:
+                continue
+            rule = formulas.get(column)
+            if rule is not None and rule.repair is not None:
+                applies = not rule.when or self._value(rule.when, new, old)
+                if applies and same(self._value(rule.repair.value, new, old), args[column]):
+                    continue
+            del kept[column]
+        return kept
+
+    def refused_alike(self, tool: str, args: dict[str, Any], rule_id: str) -> bool:
+        """Whether the call is refused by ``rule_id`` (the state is put back)."""
+        passed, rule = self._outcome(tool, args)
+        return not passed and rule is not None and rule.id == rule_id
 
     def _outcome(self, tool: str, args: dict[str, Any]) -> tuple[bool, Rule | None]:
         """Whether the call passes and changes the state (the state is put back), and else the

@@ -42,7 +42,13 @@ from veritask.env import (
 )
 from veritask.policy import Column, ToolSpec, actor_table, quote_ident
 from veritask.task._certify import Certificate, end_certificate, outcome_mismatch
-from veritask.task._ground_repairs import MAX_REPAIR_CALLS, MAX_REPAIR_DEPTH, RepairSearch, give_ups
+from veritask.task._ground_repairs import (
+    MAX_REPAIR_CALLS,
+    MAX_REPAIR_DEPTH,
+    RepairSearch,
+    give_ups,
+    reactions,
+)
 from veritask.task._ground_values import (
     SCALARS,
     Seen,
@@ -56,6 +62,7 @@ from veritask.task._ground_values import (
     scalars,
 )
 from veritask.task._package import Ask, RowRef, TaskDescription, TaskPackage, WitnessCall
+from veritask.task._spoiler import decided_columns
 
 _in_text = in_text  # the name tests know
 
@@ -208,7 +215,32 @@ class _Grounder(RepairSearch):
             return []
         if tool.kind == "procedure":
             return self._procedure(index, tool, call)
-        return self._write(index, tool, call) if call.ok else self._final(index, tool, call)
+        if call.ok:
+            return self._write(index, tool, call)
+        return self._final(index, tool, call) or self._reacted(index, tool, call)
+
+    def _reacted(self, index: int, tool: ToolSpec, call: WitnessCall) -> list[Ungrounded]:
+        """A refusal the user reacts to must be one the agent meets: the call without the
+        values the agent decides that nobody stated (``agents_version``) is refused by the
+        same rule. Otherwise the revised request answers a mistake the agent never makes."""
+        rule_id = (call.error or {}).get("violated_rule")
+        if rule_id is None or (tool.name, str(rule_id)) not in self.reactions:
+            return []
+        stated = {c for a in self._by_tool_asks(tool.name) for c in (*a.values, *a.refs)}
+        decided = decided_columns(self.env.spec, tool.name, self._tools)
+        mine = self.agents_version(tool, call.args, stated, decided)
+        if len(mine) == len(call.args) or self.refused_alike(call.tool, mine, str(rule_id)):
+            return []
+        dropped = ", ".join(f"{c} = {call.args[c]!r}" for c in call.args if c not in mine)
+        why = f"the user reacts to {rule_id}, which only {dropped} (a value nobody stated) causes"
+        return [Ungrounded(index, tool.name, next(c for c in call.args if c not in mine), why)]
+
+    def _by_tool_asks(self, tool: str) -> list[Ask]:
+        return [self.asks[i] for i in self._by_tool.get(tool, ())]
+
+    @functools.cached_property
+    def reactions(self) -> set[tuple[str, str]]:
+        return reactions(self.pkg)
 
     def _procedure(self, index: int, tool: ToolSpec, call: WitnessCall) -> list[Ungrounded]:
         """A procedure write answers the first unanswered ask for it whose values are exactly
