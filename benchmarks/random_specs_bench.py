@@ -12,6 +12,7 @@ counterexample (spec seed, package id), and exits 1 when there is one.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import tempfile
 import time
@@ -31,29 +32,45 @@ def main() -> int:
     parser.add_argument("--specs", type=int, default=2000)
     parser.add_argument("--n", type=int, default=4, help="packages per spec")
     parser.add_argument("--first", type=int, default=0, help="first spec seed")
+    parser.add_argument("--every", type=int, default=50, help="print the totals every N specs")
     args = parser.parse_args()
+    # a run stopped early (SIGTERM, Ctrl-C) still prints the totals of the specs it finished
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     t0 = time.perf_counter()
     specs = packages = invalid = 0
     failed: list[str] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for seed in range(args.first, args.first + args.specs):
-            text = random_spec_text(seed)
-            spec = parse_spec(text, source=f"random_{seed}")
-            if example_coverage(spec) or run_spec_examples(CompiledDomain.from_spec(spec)):
-                invalid += 1
-                print(f"spec {seed}: validate --examples refuses it")
-                continue
-            grounded, bad = grounded_but_failed(text, seed, args.n, Path(tmp) / str(seed))
-            specs += 1
-            packages += grounded
-            failed += [f"spec {seed}: {pid}" for pid in bad]
-            for line in failed[-len(bad) :] if bad else []:
-                print("grounded but failed:", line)
-    took = time.perf_counter() - t0
-    print(
-        f"{specs} specs ({invalid} refused by validate), {packages} grounded packages, "
-        f"{len(failed)} grounded but failed by the faithful agent; {took:.0f} s"
-    )
+    done = 0
+
+    def totals(word: str) -> None:
+        print(
+            f"{word}: {specs} specs ({invalid} refused by validate), {packages} grounded "
+            f"packages, {len(failed)} grounded but failed by the faithful agent; "
+            f"{time.perf_counter() - t0:.0f} s",
+            flush=True,
+        )
+
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for seed in range(args.first, args.first + args.specs):
+                text = random_spec_text(seed)
+                spec = parse_spec(text, source=f"random_{seed}")
+                done += 1
+                if example_coverage(spec) or run_spec_examples(CompiledDomain.from_spec(spec)):
+                    invalid += 1
+                    print(f"spec {seed}: validate --examples refuses it", flush=True)
+                    continue
+                grounded, bad = grounded_but_failed(text, seed, args.n, Path(tmp) / str(seed))
+                specs += 1
+                packages += grounded
+                failed += [f"spec {seed}: {pid}" for pid in bad]
+                for line in failed[-len(bad) :] if bad else []:
+                    print("grounded but failed:", line, flush=True)
+                if done % args.every == 0:
+                    totals(f"after seed {seed}")
+    except KeyboardInterrupt:
+        totals("stopped early")
+        return 1
+    totals("done")
     return 1 if failed or invalid else 0
 
 

@@ -28,7 +28,9 @@ FIRST = ["Ana", "Ben", "Chloe", "Dev", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jin"
 LAST = ["Ruiz", "Okafor", "Park", "Singh", "Moreau", "Berg", "Costa", "Ito", "Novak", "Reyes"]
 THINGS = ["Harbor", "Cedar", "Summit", "Willow", "Granite", "Maple", "Beacon", "Juniper"]
 
-RULES = ("active", "quota", "qty", "gold", "final", "end_step", "window", "charge")
+RULES = ("active", "quota", "qty", "gold", "final", "end_step", "window", "charge", "locked")
+STAFF_RULES = ("handler",)
+"""Rules only a spec with staff has: the staff member a booking must name (agent-decided)."""
 
 
 def _singular(name: str) -> str:
@@ -39,6 +41,7 @@ class _Spec:
     """One random spec under construction."""
 
     def __init__(self, seed: int) -> None:
+        self.item_of: dict[str, dict[str, Any]] = {}
         self.rng = random.Random(seed)
         rng = self.rng
         self.seed = seed
@@ -50,6 +53,8 @@ class _Spec:
         self.window = rng.randint(1, 5)
         self.kinds = rng.sample(KINDS, rng.randint(2, 4))
         self.rules = [r for r in RULES if rng.random() < 0.7] or [rng.choice(RULES)]
+        if self.staff and rng.random() < 0.75:
+            self.rules += STAFF_RULES
         self.seed_rows: dict[str, list[dict[str, Any]]] = {}
 
     # -- seed ----------------------------------------------------------------------------
@@ -113,6 +118,19 @@ class _Spec:
         if self.staff:
             row["handled_by"] = None
         return row
+
+    def staff_rows(self) -> list[dict[str, Any]]:
+        """One staff member per kind of item (its desk), and a trainee with no desk."""
+        rows = [
+            {"id": f"s_{i}", "name": f"{FIRST[i]} {LAST[-1 - i]}", "desk": kind}
+            for i, kind in enumerate(self.kinds)
+        ]
+        rows.append({"id": "s_t", "name": f"{FIRST[-1]} {LAST[0]}", "desk": None})
+        return rows
+
+    def handler(self, item: dict[str, Any]) -> str:
+        """The staff member whose desk is the item's kind."""
+        return f"s_{self.kinds.index(item['kind'])}"
 
     # -- tables --------------------------------------------------------------------------
 
@@ -190,6 +208,12 @@ class _Spec:
                             "type": "TEXT",
                             "not_null": True,
                             "description": "Full name",
+                        },
+                        {
+                            "name": "desk",
+                            "type": "TEXT",
+                            "enum": self.kinds,
+                            "description": "The kind of item this person handles (none: trainee)",
                         },
                     ],
                 }
@@ -279,10 +303,10 @@ class _Spec:
     # -- rules ---------------------------------------------------------------------------
 
     def _ins(self, person: str, item: str, qty: int = 1, start: int = 20) -> dict[str, Any]:
-        return {
-            "tool": f"insert_{self.t}",
-            "args": {self.pid: person, self.rid: item, "qty": qty, "start_step": start},
-        }
+        args: dict[str, Any] = {self.pid: person, self.rid: item, "qty": qty, "start_step": start}
+        if "handler" in self.rules:
+            args["handled_by"] = self.handler(self.item_of[item])
+        return {"tool": f"insert_{self.t}", "args": args}
 
     def _upd(self, ident: int, **args: Any) -> dict[str, Any]:
         return {"tool": f"update_{self.t}", "args": {"id": ident, **args}}
@@ -298,7 +322,7 @@ class _Spec:
         gold_item = next(i for i in items if i["kind"] == self.kinds[-1])
         basic_open = rows[0]
         done = rows[-1]
-        item_of = {i["id"]: i for i in items}
+        item_of = self.item_of = {i["id"]: i for i in items}
         cancel_ok = {"status": "CANCELLED", "end_step": basic_open["start_step"] - self.window}
         rules: list[dict[str, Any]] = []
         p, t = self.p, self.t
@@ -430,6 +454,39 @@ class _Spec:
                     repair={"column": "charge", "value": expr},
                 )
             )
+        if "locked" in self.rules:
+            good = self._close(basic_open, item_of[basic_open[self.rid]])
+            rules.append(
+                self._rule(
+                    "CHARGE_LOCKED",
+                    "update",
+                    "system_control",
+                    "NEW.charge IS NOT OLD.charge AND NEW.status = 'OPEN'",
+                    "SYSTEM_CONTROLLED",
+                    "The charge is set only when a booking is completed.",
+                    "Complete the booking to charge it.",
+                    "complete",
+                    [self._upd(basic_open["id"], charge=5), self._upd(basic_open["id"], **good)],
+                )
+            )
+        if "handler" in self.rules:
+            wrong = {**self._ins("p_basic", plain["id"])}
+            wrong["args"] = {**wrong["args"], "handled_by": "s_t"}
+            staff = self.staff
+            rules.append(
+                self._rule(
+                    "HANDLER",
+                    "insert",
+                    "authority",
+                    f"NEW.handled_by IS NOT (SELECT s.id FROM {staff} s WHERE s.desk = "
+                    f"(SELECT kind FROM {self.r} WHERE id = NEW.{self.rid}))",
+                    "WRONG_HANDLER",
+                    f"A booking is handled by the {staff} member whose desk is the item's kind.",
+                    f"Name the {staff} member whose desk matches the kind of the item.",
+                    "create",
+                    [wrong, self._ins("p_basic", plain["id"])],
+                )
+            )
         effects = [
             {
                 "id": "ON_CREATE",
@@ -521,6 +578,7 @@ class _Spec:
                 "goal": f"Book a {_singular(self.r)}.",
                 "tool": f"insert_{self.t}",
                 "parameters": create,
+                "agent_decides": ["handled_by"] if "handler" in self.rules else [],
             },
             {
                 "id": "complete",
@@ -541,13 +599,12 @@ class _Spec:
 
     def build(self) -> dict[str, Any]:
         people, items = self.people(), self.catalogue()
+        self.item_of = {i["id"]: i for i in items}
         rows = self.bookings(items)
         rules, effects = self.rules_and_effects(items, rows)
         seed: dict[str, Any] = {self.p: people, self.r: items, self.t: rows}
         if self.staff:
-            seed[self.staff] = [
-                {"id": f"s_{i}", "name": f"{FIRST[i]} {LAST[-1 - i]}"} for i in range(2)
-            ]
+            seed[self.staff] = self.staff_rows()
         return {
             "name": f"random_{self.seed}",
             "version": "1",

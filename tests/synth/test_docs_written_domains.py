@@ -80,11 +80,6 @@ def _routing_as_authority(text: str) -> str:
     return text.replace(repair + "\n", "")
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open gap: an agent-decided column fixed by a rule without a repair can be called "
-    "grounded while the faithful agent fails it; at this seed and size the data happens to pass",
-)
 def test_an_approver_fixed_without_a_repair_is_grounded_only_if_solvable(tmp_path: Path) -> None:
     """Either the spec is refused, naming the column, or grounded packages are all solved."""
     spec = tmp_path / "expense_authority.yaml"

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import get_args
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests._random_specs import random_spec_text
+from tests._random_specs import random_spec_data, random_spec_text
 
 from veritask.agent import FaithfulAgent, ScriptedUser
 from veritask.domains import load_domain
 from veritask.env import CompiledDomain, example_coverage, run_spec_examples
+from veritask.policy._spec import RuleCategory
 from veritask.rollout import EpisodeTask, run_episode
 from veritask.synth import generate, generation_problems
 from veritask.task import DatasetDir, check_dataset, load_dataset
@@ -66,3 +69,32 @@ def test_every_grounded_package_of_a_random_spec_is_solved(seed: int, tmp_path: 
     assert example_coverage(spec) == [] and generation_problems(spec) == []
     assert run_spec_examples(CompiledDomain.from_spec(spec)) == []
     assert grounded > 0 and failed == []
+
+
+REGRESSIONS = [10, 37]
+"""Spec seeds whose packages were grounded but failed: the explorer wrote an agent-decided value
+nobody stated (a charge on an open booking), was refused, and the user reacted to a refusal the
+faithful agent never meets (now ungrounded: ``_Grounder._reacted``)."""
+
+
+@pytest.mark.parametrize("seed", REGRESSIONS)
+def test_regression_specs_have_no_grounded_but_failed_package(seed: int, tmp_path: Path) -> None:
+    grounded, failed = grounded_but_failed(random_spec_text(seed), seed, 4, tmp_path)
+    assert grounded > 0 and failed == []
+
+
+def test_the_generator_covers_every_rule_category_effects_and_decided_values() -> None:
+    categories: set[str] = set()
+    decided: set[str] = set()
+    actors = effects = 0
+    for seed in range(SPECS):
+        data = random_spec_data(seed)
+        categories.update(r["category"] for r in data["rules"])
+        decided.update(c for tx in data["transactions"] for c in tx.get("agent_decides", []))
+        effects += bool(data["effects"])
+        people = [t for t in data["tables"] if t["tier"] == "entity"]
+        actors += len(people) > 1
+    assert categories == set(get_args(RuleCategory))
+    assert decided == {"charge", "handled_by"}  # a formula's value and a record to pick
+    assert effects == SPECS
+    assert SPECS // 4 <= actors < SPECS  # several kinds of people in a good share, not all

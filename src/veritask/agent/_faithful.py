@@ -44,6 +44,9 @@ class _Job:
     writes: int = 0
     lookups: set[str] = field(default_factory=set)
     """Read calls already made for this job (by a canonical text of the call)."""
+    choose: list[tuple[str, str]] = field(default_factory=list)
+    """(column, rule id): a record to pick for an unstated foreign key the rule refused, once
+    the records it may name are read (``_other_key``)."""
 
 
 def _matches(row: dict[str, Any], match: dict[str, Any]) -> bool:
@@ -185,6 +188,9 @@ class FaithfulAgent:
                 return step
             if slot not in job.keys:
                 return None
+        read = self._key_read(job, tool)
+        if read is not None:
+            return read
         args = self._args(job, tool)
         read = self._linked_read(job, tool.table, self._new_row(job, tool, args), LINK_DEPTH)
         if read is None:
@@ -407,7 +413,9 @@ class FaithfulAgent:
                 tried.append(value)
                 job.decided[column] = value
                 return True
-        return self._other_choice(job, tool, rule, stated)
+        return self._other_choice(job, tool, rule, stated) or self._other_key(
+            job, tool, rule, stated
+        )
 
     def _formulas(self, tool: ToolSpec, rule: Rule | None) -> list[Rule]:
         """The rule itself when it has a formula, then the table's other calculation rules."""
@@ -452,6 +460,61 @@ class FaithfulAgent:
                 job.decided[col.name] = left[0]
                 tried.append(left[0])
                 return True
+        return False
+
+    def _other_key(self, job: _Job, tool: ToolSpec, rule: Rule, stated: set[str]) -> bool:
+        """Pick another record for a foreign key the agent decides (a transaction's
+        ``agent_decides``) that the rule tests, an approver the routing rule names: the records
+        it may name are read first (``_key_read``), then the first one the rule, worked out on
+        the rows seen, accepts is tried (``_pick_key``)."""
+        decides = {
+            c for tx in self.spec.transactions if tx.tool == tool.name for c in tx.agent_decides
+        }
+        for col in self.spec.table(tool.table).columns:
+            if col.name in stated or col.name not in decides:
+                continue
+            if col.references is None or col.enum is not None:
+                continue
+            if not rule.tests_value(col.name):
+                continue
+            if col.references.split(".")[0] not in self.catalogues:
+                job.choose.append((col.name, rule.id))
+                return True
+            if self._pick_key(job, tool, rule, col.name):
+                return True
+        return False
+
+    def _key_read(self, job: _Job, tool: ToolSpec) -> tuple[str, dict[str, Any]] | None:
+        """The read of the records a refused foreign key may name (once per conversation),
+        then the choice among them (``_pick_key``), before the next write."""
+        while job.choose:
+            column, rule_id = job.choose[0]
+            parent = (self.spec.table(tool.table).column(column).references or ".").split(".")[0]
+            if parent not in self.catalogues:
+                self.catalogues.add(parent)
+                return f"query_{parent}", {"limit": CATALOGUE_ROWS}
+            job.choose.pop(0)
+            rule = self._rule(rule_id)
+            if rule is not None:
+                self._pick_key(job, tool, rule, column)
+        return None
+
+    def _pick_key(self, job: _Job, tool: ToolSpec, rule: Rule, column: str) -> bool:
+        """Set ``column`` to the first key, in the order the records were read, not tried yet
+        that the rule does not refuse on the rows seen."""
+        fk = self.spec.table(tool.table).column(column).references or "."
+        parent, key = fk.split(".")
+        tried = job.tried.setdefault(column, [])
+        current = self._args(job, tool).get(column)
+        if current not in tried:
+            tried.append(current)
+        for row in self._current(parent):
+            value = row.get(key)
+            if value in tried or self._still_refused(job, tool, rule, column, value):
+                continue
+            job.decided[column] = value
+            tried.append(value)
+            return True
         return False
 
     def _still_refused(

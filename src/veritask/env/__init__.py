@@ -2,6 +2,7 @@
 
 from veritask.env._build import PAGE_SIZE, RowError, build_image, insert_rows, sql_culprits
 from veritask.env._confirm import CONFIRMATION_REQUIRED, ConfirmationGate
+from veritask.env._datacalls import INTERRUPT_RETRIES, CallInterrupted, data_calls
 from veritask.env._environment import (
     DEFAULT_CALL_TIME_LIMIT,
     CompiledDomain,
@@ -38,7 +39,9 @@ __all__ = [
     "DEFAULT_CALL_TIME_LIMIT",
     "DEFAULT_EPS",
     "EXAMPLE_SECONDS",
+    "INTERRUPT_RETRIES",
     "PAGE_SIZE",
+    "CallInterrupted",
     "CompiledDomain",
     "ConfirmationGate",
     "DatabaseError",
@@ -58,6 +61,7 @@ __all__ = [
     "bind_new_old",
     "build_image",
     "check_image",
+    "data_calls",
     "diff",
     "diff_full",
     "distance",

@@ -20,6 +20,7 @@ from veritask.env._args import (
     validate_arguments,
 )
 from veritask.env._build import build_image
+from veritask.env._datacalls import INTERRUPTED, in_data_calls, retry_interrupted
 from veritask.env._fastpath import compile_checks, compile_row
 from veritask.env._image import read_database
 from veritask.env._notebook import bind_new_old
@@ -162,6 +163,7 @@ class Environment:
         # the deadline the progress handler enforces right now; None inside a call until the
         # handler first fires there and arms it (see ``_past_deadline``)
         self._deadline: float | None = math.inf
+        self._interrupted = False  # the running call had a statement interrupted
         self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         self._conn.set_authorizer(self._authorize)
         self._conn.set_progress_handler(self._past_deadline, _PROGRESS_OPCODES)
@@ -223,7 +225,10 @@ class Environment:
             if limit is not None and now + limit < deadline:
                 deadline = now + limit
             self._deadline = deadline
-        return 1 if now > deadline else 0
+        if now > deadline:
+            self._interrupted = True
+            return 1
+        return 0
 
     def close(self) -> None:
         """Close the database connection."""
@@ -266,16 +271,47 @@ class Environment:
     # -- tool calls ------------------------------------------------------------------------
 
     def call(self, tool: str, args: Mapping[str, Any] | str | None = None) -> ToolResult:
-        """Run one tool call and return its result or a structured error; never raises.
+        """Run one tool call and return its result or a structured error; never raises
+        outside ``data_calls``.
 
         Bad input is refused by argument validation before the database is touched. A write runs
         inside the ``vt_call`` savepoint, which is released on success and rolled back on every
         other path, so a rejected call leaves the state byte-identical. The call runs under
         ``call_time_limit``: a statement still running then is interrupted and the call comes
-        back as ``TIME_LIMIT_EXCEEDED``. Anything unforeseen comes back as ``INTERNAL_ERROR``,
-        reported only after the savepoint has been rolled back.
+        back as ``TIME_LIMIT_EXCEEDED`` (inside ``data_calls`` it is retried instead, and raises
+        ``CallInterrupted`` when the retries are interrupted too). Anything unforeseen comes back
+        as ``INTERNAL_ERROR``, reported only after the savepoint has been rolled back.
+
+        Raises:
+            CallInterrupted: Inside ``data_calls`` only: the call and its retries were all
+                interrupted.
         """
+        result = self._attempt(tool, args)
+        error = result.error
+        if error is not None and error.code == INTERRUPTED and in_data_calls():
+            return self._retry_interrupted(tool, args, error)
+        return result
+
+    def _retry_interrupted(
+        self, tool: str, args: Mapping[str, Any] | str | None, error: ToolError
+    ) -> ToolResult:
+        """Run an interrupted call again with longer limits (see ``data_calls``)."""
+        limit = self.call_time_limit
+
+        def attempt(seconds: float) -> ToolResult:
+            self.call_time_limit = seconds
+            return self._attempt(tool, args)
+
+        try:
+            expired = _monotonic() > self._block_deadline  # a retry cannot extend a block
+            return retry_interrupted(attempt, limit, expired, _tool_label(tool), error)
+        finally:
+            self.call_time_limit = limit
+
+    def _attempt(self, tool: str, args: Mapping[str, Any] | str | None) -> ToolResult:
+        """One try of ``call``: its result, a ``TIME_LIMIT_EXCEEDED`` one included."""
         self._deadline = None  # armed by the progress handler if the call runs long enough
+        self._interrupted = False
         try:
             if type(args) is dict and type(tool) is str:  # the fast path, see ``_plan``
                 plan = self._plans.get((tool, tuple(args)), _NO_PLAN)
@@ -501,7 +537,7 @@ class Environment:
             cur.execute("RELEASE vt_call")
         except BaseException as exc:
             if conn.in_transaction:  # an interrupt may already have rolled everything back
-                conn.execute("ROLLBACK")
+                self._rollback()
             if not isinstance(exc, sqlite3.Error):
                 raise
             return ToolResult(tool=tool.name, ok=False, error=self._translate(tool, exc, old, args))
@@ -509,6 +545,15 @@ class Environment:
             self._mode = "read"
         result = as_dict(row) if row is not None else None
         return accepted(tool.name, result, old is None or row != old[1])
+
+    def _rollback(self) -> None:
+        """Roll back the open transaction; the deadline is off meanwhile, so the rollback of an
+        interrupted call is never interrupted itself (which would leave it open)."""
+        deadline, self._deadline = self._deadline, math.inf
+        try:
+            self._conn.execute("ROLLBACK")
+        finally:
+            self._deadline = deadline
 
     # -- errors ----------------------------------------------------------------------------
 
@@ -524,6 +569,8 @@ class Environment:
                 return ToolError(m["code"], m["message"], m["rule"])
             message = rule.message
             detail = self._detail(rule, tool, old, args)
+            if self._interrupted:  # the detail ran out of time: the answer depends on the load
+                return schema_error(tool, sqlite3.OperationalError("interrupted"))
             if detail:
                 message = f"{message} ({detail})"
             return ToolError(rule.code, message, rule.id, rule.hint)

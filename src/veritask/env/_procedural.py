@@ -42,6 +42,8 @@ class Engine(Protocol):
     _conn: sqlite3.Connection
     _mode: Literal["read", "write", "admin"]
 
+    def _rollback(self) -> None: ...
+
 
 class _Rejected(Exception):
     """A step refused the call (a failed ``require``, a missing row)."""
@@ -309,7 +311,7 @@ def run_procedure(
             conn.execute("RELEASE vt_call")
     except BaseException as exc:
         if tool.writes and conn.in_transaction:
-            conn.execute("ROLLBACK")
+            env._rollback()  # never interrupted, even after the time limit
         if isinstance(exc, _Rejected):
             return ToolResult(tool=tool.name, ok=False, error=exc.error)
         if not isinstance(exc, sqlite3.Error):

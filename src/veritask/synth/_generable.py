@@ -2,8 +2,9 @@
 
 A spec may validate (every field well formed, the SQL compiles) and still give the synthesizer
 nothing to do: no tool writes, nobody to write tasks for, or a procedure whose agent-decided
-value no rule determines (so no agent could work it out from the policy, and grounding refuses
-every package that uses it). ``validate`` and ``generate`` name each such place with its field.
+value the policy does not let an agent work out (no rule tests it, or a rule tests it but
+nothing computes it and there are no values to choose from), so grounding refuses every package
+that uses it. ``validate`` and ``generate`` name each such place with its field and line.
 """
 
 from __future__ import annotations
@@ -60,28 +61,42 @@ def _undetermined(spec: DomainSpec) -> list[tuple[Loc, str]]:
             continue
         rules = [r for r in spec.rules if r.table == table.name]
         for j, col in enumerate(tx.agent_decides):
-            if col not in table.column_names or _determined(table, col, rules):
+            if col not in table.column_names:
                 continue
-            found.append(
-                (
-                    ("transactions", i, "agent_decides", j),
-                    f"no rule on {table.name} tests {col}, so the policy never decides it and "
-                    "no agent could work it out: add a rule that rejects the wrong values (a "
-                    "calculation rule with a repair, say), or let the user state it",
-                )
-            )
+            why = _undecidable(table, col, rules)
+            if why is not None:
+                found.append((("transactions", i, "agent_decides", j), why))
     return found
 
 
+def _undecidable(table: Table, col: str, rules: list[Rule]) -> str | None:
+    """Why no agent could work out ``col`` from the policy (None when one can)."""
+    if _determined(table, col, rules):
+        return None
+    if not any(r.tests_value(col) for r in rules):
+        return (
+            f"no rule on {table.name} tests {col}, so the policy never decides it and "
+            "no agent could work it out: add a rule that rejects the wrong values (a "
+            "calculation rule with a repair, say), or let the user state it"
+        )
+    return (
+        f"a rule on {table.name} tests {col}, but none computes it (no 'repair') and it is "
+        "neither an enum nor a reference, so an agent has no values to choose from: give the "
+        "rule a 'repair' with the value's formula, or let the user state it"
+    )
+
+
 def _determined(table: Table, col: str, rules: list[Rule]) -> bool:
-    """True when the policy fixes ``col``: a rule tests its value or computes it, or the
-    column allows one value only."""
+    """True when an agent can work ``col`` out from the policy: a rule computes it (a
+    ``repair``), or a rule tests its value and the values to choose from are known (an enum's,
+    or the keys of the table it references), or the column allows one value only."""
     column = table.column(col)
     if column.enum is not None and len(column.enum) == 1:
         return True
-    return any(
-        r.tests_value(col) or (r.repair is not None and r.repair.column == col) for r in rules
-    )
+    if any(r.repair is not None and r.repair.column == col for r in rules):
+        return True
+    choices = column.enum is not None or column.references is not None
+    return choices and any(r.tests_value(col) for r in rules)
 
 
 def _table_of(spec: DomainSpec, tool: str) -> Table | None:

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from veritask import __version__
 from veritask._util import derive_seed
-from veritask.env import Environment, Snapshot
+from veritask.env import Environment, Snapshot, data_calls
 from veritask.model import CostLedger, GenerateConfig, ModelProvider
 from veritask.model._types import provider_model
 from veritask.pipeline import Unit
@@ -138,7 +138,8 @@ class LLMSceneStage:
         assert self._worker is not None
         index, count, first = unit.params
         name = self._worker.spec.name  # ids and seeds follow the spec's name, not its path
-        return await self._worker.run_unit(name, self.seed, index, count, first, self.out)
+        with data_calls():  # an interrupted call fails the unit, never becomes a refusal
+            return await self._worker.run_unit(name, self.seed, index, count, first, self.out)
 
 
 @dataclass

@@ -25,7 +25,7 @@ from typing import Any
 from veritask import __version__
 from veritask._util import derive_seed
 from veritask.domains import load_domain
-from veritask.env import CompiledDomain, Environment, Snapshot
+from veritask.env import CompiledDomain, Environment, Snapshot, data_calls
 from veritask.pipeline import Unit
 from veritask.policy import DomainSpec, render_wiki
 from veritask.synth._unit import SceneParams, UnitResult, scene_units
@@ -674,4 +674,7 @@ class ProceduralStage:
         assert self._worker is not None
         index, count, first = unit.params
         where = (index, len(self.units()))
-        return self._worker.run(self._worker.spec.name, self.seed, where, count, first, self.out)
+        with data_calls():  # an interrupted call fails the unit, never becomes a refusal
+            return self._worker.run(
+                self._worker.spec.name, self.seed, where, count, first, self.out
+            )

@@ -17,7 +17,7 @@ from typing import Any
 from veritask import __version__
 from veritask._util import derive_seed
 from veritask.domains import load_domain
-from veritask.env import CompiledDomain, Environment, Snapshot
+from veritask.env import CompiledDomain, Environment, Snapshot, data_calls
 from veritask.model import CostLedger
 from veritask.pipeline import Unit
 from veritask.policy import Rule, render_wiki
@@ -543,7 +543,8 @@ class SceneStage:
         index, count, first = unit.params
         name = self._worker.spec.name  # ids and seeds follow the spec's name, not its path
         try:
-            return self._worker.run(name, self.seed, index, count, first, self.out)
+            with data_calls():  # an interrupted call fails the unit, never becomes a refusal
+                return self._worker.run(name, self.seed, index, count, first, self.out)
         except DesignError as exc:  # reported with the run's discards, never a traceback
             DatasetDir(self.out).write_part(index, [])
             return UnitResult(index, 0, {"scene could not be designed": count}, [str(exc)])

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from veritask._util import sha256, sha256_text
-from veritask.env import CompiledDomain, Environment, Snapshot
+from veritask.env import CompiledDomain, Environment, Snapshot, data_calls
 from veritask.policy import render_wiki
 from veritask.task._asks import AskChecker
 from veritask.task._dataset import DatasetDir, loaded_apart
@@ -349,7 +349,7 @@ def check_dataset(root: str | Path) -> CheckReport:
         DatasetError: The manifest is invalid or refers to missing states or policies.
     """
     ds = DatasetDir(Path(root))
-    with loaded_apart(ds) as packages:
+    with loaded_apart(ds) as packages, data_calls():  # a loaded machine never changes a verdict
         report = CheckReport(tasks=len(packages))
         seen: dict[tuple[str, str], str] = {}
         checker = _Checker(ds)

@@ -30,16 +30,42 @@ from __future__ import annotations
 
 import functools
 import json
-import string
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from veritask.env import DatabaseError, Environment, Snapshot, ToolResult, bind_new_old
-from veritask.policy import Column, Rule, Table, ToolSpec, actor_table, quote_ident
+from veritask.env import (
+    Environment,
+    Snapshot,
+    ToolResult,
+    data_calls,
+)
+from veritask.policy import Column, ToolSpec, actor_table, quote_ident
 from veritask.task._certify import Certificate, end_certificate, outcome_mismatch
+from veritask.task._ground_repairs import (
+    MAX_REPAIR_CALLS,
+    MAX_REPAIR_DEPTH,
+    RepairSearch,
+    give_ups,
+    reactions,
+)
+from veritask.task._ground_values import (
+    SCALARS,
+    Seen,
+    alternatives,
+    columns_of,
+    in_text,
+    leaves,
+    matches,
+    query_key,
+    same,
+    scalars,
+)
 from veritask.task._package import Ask, RowRef, TaskDescription, TaskPackage, WitnessCall
 from veritask.task._prefer import best_in, preference_args
+from veritask.task._spoiler import decided_columns
+
+_in_text = in_text  # the name tests know
 
 
 @dataclass(frozen=True)
@@ -62,44 +88,6 @@ class Ungrounded:
         """A one-line account of the problem."""
         where = f"call {self.call} {self.tool}" if self.call >= 0 else self.tool
         return f"{where}: {self.arg + ': ' if self.arg else ''}{self.reason}"
-
-
-MAX_FORMULA_ROUNDS = 4
-"""How many times the formulas of a refused write are applied in turn (one may decide another)."""
-
-MAX_KEY_PROBES = 64
-"""The most records a foreign key's probes try (the other keys of the table it references)."""
-
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equality as values read back from JSON (1 == 1.0, tuples == lists).
-
-    Two scalars read back as themselves, so they are compared directly (the common case);
-    anything else goes through a JSON round trip."""
-    if type(a) in _SCALARS and type(b) in _SCALARS:
-        return bool(a == b)
-    return bool(json.loads(json.dumps(a)) == json.loads(json.dumps(b)))
-
-
-_WORD = frozenset(string.ascii_letters + string.digits + "_")
-
-
-def _in_text(value: Any, text: str) -> bool:
-    """Whether ``str(value)`` occurs in ``text`` with no ASCII letter, digit or underscore on
-    either side (the regex ``(?<![A-Za-z0-9_])value(?![A-Za-z0-9_])``, without compiling one
-    pattern per value)."""
-    shown = str(value)
-    start = text.find(shown)
-    while start >= 0:
-        end = start + len(shown)
-        if (start == 0 or text[start - 1] not in _WORD) and (
-            end == len(text) or text[end] not in _WORD
-        ):
-            return True
-        start = text.find(shown, start + 1)
-    return False
 
 
 def task_asks(task: TaskDescription) -> list[Ask]:
@@ -141,14 +129,14 @@ def _unstated(asks: list[Ask], shown: str) -> list[Ungrounded]:
         stated = list(ask.values.items())
         for ref in (ask.target, *ask.refs.values()):
             if ref is not None:
-                _leaves(ref, stated)
+                leaves(ref, stated)
         for col, value in stated:
             if value is None:
                 continue
             key = str(value)
             there = said.get(key)
             if there is None:
-                there = said[key] = _in_text(key, shown)
+                there = said[key] = in_text(key, shown)
             if not there:
                 found.append(Ungrounded(-1, ask.tool, col, f"{value!r} is not in the task text"))
     return found
@@ -158,72 +146,14 @@ PROCEDURE_ASK = "procedure:"
 """Prefix of the ``transaction`` of an ask that a procedure call answers."""
 
 
-def _scalars(value: Any, out: list[Any]) -> None:
-    """Append the scalars inside a JSON value (list items, dict values) to ``out``."""
-    if isinstance(value, dict):
-        for item in value.values():
-            _scalars(item, out)
-    elif isinstance(value, list):
-        for item in value:
-            _scalars(item, out)
-    else:
-        out.append(value)
-
-
-def _leaves(ref: RowRef, out: list[tuple[str, Any]]) -> None:
-    """Append the scalar values a ref states, parents' included, to ``out``."""
-    for col, value in ref.match.items():
-        if isinstance(value, RowRef):
-            _leaves(value, out)
-        else:
-            out.append((col, value))
-
-
-@dataclass
-class _Seen:
-    """Rows the agent has seen in tool results, by (table, column, value)."""
-
-    rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-
-    def add(self, table: str, result: Any) -> None:
-        rows = result.get("rows") if isinstance(result, dict) and "rows" in result else [result]
-        if not rows:
-            return
-        kept = self.rows.setdefault(table, [])
-        kept += (row for row in rows if isinstance(row, dict))
-
-    def find(self, table: str, column: str, value: Any) -> Iterator[dict[str, Any]]:
-        for row in self.rows.get(table, ()):
-            if column in row and _same(row[column], value):
-                yield row
-
-
-_COLUMNS: dict[int, tuple[Table, dict[str, Column]]] = {}
-"""Columns by name per table object (held, so its id is not reused while the entry lives)."""
-
-_MAX_TABLES = 512
-
-
-def _columns_of(table: Table) -> dict[str, Column]:
-    """``table``'s columns by name, the first of a name as ``Table.column`` (built once per
-    table object: a spec is not changed once it is compiled into an environment)."""
-    entry = _COLUMNS.get(id(table))
-    if entry is not None and entry[0] is table:
-        return entry[1]
-    found: dict[str, Column] = {}
-    for column in table.columns:
-        found.setdefault(column.name, column)
-    if len(_COLUMNS) >= _MAX_TABLES:
-        _COLUMNS.clear()
-    _COLUMNS[id(table)] = (table, found)
-    return found
-
+MAX_KEY_PROBES = 64
+"""The most records a foreign key's probes try (the other keys of the table it references)."""
 
 _Resolved = tuple[dict[str, Any], dict[str, Any] | None, str | None]
 """A ref's match (parents replaced by their keys), its one row, and why it has none."""
 
 
-class _Grounder:
+class _Grounder(RepairSearch):
     """Replays a witness and grounds each accepted write against the package's asks."""
 
     def __init__(self, pkg: TaskPackage, env: Environment) -> None:
@@ -231,7 +161,7 @@ class _Grounder:
         self.env = env
         self.asks = package_asks(pkg)
         self.used: set[int] = set()
-        self.seen = _Seen()
+        self.seen = Seen()
         self._tools = env.tools
         self._columns: dict[str, dict[str, Column]] = {}
         """Per table, its columns by name (the first of a name, as ``Table.column``)."""
@@ -253,7 +183,7 @@ class _Grounder:
 
     @functools.cached_property
     def give_ups(self) -> dict[tuple[str, str], set[str]]:
-        return _give_ups(self.pkg)
+        return give_ups(self.pkg)
 
     @functools.cached_property
     def _by_tool(self) -> dict[str, list[int]]:
@@ -267,7 +197,7 @@ class _Grounder:
         """The columns of ``table`` by name (KeyError, as ``DomainSpec.table``, when unknown)."""
         found = self._columns.get(table)
         if found is None:
-            found = self._columns[table] = _columns_of(self.env.spec.table(table))
+            found = self._columns[table] = columns_of(self.env.spec.table(table))
         return found
 
     def run(self, origin: bytes) -> list[Ungrounded]:
@@ -286,7 +216,32 @@ class _Grounder:
             return []
         if tool.kind == "procedure":
             return self._procedure(index, tool, call)
-        return self._write(index, tool, call) if call.ok else self._final(index, tool, call)
+        if call.ok:
+            return self._write(index, tool, call)
+        return self._final(index, tool, call) or self._reacted(index, tool, call)
+
+    def _reacted(self, index: int, tool: ToolSpec, call: WitnessCall) -> list[Ungrounded]:
+        """A refusal the user reacts to must be one the agent meets: the call without the
+        values the agent decides that nobody stated (``agents_version``) is refused by the
+        same rule. Otherwise the revised request answers a mistake the agent never makes."""
+        rule_id = (call.error or {}).get("violated_rule")
+        if rule_id is None or (tool.name, str(rule_id)) not in self.reactions:
+            return []
+        stated = {c for a in self._by_tool_asks(tool.name) for c in (*a.values, *a.refs)}
+        decided = decided_columns(self.env.spec, tool.name, self._tools)
+        mine = self.agents_version(tool, call.args, stated, decided)
+        if len(mine) == len(call.args) or self.refused_alike(call.tool, mine, str(rule_id)):
+            return []
+        dropped = ", ".join(f"{c} = {call.args[c]!r}" for c in call.args if c not in mine)
+        why = f"the user reacts to {rule_id}, which only {dropped} (a value nobody stated) causes"
+        return [Ungrounded(index, tool.name, next(c for c in call.args if c not in mine), why)]
+
+    def _by_tool_asks(self, tool: str) -> list[Ask]:
+        return [self.asks[i] for i in self._by_tool.get(tool, ())]
+
+    @functools.cached_property
+    def reactions(self) -> set[tuple[str, str]]:
+        return reactions(self.pkg)
 
     def _procedure(self, index: int, tool: ToolSpec, call: WitnessCall) -> list[Ungrounded]:
         """A procedure write answers the first unanswered ask for it whose values are exactly
@@ -295,17 +250,17 @@ class _Grounder:
         if not call.ok:
             return []
         for i in self._by_tool.get(tool.name, ()):
-            if i in self.used or not _same(self.asks[i].values, call.args):
+            if i in self.used or not same(self.asks[i].values, call.args):
                 continue
             self.used.add(i)
-            leaves: list[Any] = []
-            _scalars(call.args, leaves)
+            values: list[Any] = []
+            scalars(call.args, values)
             return [
                 Ungrounded(index, tool.name, None, f"{v!r} is neither said nor looked up")
-                for v in leaves
+                for v in values
                 if v is not None
-                and not _in_text(str(v), self.pkg.task_description)
-                and not any(_in_text(str(v), shown) for shown in self.shown)
+                and not in_text(str(v), self.pkg.task_description)
+                and not any(in_text(str(v), shown) for shown in self.shown)
             ]
         return [Ungrounded(index, tool.name, None, "no request of the task asks for this")]
 
@@ -333,7 +288,7 @@ class _Grounder:
 
     def _remember(self, table: str, match: dict[str, Any], payload: Any) -> None:
         """Keep ``payload`` as the answer of ``query_<table>`` with ``match`` on this state."""
-        key = _query_key(table, match)
+        key = query_key(table, match)
         try:
             hash(key)
         except TypeError:  # an unhashable argument: not cached
@@ -343,7 +298,7 @@ class _Grounder:
     def _query(self, table: str, match: dict[str, Any]) -> Any:
         """The payload of ``query_<table>`` with ``match`` on the current state (None when the
         query fails); asked once per state for the same arguments."""
-        key = _query_key(table, match)
+        key = query_key(table, match)
         try:
             return self._queries[key]
         except KeyError:
@@ -416,7 +371,7 @@ class _Grounder:
         if arg == tool.key:
             return self._ref_problem(ask.target, tool.table, arg, value, "the record to change")
         if arg in ask.values:
-            return None if _same(ask.values[arg], value) else "differs from the stated value"
+            return None if same(ask.values[arg], value) else "differs from the stated value"
         if arg in ask.refs and column is not None and column.references:
             ref_table, ref_col = column.references.split(".")
             return self._ref_problem(ask.refs[arg], ref_table, ref_col, value, "the named record")
@@ -432,7 +387,7 @@ class _Grounder:
 
     def _given(self, tool: ToolSpec, column: Column, value: Any) -> bool:
         """The column's default, or the user's own id in an insert's required link to them."""
-        if column.default is not None and _same(column.default, value):
+        if column.default is not None and same(column.default, value):
             return True
         own = (
             tool.kind == "insert"
@@ -440,7 +395,7 @@ class _Grounder:
             and column.references is not None
             and column.references.split(".")[0] == self.actor_table
         )
-        return own and _same(value, self.pkg.user_profile.user_id)
+        return own and same(value, self.pkg.user_profile.user_id)
 
     def _unchanged(self, tool: ToolSpec, call: WitnessCall, arg: str, value: Any) -> bool:
         """True when the update leaves ``arg`` as it is (asking for it changes nothing)."""
@@ -452,7 +407,7 @@ class _Grounder:
         if not rows:
             return False
         row: dict[str, Any] = rows[0]
-        return arg in row and _same(row[arg], value)
+        return arg in row and same(row[arg], value)
 
     def _ref_problem(
         self, ref: RowRef | None, table: str, column: str, value: Any, what: str
@@ -464,10 +419,10 @@ class _Grounder:
         if problem is not None:
             return problem
         if column in match:
-            return None if _same(match[column], value) else f"{what} is another record"
-        if row is None or not _same(row.get(column), value):
+            return None if same(match[column], value) else f"{what} is another record"
+        if row is None or not same(row.get(column), value):
             return f"{what} is another record"
-        if not any(_matches(r, match) for r in self.seen.find(table, column, value)):
+        if not any(matches(r, match) for r in self.seen.find(table, column, value)):
             return f"{what} was never shown to the agent before this call"
         return None
 
@@ -503,7 +458,7 @@ class _Grounder:
             if row is None:
                 return match, None, problem
             seen = self.seen.find(parent_table, parent_col, row[parent_col])
-            if not any(_matches(r, parent_match) for r in seen):
+            if not any(matches(r, parent_match) for r in seen):
                 return (
                     match,
                     None,
@@ -544,7 +499,7 @@ class _Grounder:
         others = (
             self._other_keys(column, value)
             if column.references and column.enum is None
-            else _alternatives(column, value)
+            else alternatives(column, value)
         )
         if not others:
             return False
@@ -570,155 +525,38 @@ class _Grounder:
         if len(rows) > MAX_KEY_PROBES:
             return []
         others: list[Any] = [] if column.not_null or value is None else [None]
-        return others + [r[0] for r in rows if not _same(r[0], value)]
+        return others + [r[0] for r in rows if not same(r[0], value)]
 
     def _final(self, index: int, tool: ToolSpec, call: WitnessCall) -> list[Ungrounded]:
         """A refused write the user gives up after must stay refused whatever the agent
-        decides: no single change of a value the user did not state makes it pass and change
-        the state."""
+        decides: no combination of the repairs the policy suggests (``passing_repair``) makes
+        it pass and change the state, within the search's bounds."""
         rule_id = (call.error or {}).get("violated_rule")
         stated = self.give_ups.get((tool.name, str(rule_id)))
         if rule_id is None or stated is None or self._retried(index, tool, call, stated):
             return []
-        for column, value in self._choices(tool, call, self.env.spec.rule(str(rule_id)), stated):
-            before = self.env.snapshot()
-            passed = self.env.call(call.tool, {**call.args, column: value}).ok
-            changed = passed and self.env.distance(before) > 0
-            self.env.restore(before)
-            if changed:  # a pass that changes nothing leaves the target as it is
-                why = f"the user gives up after {rule_id}, but the agent can make the call pass with {column} = {value!r}"
-                return [Ungrounded(index, tool.name, column, why)]
-        worked = self._worked_out(tool, call.args, stated)
-        if len(worked) > 1 and self._changes(call.tool, {**call.args, **worked}):
-            said = ", ".join(f"{c} = {v!r}" for c, v in worked.items())
+        rule = self.env.spec.rule(str(rule_id))
+        found = self.passing_repair(tool, call.args, rule, stated)
+        if found.exhausted:
+            why = f"the user gives up after {rule_id}, but its finality is not proved within {MAX_REPAIR_CALLS} candidate repairs of depth {MAX_REPAIR_DEPTH}"
+            return [Ungrounded(index, tool.name, None, why)]
+        if found.changes:
+            said = ", ".join(f"{c} = {v!r}" for c, v in found.changes.items())
             why = f"the user gives up after {rule_id}, but the agent can make the call pass with {said}"
-            return [Ungrounded(index, tool.name, next(iter(worked)), why)]
+            return [Ungrounded(index, tool.name, next(iter(found.changes)), why)]
         return []
-
-    def _changes(self, tool: str, args: dict[str, Any]) -> bool:
-        """Whether the call passes and changes the state (the state is put back)."""
-        before = self.env.snapshot()
-        passed = self.env.call(tool, args).ok
-        changed = passed and self.env.distance(before) > 0
-        self.env.restore(before)
-        return changed
-
-    def _worked_out(self, tool: ToolSpec, args: dict[str, Any], stated: set[str]) -> dict[str, Any]:
-        """Every unstated value the policy's formulas give at once, as an agent works them out
-        (a fee, then the approval the fee decides): formulas are applied until none changes a
-        value, at most ``MAX_FORMULA_ROUNDS`` times. Returns the values that differ from
-        ``args``."""
-        table = self.env.spec.table(tool.table)
-        rules = [
-            r
-            for r in self.env.spec.rules
-            if r.repair is not None
-            and r.table == tool.table
-            and tool.kind in r.on
-            and r.repair.column not in stated
-        ]
-        current = dict(args)
-        for _ in range(MAX_FORMULA_ROUNDS):
-            new, old = self._rows(tool, current)
-            moved = False
-            for rule in rules:
-                assert rule.repair is not None
-                if rule.when and not self._value(rule.when, new, old):
-                    continue
-                value = self._value(rule.repair.value, new, old)
-                column = rule.repair.column
-                if (value is None and table.column(column).not_null) or _same(
-                    value, new.get(column)
-                ):
-                    continue
-                current[column] = new[column] = value
-                moved = True
-            if not moved:
-                break
-        return {c: v for c, v in current.items() if c not in args or not _same(v, args[c])}
-
-    def _value(self, expr: str, new: dict[str, Any], old: dict[str, Any] | None) -> Any:
-        """An expression over NEW / OLD on the current state (None when it cannot be read)."""
-        sql, params = bind_new_old(expr, new, old)
-        try:
-            found = self.env.select(f"SELECT {sql}", params)
-        except DatabaseError:
-            return None
-        return found[0][0] if found else None
 
     def _retried(self, index: int, tool: ToolSpec, call: WitnessCall, stated: set[str]) -> bool:
         """Whether a later accepted call makes the same request (the same stated values and
         record): then this refusal was worked around, and is not one the user gave up on."""
         keep = stated | ({tool.key} if tool.key else set())
-        same = {k: v for k, v in call.args.items() if k in keep}
+        wanted = {k: v for k, v in call.args.items() if k in keep}
         return any(
             later.tool == call.tool
             and later.ok
-            and all(k in later.args and _same(later.args[k], v) for k, v in same.items())
+            and all(k in later.args and same(later.args[k], v) for k, v in wanted.items())
             for later in self.pkg.witness[index + 1 :]
         )
-
-    def _choices(
-        self, tool: ToolSpec, call: WitnessCall, rule: Rule, stated: set[str]
-    ) -> Iterator[tuple[str, Any]]:
-        """Values the agent may pick on its own: each calculation rule's formula for an
-        unstated column of this write, then the other values of unstated enums the rule tests."""
-        table = self.env.spec.table(tool.table)
-        new, old = self._rows(tool, call.args)
-        for other in self.env.spec.rules:
-            repair = other.repair
-            if repair is None or other.table != tool.table or tool.kind not in other.on:
-                continue
-            if repair.column in stated:
-                continue
-            sql, params = bind_new_old(repair.value, new, old)
-            try:
-                found = self.env.select(f"SELECT {sql}", params)
-            except DatabaseError:
-                continue
-            if not found or _same(found[0][0], new.get(repair.column)):
-                continue
-            if found[0][0] is not None or not table.column(repair.column).not_null:
-                yield repair.column, found[0][0]  # NULL too, where the column allows it
-        for column in table.columns:
-            if column.enum is None or column.name in stated or not rule.tests_value(column.name):
-                continue
-            yield from ((column.name, v) for v in column.enum if not _same(v, new.get(column.name)))
-
-    def _rows(
-        self, tool: ToolSpec, args: dict[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """The row a write with ``args`` would make (NEW) and, for an update, the row it
-        changes (OLD)."""
-        table = self.env.spec.table(tool.table)
-        key = tool.key
-        old: dict[str, Any] | None = None
-        if tool.kind != "insert" and key is not None and key in args:
-            payload = self._query(tool.table, {key: args[key]})
-            rows = payload.get("rows") if isinstance(payload, dict) else None
-            old = dict(rows[0]) if rows else None
-        base = {c.name: c.default for c in table.columns} if old is None else dict(old)
-        return {**base, **args}, old
-
-
-def _give_ups(pkg: TaskPackage) -> dict[tuple[str, str], set[str]]:
-    """(tool, rule) of each refusal a user accepts, with the columns the user states for it."""
-    out: dict[tuple[str, str], set[str]] = {}
-    for sub in pkg.task.sub_goals:
-        asks = [a for a in (sub.ask, *(fb.then for fb in sub.fallbacks)) if a is not None]
-        for fb in sub.fallbacks:
-            if fb.then is not None:
-                continue
-            for ask in asks:
-                stated = set(ask.values) | set(ask.refs)
-                out.setdefault((ask.tool, fb.rule), set()).update(stated)
-    return out
-
-
-def _query_key(table: str, match: dict[str, Any]) -> tuple[Any, ...]:
-    """The cache key of ``query_<table>`` with ``match`` (argument names, order, types and
-    values: ``1``, ``1.0`` and ``True`` are different keys)."""
-    return (table, tuple(match.items()), tuple(map(type, match.values())))
 
 
 def _plainly_unanswered(tool: ToolSpec, call: WitnessCall, ask: Ask) -> bool:
@@ -735,23 +573,9 @@ def _plainly_unanswered(tool: ToolSpec, call: WitnessCall, ask: Ask) -> bool:
             stated = values[arg]
             # plain values only: ``_same`` on anything else may raise, and must raise where
             # the full check would
-            if type(stated) in _SCALARS and type(value) in _SCALARS and stated != value:
+            if type(stated) in SCALARS and type(value) in SCALARS and stated != value:
                 return True
     return False
-
-
-def _matches(row: dict[str, Any], match: dict[str, Any]) -> bool:
-    return all(k in row and _same(row[k], v) for k, v in match.items())
-
-
-def _alternatives(column: Column, value: Any) -> list[Any]:
-    """The other values a probe tries: other enum values, else one more and one less."""
-    if column.enum is not None:
-        return [v for v in column.enum if not _same(v, value)]
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return []
-    step = 1 if column.type == "INTEGER" else max(abs(value) * 0.01, 0.01)
-    return [value + step, value - step]
 
 
 def grounding(pkg: TaskPackage, env: Environment, origin: bytes) -> list[Ungrounded]:
@@ -766,8 +590,12 @@ def grounding(pkg: TaskPackage, env: Environment, origin: bytes) -> list[Ungroun
     Returns:
         An empty list when the package is grounded; otherwise one entry per ungrounded write or
         argument (and per stated value missing from the text).
+
+    Raises:
+        CallInterrupted: A replayed or probing call was interrupted even after its retries.
     """
-    return _Grounder(pkg, env).run(origin)
+    with data_calls():
+        return _Grounder(pkg, env).run(origin)
 
 
 def certify_grounded(
@@ -782,7 +610,17 @@ def certify_grounded(
     Returns:
         The certificate, and the ungrounded writes (empty when grounded); None instead of the
         list when the package is not certified (grounding speaks of a witness that replays).
+
+    Raises:
+        CallInterrupted: A replayed or probing call was interrupted even after its retries.
     """
+    with data_calls():
+        return _certify_grounded(pkg, env, origin, target)
+
+
+def _certify_grounded(
+    pkg: TaskPackage, env: Environment, origin: bytes, target: bytes | Snapshot
+) -> tuple[Certificate, list[Ungrounded] | None]:
     grounder = _Grounder(pkg, env)
     env.restore(origin)
     found = _unstated(grounder.asks, pkg.task_description)
