@@ -17,6 +17,7 @@ from veritask import __version__
 from veritask._util import loads_untrusted, sha256
 from veritask.export._hf_card import DEFAULT_LICENSE, CardSpec, one_split, table, write_card
 from veritask.export._hf_layout import (
+    EXTRA_FIELD,
     FILES,
     IMAGE_LEVEL,
     JSON_FIELDS,
@@ -80,7 +81,15 @@ def task_row(index: int, pkg: TaskPackage) -> dict[str, Any]:
         "seed": pkg.seed,
         "generator": pkg.generator,
         **{name: json.dumps(data[name], ensure_ascii=False) for name in JSON_FIELDS},
+        EXTRA_FIELD: json.dumps(_extra(data), ensure_ascii=False),
     }
+
+
+def _extra(data: dict[str, Any]) -> dict[str, Any]:
+    """The package fields no column of their own holds (optional ones such as the archetype's
+    ``construction``), so that every field round-trips, including ones added later."""
+    held = {*JSON_FIELDS, *_COPIED, "task_description"}
+    return {k: v for k, v in data.items() if k not in held}
 
 
 def package_of(row: dict[str, Any]) -> TaskPackage:
@@ -91,6 +100,10 @@ def package_of(row: dict[str, Any]) -> TaskPackage:
     """
     data = {name: loads_untrusted(row[name]) for name in JSON_FIELDS}
     data |= {key: row[key] for key in _COPIED}
+    extra = loads_untrusted(row.get(EXTRA_FIELD) or "{}")
+    if not isinstance(extra, dict):
+        raise ValueError(f"{EXTRA_FIELD}: not a JSON object")
+    data |= extra
     data["task_description"] = row["prompt"]
     return TaskPackage.model_validate(data)
 

@@ -31,6 +31,8 @@ CONFIGS = (TASKS, STATES, POLICIES, FILES)
 JSON_FIELDS = ("task", "user_profile", "witness")
 """Package fields with free-form JSON inside (tool arguments, results): kept as JSON text,
 which reads back to the same values in the same key order (a Parquet struct would not)."""
+EXTRA_FIELD = "extra"
+"""The ``tasks`` column holding, as JSON text, every package field without a column of its own."""
 CARD = "README.md"
 IMAGE_LEVEL = 6
 """zlib level of the state images (the level veritask compresses origins with)."""
@@ -88,6 +90,7 @@ def features(config: str) -> Any:
             "seed": value("int64"),
             "generator": value("string"),
             **{name: value("string") for name in JSON_FIELDS},
+            EXTRA_FIELD: value("string"),
         },
         STATES: {"sha256": value("string"), "role": value("string"), "image_zlib": value("binary")},
         POLICIES: {"sha256": value("string"), "text": value("string")},
