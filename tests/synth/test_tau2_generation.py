@@ -44,6 +44,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_packages_are_certified_grounded_and_spoiler_free(
     made: dict[str, Path], domain: str
 ) -> None:
+    assert (made[domain] / "seed.json").is_file()  # the dataset's spec copy finds its rows
     report = check_dataset(made[domain])
     assert report.tasks == N
     assert report.certified == report.grounded == report.spoiler_free == N, report.failures[:3]

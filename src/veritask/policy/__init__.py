@@ -13,6 +13,7 @@ from veritask.policy._load import (
     parse_spec_with_lines,
     spec_from_data,
 )
+from veritask.policy._seed_files import copy_seed_files, write_seed_file
 from veritask.policy._spec import (
     Call,
     Column,
@@ -58,6 +59,7 @@ __all__ = [
     "build_tools",
     "check_bounds",
     "compile_sql",
+    "copy_seed_files",
     "dump_spec",
     "import_sql",
     "load_spec",
@@ -69,4 +71,5 @@ __all__ = [
     "render_wiki",
     "spec_from_data",
     "table_order",
+    "write_seed_file",
 ]
