@@ -10,8 +10,9 @@ is loaded with its ``Task`` model (the loader's validation), then graded with
 
 - **witness**: a trajectory whose assistant makes each gold action as a tool call (with the tool
   messages τ²-bench's environment returns); expected reward 1.0 on every task;
-- **do-nothing**: an empty trajectory; expected reward 0.0, except on a refusal task (no
-  gold write), where doing nothing is right (1.0).
+- **do-nothing**: an empty trajectory; expected reward 0.0, except on a task with no gold
+  write, where doing nothing is right (1.0). (Generated refusal tasks start with an accepted
+  request, so they have a gold write and expect 0.0 too.)
 
 Prints one JSON object: tasks loaded, witness rewards at 1.0, do-nothing rewards as expected,
 the ids that are not, and τ²-bench's CPU time. Without TASKS.json or PY it says so and exits 0.

@@ -21,6 +21,21 @@ from veritask.task import DatasetDir, check_dataset, export_tau2, grounding, loa
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "tau2"
 N = 8
+WRITES = {
+    "book_reservation",
+    "cancel_reservation",
+    "send_certificate",
+    "update_reservation_baggages",
+    "update_reservation_flights",
+    "update_reservation_passengers",
+    "cancel_pending_order",
+    "exchange_delivered_order_items",
+    "modify_pending_order_address",
+    "modify_pending_order_items",
+    "modify_pending_order_payment",
+    "modify_user_address",
+    "return_delivered_order_items",
+}
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +59,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_packages_are_certified_grounded_and_spoiler_free(
     made: dict[str, Path], domain: str
 ) -> None:
+    assert (made[domain] / "seed.json").is_file()  # the dataset's spec copy finds its rows
     report = check_dataset(made[domain])
     assert report.tasks == N
     assert report.certified == report.grounded == report.spoiler_free == N, report.failures[:3]
@@ -105,14 +121,14 @@ def test_export_is_tau2_tasks_with_structured_instructions(
             "task_instructions",
         }
         assert instructions["domain"] == domain
-        assert pkg.task.sub_goals[0].request in instructions["task_instructions"]
+        assert all(s.request in instructions["task_instructions"] for s in pkg.task.sub_goals)
         assert task["initial_state"] is None  # τ²-bench's own database
         criteria = task["evaluation_criteria"]
         assert criteria["reward_basis"] == ["DB"]
-        write = pkg.witness[-1]
-        assert [(a["name"], a["arguments"]) for a in criteria["actions"]] == [
-            (write.tool, write.args)
-        ]
+        writes = [(c.tool, c.args) for c in pkg.witness if c.ok and c.tool in WRITES]
+        assert [(a["name"], a["arguments"]) for a in criteria["actions"]] == writes
+        # a refusal task makes an accepted request first, so its target is its own
+        assert len(writes) == len(pkg.task.sub_goals) - int(pkg.refusal) >= 1
 
 
 def test_a_procedure_write_is_ungrounded_without_the_lookups_that_show_its_ids(
@@ -121,7 +137,11 @@ def test_a_procedure_write_is_ungrounded_without_the_lookups_that_show_its_ids(
     ds = DatasetDir(made["retail"])
     compiled = CompiledDomain.from_spec(load_domain(str(made["retail"] / "spec.yaml")))
     checker = Environment(compiled)
-    pkg = next(p for p in load_dataset(made["retail"]) if "item_ids" in p.witness[-1].args)
+    pkg = next(
+        p
+        for p in load_dataset(made["retail"])
+        if "item_ids" in p.witness[-1].args and p.witness[-1].ok
+    )
     origin = ds.read_state(pkg.origin)
     assert grounding(pkg, checker, origin) == []
     bare = pkg.model_copy(update={"witness": pkg.witness[-1:]})

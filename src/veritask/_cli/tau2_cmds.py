@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+import yaml
 
 from veritask.env import CompiledDomain
 from veritask.env._examples import run_spec_examples
-from veritask.policy import DomainSpec, dump_spec
+from veritask.policy import DomainSpec, dump_spec, write_seed_file
 from veritask.policy.tau2 import DOMAINS, import_tau2
 
 
@@ -45,7 +46,7 @@ def checked_guards(spec: DomainSpec) -> tuple[DomainSpec, list[str]]:
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     required=True,
-    help="Directory to write spec.yaml and policy.md into.",
+    help="Directory to write spec.yaml, its seed rows (seed.json) and policy.md into.",
 )
 @click.option(
     "--guards",
@@ -68,7 +69,10 @@ def import_tau2_cmd(path: Path, domain: str, out: Path, guards: bool) -> None:
     header = (
         f"τ²-bench {domain}, imported by veritask import-tau2; the seed is the checkout's db.json"
     )
-    (out / "spec.yaml").write_text(dump_spec(spec, header), encoding="utf-8")
+    entry = write_seed_file(spec.seed, out, "seed.json")
+    body = dump_spec(spec.model_copy(update={"seed": {}}), header)
+    files = yaml.safe_dump({"seed_files": [entry]}, sort_keys=False)
+    (out / "spec.yaml").write_text(body + files, encoding="utf-8")
     (out / "policy.md").write_text(imported.policy, encoding="utf-8")
     rows = sum(len(r) for r in spec.seed.values())
     click.echo(

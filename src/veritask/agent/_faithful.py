@@ -119,8 +119,12 @@ class FaithfulAgent:
         except (ValueError, TypeError):
             payload = None
         spec = self.tools.get(tool)
-        if spec is None or not isinstance(payload, dict):
+        if spec is None:
             return
+        if not isinstance(payload, dict):
+            payload = {} if spec.writes and payload is not None else None  # a procedure's text
+            if payload is None:
+                return
         if set(payload) == {"error"} and isinstance(payload["error"], dict):
             self._rejected(spec, args, payload["error"])
         elif "rows" in payload:
@@ -129,7 +133,8 @@ class FaithfulAgent:
             if isinstance(following, int) and not isinstance(following, bool):
                 self.more = (tool, {**args, "offset": following})
         elif spec.writes:
-            self.seen.setdefault(spec.table, []).append(payload)
+            if payload:
+                self.seen.setdefault(spec.table, []).append(payload)
             self.job = None
             if not self.queue:  # more of the same request to do: carry on before reporting
                 self.say = {"text": "Done: that change is made."}

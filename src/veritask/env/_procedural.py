@@ -13,7 +13,7 @@ import ast
 import json
 import operator
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, Protocol
 
 from veritask.env._result import ToolError, ToolResult, accepted, schema_error
@@ -185,6 +185,74 @@ def _lookup(variables: Mapping[str, Any], ref: Ref) -> Any:
     return value
 
 
+Render = Callable[["_Run"], Any]
+
+_RENDERERS: dict[int, tuple[Any, Render]] = {}
+"""A compiled procedure's templates as closures, by the template's ``id`` (the template is
+kept with its closure, so its id cannot be reused while cached). Rendering walked the template
+tree with a chain of type tests per node on every call; a closure per node does that once."""
+
+Getter = Callable[[Mapping[str, Any]], Any]
+
+_PARAM_NAMES: dict[tuple[Ref, ...], tuple[tuple[str, Getter], ...]] = {}
+"""The SQL parameter name and getter of every variable reference of a statement, by its
+references."""
+
+
+def _names(refs: tuple[Ref, ...]) -> tuple[tuple[str, Getter], ...]:
+    found = _PARAM_NAMES.get(refs)
+    if found is None:
+        found = _PARAM_NAMES[refs] = tuple((param_name(r), _getter(r)) for r in refs)
+    return found
+
+
+def _getter(ref: Ref) -> Getter:
+    """``_lookup`` of ``ref`` as a function of the variables (the common short paths inlined)."""
+    head = ref[0]
+    if len(ref) == 1:
+        return lambda variables: variables.get(head)
+    if len(ref) == 2:
+        key = ref[1]
+
+        def field(variables: Mapping[str, Any]) -> Any:
+            value = variables.get(head)
+            return value.get(key) if isinstance(value, dict) else None
+
+        return field
+    return lambda variables: _lookup(variables, ref)
+
+
+def _renderer(value: Any) -> Render:
+    """``value`` (a template) as a function of the run that renders it (see ``_Run.template``)."""
+    found = _RENDERERS.get(id(value))
+    if found is None or found[0] is not value:
+        found = _RENDERERS[id(value)] = (value, _compile(value))
+    return found[1]
+
+
+def _compile(value: Any) -> Render:
+    if isinstance(value, Expr):
+        if value.var is None:
+            return lambda run: run.value(value)
+        get = _getter(value.var)
+        return lambda run: get(run.vars)
+    if isinstance(value, CCompact):
+        full = _compile(value.value)
+        return lambda run: {k: v for k, v in full(run).items() if v is not None}
+    if isinstance(value, CDecode):
+        expr = value.expr
+        return lambda run: _json_load(run.value(expr))
+    if isinstance(value, CEach):
+        return lambda run: run.each(value)
+    if isinstance(value, list):
+        parts = [_compile(v) for v in value]
+        return lambda run: [part(run) for part in parts]
+    if isinstance(value, dict):
+        fields = [(k, _compile(v)) for k, v in value.items()]
+        return lambda run: {k: field(run) for k, field in fields}
+    return lambda _run: value
+
+
 class _Run:
     """One run of a compiled procedure over an environment's connection."""
 
@@ -194,7 +262,8 @@ class _Run:
         self.changed = False
 
     def params(self, refs: tuple[Ref, ...]) -> dict[str, Any]:
-        return {param_name(r): _bindable(_lookup(self.vars, r)) for r in refs}
+        variables = self.vars
+        return {name: _bindable(get(variables)) for name, get in _names(refs)}
 
     def value(self, expr: Expr) -> Any:
         if expr.var is not None:
@@ -267,20 +336,9 @@ class _Run:
         return {str(k): v for k, v in pairs}
 
     def template(self, value: Any) -> Any:
-        if isinstance(value, Expr):
-            return self.value(value)
-        if isinstance(value, CCompact):
-            full = self.template(value.value)
-            return {k: v for k, v in full.items() if v is not None}
-        if isinstance(value, CDecode):
-            return _json_load(self.value(value.expr))
-        if isinstance(value, CEach):
-            return self.each(value)
-        if isinstance(value, list):
-            return [self.template(v) for v in value]
-        if isinstance(value, dict):
-            return {k: self.template(v) for k, v in value.items()}
-        return value
+        """Render a template: expressions evaluated, ``{$compact}`` without its nulls,
+        ``{$decode}`` parsed, ``{$each}`` over a list, lists and mappings part by part."""
+        return _renderer(value)(self)
 
 
 def _translate(env: Engine, tool: ToolSpec, exc: sqlite3.Error) -> ToolError:

@@ -19,6 +19,7 @@ from veritask.policy._load import (
     parse_spec_with_lines,
     spec_from_data,
 )
+from veritask.policy._seed_files import copy_seed_files, write_seed_file
 from veritask.policy._spec import (
     Call,
     Column,
@@ -71,6 +72,7 @@ __all__ = [
     "build_tools",
     "check_bounds",
     "compile_sql",
+    "copy_seed_files",
     "dump_spec",
     "escalation_tool",
     "import_sql",
@@ -85,4 +87,5 @@ __all__ = [
     "spec_from_data",
     "table_order",
     "user_tool_names",
+    "write_seed_file",
 ]

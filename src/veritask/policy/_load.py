@@ -19,6 +19,7 @@ from veritask.policy._actor import actor_table
 from veritask.policy._dual import check_dual
 from veritask.policy._issues import SpecError as SpecError
 from veritask.policy._issues import SpecIssue as SpecIssue
+from veritask.policy._seed_files import SEED_FILES_KEY, SeedFileError, merge_seed_files
 from veritask.policy._spec import Column, DomainSpec, Rule, Table
 from veritask.policy._sqlcheck import check_spec_sql
 
@@ -39,7 +40,8 @@ _Loader.add_implicit_resolver(
 
 
 MAX_SPEC_BYTES = 4_000_000
-"""The largest spec file accepted (the biggest built-in is well under 100 kB)."""
+"""The largest spec file accepted (the biggest built-in is well under 100 kB). Larger seed data
+goes in data files the spec names (``seed_files``, limited per file: ``_seed_files.py``)."""
 
 MAX_YAML_EXPANDED_BYTES = 16_000_000
 """The most bytes of scalar text a spec may stand for once YAML aliases are expanded (a small
@@ -154,7 +156,7 @@ def load_spec_with_lines(path: str | Path) -> tuple[DomainSpec, SpecLines]:
         raise SpecError(
             [SpecIssue(str(p), line, "<file>", f"not UTF-8 text: {exc.reason}")]
         ) from None
-    return parse_spec_with_lines(text, source=str(p))
+    return parse_spec_with_lines(text, source=str(p), base=p.parent)
 
 
 def _compose(text: str) -> tuple[Any, dict[Loc, int], dict[int, tuple[Loc, int, str]]]:
@@ -186,8 +188,14 @@ def parse_spec(text: str, source: str = "<spec>") -> DomainSpec:
     return parse_spec_with_lines(text, source)[0]
 
 
-def parse_spec_with_lines(text: str, source: str = "<spec>") -> tuple[DomainSpec, SpecLines]:
-    """``parse_spec``, with the line of every field."""
+def parse_spec_with_lines(
+    text: str, source: str = "<spec>", base: Path | None = None
+) -> tuple[DomainSpec, SpecLines]:
+    """``parse_spec``, with the line of every field.
+
+    ``base`` is the folder of the spec's file: the ``seed_files`` it names are read from there
+    (``policy/_seed_files.py``); a text without a folder may not name any.
+    """
     try:
         data, lines, dups = _compose(text)
     except yaml.YAMLError as exc:  # a constructor error (an unknown tag...)
@@ -205,6 +213,13 @@ def parse_spec_with_lines(text: str, source: str = "<spec>") -> tuple[DomainSpec
         )
     if not isinstance(data, dict):
         raise SpecError([SpecIssue(source, 1, "<root>", "a spec is a YAML mapping")])
+    try:
+        merge_seed_files(data, base)
+    except SeedFileError as exc:
+        loc: Loc = (SEED_FILES_KEY,) if exc.index is None else (SEED_FILES_KEY, exc.index)
+        raise SpecError(
+            [SpecIssue(source, _line_for(lines, loc), _field_name(loc), exc.message)]
+        ) from None
     return spec_from_data(data, source=source, lines=lines), SpecLines(source, lines)
 
 

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from veritask.domains import builtin_domains, load_domain, spec_path
 from veritask.model import CostLedger, ModelProvider, get_provider
 from veritask.pipeline import AsyncExecutor, RunManifest, Unit, executor_for, pending, unit_ids
-from veritask.policy import SpecError, SpecIssue, load_spec_with_lines
+from veritask.policy import SpecError, SpecIssue, copy_seed_files, load_spec_with_lines
 from veritask.synth._cast import check_mix
 from veritask.synth._generable import generation_problems
 from veritask.synth._llm_explorer import ExplorerLimits
@@ -255,7 +255,10 @@ def _prepare(
         RunManifest("generate", legacy, manifest.units).write(ds.root / MANIFEST)
     manifest.open(ds.root / MANIFEST, where=str(stage.out))
     if "spec" in manifest.config:
-        ds.put_spec(spec_path(stage.domain).read_text("utf-8"))
+        source = spec_path(stage.domain)
+        text = source.read_text("utf-8")
+        ds.put_spec(text)
+        copy_seed_files(source, text, ds.root)
     ds.write_run(manifest.config)
     todo = pending(stage)
     if progress:

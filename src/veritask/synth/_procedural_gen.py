@@ -17,10 +17,8 @@ domain's seed state, so every unit is a pure function of (domain, seed, unit ind
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from veritask import __version__
 from veritask._util import derive_seed
@@ -28,6 +26,17 @@ from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment, Snapshot, data_calls
 from veritask.pipeline import Unit
 from veritask.policy import DomainSpec, render_wiki
+from veritask.synth._procedural_air import AIR_BUILDERS, AIR_REFUSERS
+from veritask.synth._procedural_base import (
+    Builder,
+    Draft,
+    Json,
+    Reader,
+    card_words,
+    methods_of,
+    name_of,
+    options_words,
+)
 from veritask.synth._unit import SceneParams, UnitResult, scene_units
 from veritask.task import (
     Ask,
@@ -50,68 +59,10 @@ ATTEMPTS_PER_TASK = 8
 REFUSAL_EVERY = 3
 """At most one refusal task (a request a policy guard refuses) in every third unit."""
 
-Json = dict[str, Any]
-
-
-@dataclass
-class Draft:
-    """One candidate task: lookups, the write, and the words of the request."""
-
-    lookups: list[tuple[str, Json]]
-    tool: str
-    args: Json
-    goal: str
-    request: str
-    known: list[str] = field(default_factory=list)
-
-
-Builder = Callable[["_Reader", Json, random.Random], Draft | None]
-
-
-class _Reader:
-    """Read tools of the domain, called through the engine (what the agent sees)."""
-
-    def __init__(self, env: Environment) -> None:
-        self.env = env
-
-    def get(self, tool: str, args: Json) -> Any:
-        result = self.env.call(tool, args)
-        return result.result if result.ok else None
-
-
-def _options(options: Any) -> str:
-    if isinstance(options, dict):
-        return ", ".join(f"{v} {k}" if k != "style" else f"{v} style" for k, v in options.items())
-    return str(options)
-
-
-def _card(method: Json) -> str:
-    source = method.get("source")
-    if source == "credit_card":
-        return f"{method.get('brand', 'credit')} card ending in {method.get('last_four')}"
-    if source == "gift_card":
-        return "gift card"
-    if source == "paypal":
-        return "PayPal account"
-    if source == "certificate":
-        return "travel certificate"
-    return str(source)
-
-
-def _methods(user: Json) -> list[tuple[str, Json]]:
-    methods = user.get("payment_methods") or {}
-    return sorted(methods.items()) if isinstance(methods, dict) else []
-
-
-def _name(user: Json) -> str:
-    name = user.get("name") or {}
-    return f"{name.get('first_name', '')} {name.get('last_name', '')}".strip()
-
-
 # -- retail ------------------------------------------------------------------------------------
 
 
-def _orders(r: _Reader, user: Json, status: str) -> list[Json]:
+def _orders(r: Reader, user: Json, status: str) -> list[Json]:
     found = []
     for order_id in user.get("orders") or []:
         order = r.get("get_order_details", {"order_id": order_id})
@@ -127,7 +78,7 @@ def _lookups(user: Json, order: Json) -> list[tuple[str, Json]]:
     ]
 
 
-def _retail_cancel(r: _Reader, user: Json, rng: random.Random) -> Draft | None:
+def _retail_cancel(r: Reader, user: Json, rng: random.Random) -> Draft | None:
     orders = _orders(r, user, "pending")
     if not orders:
         return None
@@ -146,7 +97,7 @@ def _retail_cancel(r: _Reader, user: Json, rng: random.Random) -> Draft | None:
 
 
 def _item_words(items: list[Json]) -> str:
-    return " and ".join(f"the {i['name']} ({_options(i.get('options'))})" for i in items)
+    return " and ".join(f"the {i['name']} ({options_words(i.get('options'))})" for i in items)
 
 
 def _pick_items(order: Json, rng: random.Random) -> list[Json]:
@@ -163,14 +114,14 @@ def _original(order: Json) -> str | None:
     return None
 
 
-def _retail_return(r: _Reader, user: Json, rng: random.Random) -> Draft | None:
+def _retail_return(r: Reader, user: Json, rng: random.Random) -> Draft | None:
     orders = _orders(r, user, "delivered")
     if not orders:
         return None
     order = rng.choice(orders)
     items = _pick_items(order, rng)
     pay = _original(order)
-    methods = dict(_methods(user))
+    methods = dict(methods_of(user))
     if not items or pay not in methods:
         return None
     oid = order["order_id"]
@@ -180,12 +131,12 @@ def _retail_return(r: _Reader, user: Json, rng: random.Random) -> Draft | None:
         {"order_id": oid, "item_ids": [i["item_id"] for i in items], "payment_method_id": pay},
         f"Return {_item_words(items)} from your delivered order {oid}.",
         f"I want to return {_item_words(items)} from my order {oid}, refunded to the "
-        f"{_card(methods[pay])} I paid with.",
+        f"{card_words(methods[pay])} I paid with.",
         [oid],
     )
 
 
-def _variant_for(r: _Reader, item: Json, rng: random.Random) -> tuple[Json, str] | None:
+def _variant_for(r: Reader, item: Json, rng: random.Random) -> tuple[Json, str] | None:
     product = r.get("get_product_details", {"product_id": item["product_id"]})
     if not isinstance(product, dict):
         return None
@@ -200,7 +151,7 @@ def _variant_for(r: _Reader, item: Json, rng: random.Random) -> tuple[Json, str]
 
 
 def _swap(
-    r: _Reader, user: Json, rng: random.Random, status: str, tool: str, verb: str
+    r: Reader, user: Json, rng: random.Random, status: str, tool: str, verb: str
 ) -> Draft | None:
     orders = _orders(r, user, status)
     if not orders:
@@ -211,7 +162,7 @@ def _swap(
         return None
     item = rng.choice(items)
     found = _variant_for(r, item, rng)
-    methods = dict(_methods(user))
+    methods = dict(methods_of(user))
     pay = _original(order)
     if found is None or pay not in methods:
         return None
@@ -229,28 +180,59 @@ def _swap(
             "payment_method_id": pay,
         },
         f"{verb.capitalize()} the {name} in order {oid} for another option of it.",
-        f"In my order {oid}, I'd like to {verb} the {name} ({_options(item.get('options'))}) "
-        f"for the {name} with {_options(new.get('options'))}; settle any price difference "
-        f"with the {_card(methods[pay])} I paid with.",
+        f"In my order {oid}, I'd like to {verb} the {name} ({options_words(item.get('options'))}) "
+        f"for the {name} with {options_words(new.get('options'))}; settle any price difference "
+        f"with the {card_words(methods[pay])} I paid with.",
         [oid],
     )
 
 
-def _retail_exchange(r: _Reader, user: Json, rng: random.Random) -> Draft | None:
+def _retail_exchange(r: Reader, user: Json, rng: random.Random) -> Draft | None:
     return _swap(r, user, rng, "delivered", "exchange_delivered_order_items", "exchange")
 
 
-def _retail_modify_items(r: _Reader, user: Json, rng: random.Random) -> Draft | None:
+def _replacement(r: Reader, user: Json, rng: random.Random) -> Draft | None:
+    """An item exchanged for the very same one (it arrived damaged): the policy allows an
+    exchange only for another option of the product, so with guards this is a refusal."""
+    orders = _orders(r, user, "delivered")
+    if not orders:
+        return None
+    order = rng.choice(orders)
+    items = [i for i in order.get("items") or [] if isinstance(i, dict)]
+    methods = dict(methods_of(user))
+    pay = _original(order)
+    if not items or pay not in methods:
+        return None
+    item = rng.choice(items)
+    oid, name, words = order["order_id"], item["name"], options_words(item.get("options"))
+    return Draft(
+        _lookups(user, order),
+        "exchange_delivered_order_items",
+        {
+            "order_id": oid,
+            "item_ids": [item["item_id"]],
+            "new_item_ids": [item["item_id"]],
+            "payment_method_id": pay,
+        },
+        f"Get a replacement for the damaged {name} of order {oid}.",
+        f"The {name} ({words}) in my order {oid} arrived damaged. I'd like to exchange it for "
+        f"a new one exactly like it ({words}); any difference goes to the "
+        f"{card_words(methods[pay])} I paid with.",
+        [oid],
+    )
+
+
+def _retail_modify_items(r: Reader, user: Json, rng: random.Random) -> Draft | None:
     return _swap(r, user, rng, "pending", "modify_pending_order_items", "change")
 
 
-def _retail_payment(r: _Reader, user: Json, rng: random.Random) -> Draft | None:
+def _retail_payment(r: Reader, user: Json, rng: random.Random) -> Draft | None:
     orders = _orders(r, user, "pending")
     if not orders:
         return None
     order = rng.choice(orders)
     pay = _original(order)
-    others = [(k, m) for k, m in _methods(user) if k != pay and m.get("source") != "gift_card"]
+    others = [(k, m) for k, m in methods_of(user) if k != pay and m.get("source") != "gift_card"]
     if not others:
         return None
     key, method = rng.choice(others)
@@ -260,7 +242,7 @@ def _retail_payment(r: _Reader, user: Json, rng: random.Random) -> Draft | None:
         "modify_pending_order_payment",
         {"order_id": oid, "payment_method_id": key},
         f"Pay for your pending order {oid} with another card.",
-        f"Please switch the payment of my order {oid} to my {_card(method)}.",
+        f"Please switch the payment of my order {oid} to my {card_words(method)}.",
         [oid],
     )
 
@@ -292,7 +274,7 @@ def _address_words(a: Json) -> str:
     return f"{street}, {a['city']}, {a['state']} {a['zip']}, {a['country']}"
 
 
-def _retail_order_address(r: _Reader, user: Json, rng: random.Random) -> Draft | None:
+def _retail_order_address(r: Reader, user: Json, rng: random.Random) -> Draft | None:
     orders = _orders(r, user, "pending")
     if not orders:
         return None
@@ -309,7 +291,7 @@ def _retail_order_address(r: _Reader, user: Json, rng: random.Random) -> Draft |
     )
 
 
-def _retail_user_address(r: _Reader, user: Json, rng: random.Random) -> Draft | None:
+def _retail_user_address(r: Reader, user: Json, rng: random.Random) -> Draft | None:
     del r
     new = _address(rng)
     return Draft(
@@ -321,97 +303,6 @@ def _retail_user_address(r: _Reader, user: Json, rng: random.Random) -> Draft | 
     )
 
 
-# -- airline -----------------------------------------------------------------------------------
-
-
-def _reservations(r: _Reader, user: Json) -> list[Json]:
-    found = []
-    for rid in user.get("reservations") or []:
-        res = r.get("get_reservation_details", {"reservation_id": rid})
-        if isinstance(res, dict) and res.get("status") != "cancelled":
-            found.append(res)
-    return found
-
-
-def _res_lookups(user: Json, res: Json) -> list[tuple[str, Json]]:
-    return [
-        ("get_user_details", {"user_id": user["user_id"]}),
-        ("get_reservation_details", {"reservation_id": res["reservation_id"]}),
-    ]
-
-
-def _trip(res: Json) -> str:
-    return f"{res.get('origin')} to {res.get('destination')}"
-
-
-def _air_cancel(r: _Reader, user: Json, rng: random.Random) -> Draft | None:
-    found = _reservations(r, user)
-    if not found:
-        return None
-    res = rng.choice(found)
-    rid = res["reservation_id"]
-    return Draft(
-        _res_lookups(user, res),
-        "cancel_reservation",
-        {"reservation_id": rid},
-        f"Cancel your reservation {rid}.",
-        f"Please cancel my reservation {rid} from {_trip(res)}.",
-        [rid],
-    )
-
-
-def _air_bags(r: _Reader, user: Json, rng: random.Random) -> Draft | None:
-    found = _reservations(r, user)
-    methods = [(k, m) for k, m in _methods(user) if m.get("source") != "certificate"]
-    if not found or not methods:
-        return None
-    res = rng.choice(found)
-    key, method = rng.choice(methods)
-    extra = rng.randint(1, 2)
-    total = int(res.get("total_baggages") or 0) + extra
-    nonfree = int(res.get("nonfree_baggages") or 0) + extra
-    rid = res["reservation_id"]
-    return Draft(
-        _res_lookups(user, res),
-        "update_reservation_baggages",
-        {
-            "reservation_id": rid,
-            "total_baggages": total,
-            "nonfree_baggages": nonfree,
-            "payment_id": key,
-        },
-        f"Add checked bags to reservation {rid}.",
-        f"On my reservation {rid} I want {total} checked bags in total, {nonfree} of them "
-        f"paid bags; charge them to my {_card(method)}.",
-        [rid],
-    )
-
-
-def _air_passengers(r: _Reader, user: Json, rng: random.Random) -> Draft | None:
-    found = [x for x in _reservations(r, user) if x.get("passengers")]
-    if not found:
-        return None
-    res = rng.choice(found)
-    passengers = [dict(p) for p in res["passengers"]]
-    i = rng.randrange(len(passengers))
-    old = passengers[i]
-    new_first = rng.choice(["Jordan", "Taylor", "Morgan", "Casey", "Riley"])
-    if new_first == old.get("first_name"):
-        return None
-    passengers[i] = {**old, "first_name": new_first}
-    rid = res["reservation_id"]
-    return Draft(
-        _res_lookups(user, res),
-        "update_reservation_passengers",
-        {"reservation_id": rid, "passengers": passengers},
-        f"Correct a passenger's first name on reservation {rid}.",
-        f"On my reservation {rid}, the passenger {old.get('first_name')} "
-        f"{old.get('last_name')} (born {old.get('dob')}) should be {new_first} "
-        f"{old.get('last_name')}; keep everyone else as they are.",
-        [rid],
-    )
-
-
 BUILDERS: dict[str, list[Builder]] = {
     "cancel_pending_order": [_retail_cancel],
     "return_delivered_order_items": [_retail_return],
@@ -420,18 +311,25 @@ BUILDERS: dict[str, list[Builder]] = {
     "modify_pending_order_payment": [_retail_payment],
     "modify_pending_order_address": [_retail_order_address],
     "modify_user_address": [_retail_user_address],
-    "cancel_reservation": [_air_cancel],
-    "update_reservation_baggages": [_air_bags],
-    "update_reservation_passengers": [_air_passengers],
+    **AIR_BUILDERS,
 }
 """Per procedure name, how to build a call for it from one user's records."""
+REFUSERS: dict[str, list[Builder]] = {
+    "exchange_delivered_order_items": [_replacement],
+    **AIR_REFUSERS,
+}
+"""Per procedure, builders of requests a policy guard often refuses (tried in a share of the
+attempts while a unit may still have its refusal task)."""
+REFUSAL_TRY = 0.3
+LEAD_TRIES = 4
 
 
-def builders_for(spec: DomainSpec) -> list[Builder]:
-    """The builders whose procedure the spec has (in the spec's order)."""
+def builders_for(spec: DomainSpec, table: dict[str, list[Builder]] | None = None) -> list[Builder]:
+    """The builders (of ``table``, default ``BUILDERS``) whose procedure the spec has, in the
+    spec's order."""
     out: list[Builder] = []
     for proc in spec.procedures:
-        out += BUILDERS.get(proc.name, [])
+        out += (BUILDERS if table is None else table).get(proc.name, [])
     return out
 
 
@@ -452,6 +350,7 @@ class ProceduralWorker:
         self.domain = CompiledDomain.from_spec(self.spec)
         self.policy = render_wiki(self.spec)
         self.builders = builders_for(self.spec)
+        self.refusers = builders_for(self.spec, REFUSERS)
         self.checker = Environment(self.domain)
         self.refusals = 0
         """Refusal packages the unit being made has, or may not have (1)."""
@@ -493,11 +392,15 @@ class ProceduralWorker:
             if draft is None:
                 _count(result, "no call for this user")
                 continue
-            pkg, reason = self._package(name, seed, index, draft, env, replayer, origin, seen)
+            drafts = self._with_lead(env, origin, draft, rng)
+            if drafts is None:
+                _count(result, "no accepted request before the refused one")
+                continue
+            pkg, reason = self._package(name, seed, index, drafts, env, replayer, origin, seen)
             if pkg is None:
                 _count(result, reason or "discarded")
                 continue
-            ds.put_state(origin if pkg.refusal else replayer.image())
+            ds.put_state(replayer.image())
             self.refusals += int(pkg.refusal)
             seen.add(pkg.target)
             packages.append(pkg)
@@ -514,20 +417,50 @@ class ProceduralWorker:
     def _draft(
         self, env: Environment, users: list[str], rng: random.Random, turn: int
     ) -> Draft | None:
-        reader = _Reader(env)
-        user_id = rng.choice(users)
+        builders = self.builders
+        if self.refusals == 0 and self.spec.rules and rng.random() < REFUSAL_TRY:
+            builders = self.refusers or builders  # this unit may still have its refusal
+        return self._build(env, rng.choice(users), builders, rng, turn)
+
+    def _build(
+        self, env: Environment, user_id: str, builders: list[Builder], rng: random.Random, turn: int
+    ) -> Draft | None:
+        reader = Reader(env)
         user = reader.get("get_user_details", {"user_id": user_id})
         if not isinstance(user, dict):
             return None
-        build = self.builders[(turn + rng.randrange(len(self.builders))) % len(self.builders)]
+        build = builders[(turn + rng.randrange(len(builders))) % len(builders)]
         return build(reader, user, rng)
+
+    def _with_lead(
+        self, env: Environment, origin: bytes, draft: Draft, rng: random.Random
+    ) -> list[Draft] | None:
+        """``[draft]``, or, when a guard refuses it and the unit may have its refusal, an
+        accepted request of the same user first and then ``draft``: the accepted request
+        makes the refusal task's target its own (every unit starts from the same database, so
+        a target equal to it would repeat across units). None when no lead is found."""
+        if self.refusals or not self.spec.rules:
+            return [draft]
+        env.restore(origin)
+        for tool, args in draft.lookups:
+            env.call(tool, args)
+        refused = env.call(draft.tool, draft.args)
+        if refused.ok or refused.error is None or refused.error.violated_rule is None:
+            return [draft]
+        user_id = str(draft.lookups[0][1]["user_id"])
+        for turn in range(LEAD_TRIES):
+            env.restore(origin)
+            lead = self._build(env, user_id, self.builders, rng, turn)
+            if lead is not None and (lead.tool, lead.args) != (draft.tool, draft.args):
+                return [lead, draft]
+        return None
 
     def _package(
         self,
         name: str,
         seed: int,
         index: int,
-        draft: Draft,
+        drafts: list[Draft],
         env: Environment,
         replayer: Environment,
         origin: bytes,
@@ -535,26 +468,29 @@ class ProceduralWorker:
     ) -> tuple[TaskPackage | None, str | None]:
         env.restore(origin)
         witness: list[WitnessCall] = []
-        for tool, args in [*draft.lookups, (draft.tool, draft.args)]:
-            res = env.call(tool, args)
-            error = res.error.to_json() if res.error is not None else None
-            witness.append(
-                WitnessCall(tool=tool, args=args, ok=res.ok, result=res.result, error=error)
-            )
+        for draft in drafts:
+            for tool, args in [*draft.lookups, (draft.tool, draft.args)]:
+                res = env.call(tool, args)
+                error = res.error.to_json() if res.error is not None else None
+                witness.append(
+                    WitnessCall(tool=tool, args=args, ok=res.ok, result=res.result, error=error)
+                )
+            if not witness[-1].ok and draft is not drafts[-1]:
+                return None, "write refused"
         rule = (witness[-1].error or {}).get("violated_rule")
         refusal = not witness[-1].ok
         if refusal and (rule is None or self.refusals):
             return None, "write refused"
         target = env.image()
-        if not refusal and env.distance(Snapshot(origin, self.domain.layout)) == 0:
+        if env.distance(Snapshot(origin, self.domain.layout)) == 0:
             return None, "target equals origin"
         cert = certify(witness, replayer, origin, target)
         if cert.kind is not None:
             return None, f"certificate: {cert.kind}"
-        digest = sha256(origin if refusal else replayer.image())
-        if not refusal and digest in seen:
+        digest = sha256(replayer.image())
+        if digest in seen:
             return None, "duplicate target"
-        pkg = self._make(name, seed, index, draft, witness, sha256(origin), digest)
+        pkg = self._make(name, seed, index, drafts, witness, sha256(origin), digest)
         if refusal:
             pkg = _as_refusal(pkg, str(rule))
         if grounding(pkg, self.checker, origin):
@@ -566,21 +502,29 @@ class ProceduralWorker:
         name: str,
         seed: int,
         index: int,
-        draft: Draft,
+        drafts: list[Draft],
         witness: list[WitnessCall],
         origin: str,
         target: str,
     ) -> TaskPackage:
+        draft = drafts[0]
         user_id = str(draft.lookups[0][1].get("user_id"))
         user = witness[0].result if isinstance(witness[0].result, dict) else {}
-        who = f"You are {_name(user)}, a customer; your user id is {user_id}."
-        ask = Ask(transaction=PROCEDURE_TX + draft.tool, tool=draft.tool, values=dict(draft.args))
+        who = f"You are {name_of(user)}, a customer; your user id is {user_id}."
         task = TaskDescription(
             who_you_are=who,
             cognitive_gaps=["You do not know the internal ids of items or payment methods."],
-            total_goal=draft.goal,
-            sub_goals=[SubGoal(title=draft.tool.replace("_", " "), request=draft.request, ask=ask)],
+            total_goal=" Then: ".join(d.goal for d in drafts),
+            sub_goals=[
+                SubGoal(
+                    title=d.tool.replace("_", " "),
+                    request=d.request,
+                    ask=Ask(transaction=PROCEDURE_TX + d.tool, tool=d.tool, values=dict(d.args)),
+                )
+                for d in drafts
+            ],
         )
+        known = [k for d in drafts for k in d.known]
         return TaskPackage(
             id=f"{name}-s{seed}-{index:06d}",
             domain=name,
@@ -590,16 +534,16 @@ class ProceduralWorker:
             task_description=task.render(),
             user_profile=UserProfile(
                 user_id=user_id,
-                name=_name(user),
+                name=name_of(user),
                 archetype="rookie",
-                known_ids=[user_id, *draft.known],
+                known_ids=list(dict.fromkeys([user_id, *known])),
             ),
             origin=origin,
             target=target,
             witness=witness,
             reward_basis=["state_exact"],
-            difficulty="L1" if len(draft.lookups) < 3 else "L2",
-            tags=["procedural", draft.tool],
+            difficulty="L1" if len(witness) < 4 else ("L2" if len(drafts) == 1 else "L3"),
+            tags=["procedural", *dict.fromkeys(d.tool for d in drafts)],
             rules_exercised=[],
             boundary_hits=0,
             refusal=False,
@@ -618,12 +562,12 @@ def _dealt(users: list[str], seed: int, unit: int, units: int) -> list[str]:
 
 def _as_refusal(pkg: TaskPackage, rule: str) -> TaskPackage:
     """The package of a request a policy guard refuses: the user accepts the refusal."""
-    sub = pkg.task.sub_goals[0]
+    sub = pkg.task.sub_goals[-1]
     trigger = "If the agent explains that the policy does not allow this, accept it and end."
     sub = sub.model_copy(
         update={"reactive_triggers": [trigger], "fallbacks": [Fallback(rule=rule)]}
     )
-    task = pkg.task.model_copy(update={"sub_goals": [sub]})
+    task = pkg.task.model_copy(update={"sub_goals": [*pkg.task.sub_goals[:-1], sub]})
     return pkg.model_copy(
         update={
             "task": task,

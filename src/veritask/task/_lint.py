@@ -552,7 +552,8 @@ class _PackageLint:
 
     def _table_of(self, tool: str) -> Table | None:
         found = self.tools.get(tool)
-        return self.spec.table(found.table) if found is not None else None
+        # a procedural tool writes several tables and names none
+        return self.spec.table(found.table) if found is not None and found.table else None
 
 
 class _OriginRows:
