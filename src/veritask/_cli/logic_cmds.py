@@ -335,10 +335,11 @@ def metrics_cmd(
     if as_json:
         echo_json(rows)
         return
-    table = Table(
-        "name", "loc", "cyclomatic", "cognitive", "volume", "difficulty", "loops", "depth"
-    )
-    table.add_column("functions")
+    # short headers keep a family's name on one line at 100 columns; --json has full names
+    table = Table(caption="cyclo/cogn: cyclomatic/cognitive complexity; vol/diff: Halstead")
+    table.add_column("name", no_wrap=True)
+    for header in ("loc", "cyclo", "cogn", "vol", "diff", "loops", "depth", "funcs"):
+        table.add_column(header, justify="right")
     table.add_column("patterns")
     if with_time:
         table.add_column("solve ms L1/L5/L10")

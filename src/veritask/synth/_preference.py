@@ -23,7 +23,7 @@ from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
 from veritask.policy import Column, Table, Transaction
-from veritask.synth._analysis import DomainModel, humanize
+from veritask.synth._analysis import DomainModel
 from veritask.synth._values import is_time
 from veritask.task import Ask, Preference, RowRef, TaskDescription, best_row, preference_args
 
@@ -168,18 +168,6 @@ def _filters(
     return out
 
 
-def preferred_words(model: DomainModel, ref: RowRef) -> str:
-    """The words a preference adds to a record's name: " with the lowest price"."""
-    if ref.prefer is None:
-        return ""
-    column = model.spec.table(ref.table).column(ref.prefer.column)
-    if is_time(column):
-        most = "earliest" if ref.prefer.order == "min" else "latest"
-    else:
-        most = "lowest" if ref.prefer.order == "min" else "highest"
-    return f" with the {most} {humanize(column.name)}"
-
-
 def has_preference(task: TaskDescription) -> bool:
     """True when some request of ``task`` names a record by a preference."""
     for sub in task.sub_goals:
@@ -198,6 +186,5 @@ __all__ = [
     "SHARE",
     "has_preference",
     "prefer",
-    "preferred_words",
     "read_args",
 ]

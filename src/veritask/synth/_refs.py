@@ -16,8 +16,8 @@ from typing import Any
 
 from veritask.policy import Column, Table, Transaction
 from veritask.synth._analysis import DomainModel, humanize
-from veritask.synth._preference import preferred_words
 from veritask.synth._sampler import StateView
+from veritask.synth._values import is_time
 from veritask.task import Ask, RowRef
 
 MAX_DEPTH = 3
@@ -230,4 +230,16 @@ def _shares_parent(model: DomainModel, table: str, column: str) -> bool:
     )
 
 
-__all__ = ["AskMaker", "is_own", "lookups", "part_text", "ref_text"]
+def preferred_words(model: DomainModel, ref: RowRef) -> str:
+    """The words a preference adds to a record's name: " with the lowest price"."""
+    if ref.prefer is None:
+        return ""
+    column = model.spec.table(ref.table).column(ref.prefer.column)
+    if is_time(column):
+        most = "earliest" if ref.prefer.order == "min" else "latest"
+    else:
+        most = "lowest" if ref.prefer.order == "min" else "highest"
+    return f" with the {most} {humanize(column.name)}"
+
+
+__all__ = ["AskMaker", "is_own", "lookups", "part_text", "preferred_words", "ref_text"]
