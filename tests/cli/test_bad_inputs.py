@@ -332,6 +332,31 @@ COMMANDS: dict[str, Cmd] = {
         ),
         why_no_input="reads built-in or --families-dir families (logic family files)",
     ),
+    "logic diagnostics": Cmd(
+        file_in=_a("logic", "diagnostics", "{X}"),
+        fmt="json",
+        fragments={
+            "empty_file": "ends early|is empty",
+            "truncated_json": "not JSON",
+            "wrong_schema": "not an evolve result",
+            "dir_for_file": "no result.json",
+            "huge_numbers": "out of range|digits",
+        },
+    ),
+    "logic solvability": Cmd(
+        model=_a(
+            "logic",
+            "solvability",
+            "arithmetic_chain",
+            "--model",
+            "{MODEL}",
+            "--levels",
+            "1",
+            "--per-level",
+            "1",
+        ),
+        why_no_input="reads built-in or --families-dir families (logic family files)",
+    ),
     "logic export": Cmd(
         file_in=_a("logic", "export", "{X}", "--format", "hf", "--out", "{TMP}/hf"),
         fmt="jsonl",

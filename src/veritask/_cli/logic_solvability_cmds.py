@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from veritask._cli._common import cache_dir_option, echo_json, provider_arg
+from veritask._cli._common import cache_dir_option, echo_json, model_calls, provider_arg
 from veritask._cli.logic_gate_cmds import (
     families_dir_option,
     family_by_id,
@@ -59,7 +59,7 @@ def solvability_cmd(
     family = family_by_id(family_id, families_dirs)
     provider = provider_arg(model, cache_dir)
     try:
-        with sandboxed([family], unsafe_no_sandbox):
+        with sandboxed([family], unsafe_no_sandbox), model_calls(model):
             report = asyncio.run(
                 solvability(
                     family,

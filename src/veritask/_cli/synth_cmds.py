@@ -119,14 +119,7 @@ def generate_cmd(
     not_a_directory(domain)
     provider = provider_arg(model, cache_dir) if model else None
     with (
-        Progress(
-            TextColumn("[bold]generate"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=_err,
-            disable=as_json,
-        ) as bar,
+        _generate_bar(as_json) as bar,
         executor_scope(executor, workers, ray_address),
         model_calls(model),
     ):
@@ -156,6 +149,18 @@ def generate_cmd(
             f"{summary.tasks} packages in {summary.out} ({summary.resumed_units} of {summary.units} units were already done)"
         )
     _refuse_empty(summary, n)
+
+
+def _generate_bar(hidden: bool) -> Progress:
+    """The progress bar of ``generate`` on stderr (``hidden`` with --json)."""
+    return Progress(
+        TextColumn("[bold]generate"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=_err,
+        disable=hidden,
+    )
 
 
 def _refuse_empty(summary: GenerateSummary, n: int) -> None:

@@ -10,13 +10,14 @@ different instances counts once per round), and the summed model cost.
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+from veritask._util import read_json
 
 RESULT_NAME = "result.json"
 _INSTANCE_PREFIX = re.compile(r"^d=\d+ #\d+: ")
@@ -109,11 +110,14 @@ def aggregate_files(paths: Sequence[Path], top: int = 10) -> dict[str, Any]:
         ValueError: When a file is not an evolve result.
     """
     results = []
-    for path in find_results(paths):
+    found = find_results(paths)
+    if not found:
+        raise ValueError(f"no {RESULT_NAME} at or under {', '.join(map(str, paths))}")
+    for path in found:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ValueError(f"{path}: {exc}") from None
+            data = read_json(path)  # bounded: size, depth, UTF-8 (raises InputError)
+        except OSError as exc:
+            raise ValueError(f"{path}: {exc.strerror or exc}") from None
         if not isinstance(data, dict) or "rounds" not in data:
             raise ValueError(f"{path}: not an evolve result (no 'rounds')")
         results.append(data)
