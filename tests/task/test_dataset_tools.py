@@ -237,8 +237,9 @@ def test_fixture_shapes(built: Built) -> None:
 def test_check_certifies_a_clean_dataset(built: Built) -> None:
     report = check_dataset(built.root)
     payload = report.to_json()
-    # the lint reports (and does not fail) a hand-built trigger on the agent's own late fee
-    assert payload.pop("lint")["counts"] == {"calculation_trigger": 1}
+    # the lint reports (and does not fail) a hand-built trigger on the agent's own late fee,
+    # and t4's other book after a refusal: a book is what the loan is for (category_swap)
+    assert payload.pop("lint")["counts"] == {"calculation_trigger": 1, "category_swap": 1}
     assert payload == {
         "tasks": 4,
         "certified": 4,
