@@ -121,7 +121,7 @@ class _Spec:
 
     def staff_rows(self) -> list[dict[str, Any]]:
         """One staff member per kind of item (its desk), and a trainee with no desk."""
-        rows = [
+        rows: list[dict[str, Any]] = [
             {"id": f"s_{i}", "name": f"{FIRST[i]} {LAST[-1 - i]}", "desk": kind}
             for i, kind in enumerate(self.kinds)
         ]

@@ -71,10 +71,12 @@ def test_every_grounded_package_of_a_random_spec_is_solved(seed: int, tmp_path: 
     assert grounded > 0 and failed == []
 
 
-REGRESSIONS = [10, 37]
+REGRESSIONS = [10, 37, 1836]
 """Spec seeds whose packages were grounded but failed: the explorer wrote an agent-decided value
 nobody stated (a charge on an open booking), was refused, and the user reacted to a refusal the
-faithful agent never meets (now ungrounded: ``_Grounder._reacted``)."""
+faithful agent never meets (10, 37); or the explorer named a wrong handler, was refused, and the
+user reacted with another desk, while the agent picks the right handler itself (1836). Both are
+now ungrounded (``_Grounder._reacted``)."""
 
 
 @pytest.mark.parametrize("seed", REGRESSIONS)

@@ -23,7 +23,8 @@ than the user does. And a refusal the user gives up after must be *final*: when 
 make the refused call pass by changing only values the user did not state (the value a
 calculation rule's formula gives, another choice of an enum the rule tests), an agent that does
 so is right and the target, which keeps the refusal, is wrong. Finality is also decided by
-execution, on the state the refused call met.
+execution, on the state the refused call met. A refusal the user reacts to with a revised
+request must be final in the same way (else the agent gets the first request through).
 """
 
 from __future__ import annotations
@@ -221,20 +222,25 @@ class _Grounder(RepairSearch):
         return self._final(index, tool, call) or self._reacted(index, tool, call)
 
     def _reacted(self, index: int, tool: ToolSpec, call: WitnessCall) -> list[Ungrounded]:
-        """A refusal the user reacts to must be one the agent meets: the call without the
-        values the agent decides that nobody stated (``agents_version``) is refused by the
-        same rule. Otherwise the revised request answers a mistake the agent never makes."""
+        """A refusal the user reacts to must be one the agent meets and explains: the call
+        without the values the agent decides that nobody stated (``agents_version``) is refused
+        by the same rule, and no repair of unstated values (``passing_repair``, as for a
+        give-up) makes it pass. Otherwise the revised request answers a mistake the agent never
+        makes, or a refusal it works around itself (another handler, a recomputed charge)."""
         rule_id = (call.error or {}).get("violated_rule")
         if rule_id is None or (tool.name, str(rule_id)) not in self.reactions:
             return []
         stated = {c for a in self._by_tool_asks(tool.name) for c in (*a.values, *a.refs)}
         decided = decided_columns(self.env.spec, tool.name, self._tools)
         mine = self.agents_version(tool, call.args, stated, decided)
-        if len(mine) == len(call.args) or self.refused_alike(call.tool, mine, str(rule_id)):
-            return []
-        dropped = ", ".join(f"{c} = {call.args[c]!r}" for c in call.args if c not in mine)
-        why = f"the user reacts to {rule_id}, which only {dropped} (a value nobody stated) causes"
-        return [Ungrounded(index, tool.name, next(c for c in call.args if c not in mine), why)]
+        if len(mine) < len(call.args) and not self.refused_alike(call.tool, mine, str(rule_id)):
+            dropped = ", ".join(f"{c} = {call.args[c]!r}" for c in call.args if c not in mine)
+            why = (
+                f"the user reacts to {rule_id}, which only {dropped} (a value nobody stated) causes"
+            )
+            return [Ungrounded(index, tool.name, next(c for c in call.args if c not in mine), why)]
+        # the agent meets the refusal; it is explained only when no repair gets the call through
+        return self._unrepaired(index, tool, mine, str(rule_id), stated, "reacts to")
 
     def _by_tool_asks(self, tool: str) -> list[Ask]:
         return [self.asks[i] for i in self._by_tool.get(tool, ())]
@@ -535,14 +541,27 @@ class _Grounder(RepairSearch):
         stated = self.give_ups.get((tool.name, str(rule_id)))
         if rule_id is None or stated is None or self._retried(index, tool, call, stated):
             return []
-        rule = self.env.spec.rule(str(rule_id))
-        found = self.passing_repair(tool, call.args, rule, stated)
+        return self._unrepaired(index, tool, call.args, str(rule_id), stated, "gives up after")
+
+    def _unrepaired(
+        self,
+        index: int,
+        tool: ToolSpec,
+        args: dict[str, Any],
+        rule_id: str,
+        stated: set[str],
+        reaction: str,
+    ) -> list[Ungrounded]:
+        """Nothing when no combination of repairs of unstated values (``passing_repair``)
+        makes the call refused by ``rule_id`` pass, within the search's bounds; else why the
+        user's ``reaction`` to that refusal (giving up, a revised request) is not grounded."""
+        found = self.passing_repair(tool, args, self.env.spec.rule(rule_id), stated)
         if found.exhausted:
-            why = f"the user gives up after {rule_id}, but its finality is not proved within {MAX_REPAIR_CALLS} candidate repairs of depth {MAX_REPAIR_DEPTH}"
+            why = f"the user {reaction} {rule_id}, but its finality is not proved within {MAX_REPAIR_CALLS} candidate repairs of depth {MAX_REPAIR_DEPTH}"
             return [Ungrounded(index, tool.name, None, why)]
         if found.changes:
             said = ", ".join(f"{c} = {v!r}" for c, v in found.changes.items())
-            why = f"the user gives up after {rule_id}, but the agent can make the call pass with {said}"
+            why = f"the user {reaction} {rule_id}, but the agent can make the call pass with {said}"
             return [Ungrounded(index, tool.name, next(iter(found.changes)), why)]
         return []
 
