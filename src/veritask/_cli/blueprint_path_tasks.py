@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from veritask.blueprint._semantic import PLACEHOLDER
 from veritask.domains import load_domain
 from veritask.domains import spec_path as domain_spec_path
 from veritask.env import Environment
-from veritask.policy import Rule, Transaction
+from veritask.policy import Rule, ToolSpec, Transaction
 from veritask.synth import Episode, Scene, SymbolicExplorer
 from veritask.synth._designer import faker_for
 from veritask.synth._episode import SubGoalTrace
@@ -61,6 +62,45 @@ class _Planned:
         tx = self.plan[self.step]
         self.step += 1
         return tx
+
+    def _targets(
+        self, tx: Transaction, tool: ToolSpec, actor: Any, fixed: dict[str, Any] | None
+    ) -> list[dict[str, Any] | None]:
+        """The records a planned update may change: none the user cannot tell from another,
+        and for a goal that retires a record (cancel, drop, withdraw) none this episode
+        created: the path's insert and its later retirement are two of the user's records
+        ("enroll in X; drop Y"), not one undone (the lint's ``undone_in_task``)."""
+        assert isinstance(self, SymbolicExplorer)
+        targets = SymbolicExplorer._targets(self, tx, tool, actor, fixed)
+        table = self.model.spec.table(tool.table)
+        life, keys = table.lifecycle, [c.name for c in table.primary_key]
+        if tool.kind != "update" or len(keys) != 1:
+            return targets
+        # a record with a twin (the same values but its id) cannot be told apart by the user
+        twins = Counter(_described(t, keys[0]) for t in targets if t is not None)
+        targets = [t for t in targets if t is None or twins[_described(t, keys[0])] == 1]
+        if life is None:
+            return targets
+        sets = self._fixed(tx).get(life.column, ...)
+        if sets not in set(life.inactive_values) and (
+            sets is not ... or life.column not in tx.parameters
+        ):
+            return targets
+        made = {
+            call.result[keys[0]]
+            for call in self.witness
+            if call.ok
+            and isinstance(call.result, dict)
+            and keys[0] in call.result
+            and (done := self.model.tool(call.tool)).kind == "insert"
+            and done.table == table.name
+        }
+        return [t for t in targets if t is None or t.get(keys[0]) not in made]
+
+
+def _described(row: dict[str, Any], key: str) -> tuple[tuple[str, str], ...]:
+    """A record as its user describes it: every value but its id."""
+    return tuple(sorted((k, repr(v)) for k, v in row.items() if k != key))
 
 
 class PathExplorer(_Planned, SymbolicExplorer):
@@ -132,10 +172,17 @@ class PathUnitWorker(UnitWorker):
         sampler = Sampler(self.model, view, rng, faker_for(rng.getrandbits(32)))
         explorer = self._explorer(env, view, sampler, rng)
         actors = self._cast_order(scene, env, view, explorer, rng, None)
+        # the users who own a record for each of the plan's updates come first (a stable
+        # sort keeps the cast order among them): the others cannot follow the path
+        env.restore(scene.origin)
+        view.invalidate()
+        updates = [tx for tx in plan if self.model.tool(tx.tool).kind == "update"]
+        actors.sort(key=lambda a: not all(any(sampler.target_rows(tx, a)) for tx in updates))
         wanted = [tx.tool for tx in plan]
         for actor in actors[:USERS_PER_PATH]:
             env.restore(scene.origin)
             view.invalidate()
+            view.now = None  # a new task: its clock starts afresh
             assert isinstance(explorer, _Planned)
             explorer.plan, explorer.step = plan, 1
             episode = explorer.explore(

@@ -163,7 +163,10 @@ def solve_backtrack(inputs: dict[str, Any]) -> list[str] | str:
     """Backtracking over people with a dict of kinds, checking statements once decidable."""
     k = int(inputs["k"])
     statements = inputs["statements"]
-    needs = [_refs(s, k) | {i} for i, s in enumerate(statements)]
+    # due[n]: the statements decidable once person n has a kind (the last person each needs)
+    due: list[list[int]] = [[] for _ in range(k)]
+    for i, s in enumerate(statements):
+        due[max(_refs(s, k) | {i})].append(i)
     solutions: list[dict[int, bool]] = []
 
     def search(kinds: dict[int, bool]) -> None:
@@ -173,11 +176,7 @@ def solve_backtrack(inputs: dict[str, Any]) -> list[str] | str:
             return
         for value in (False, True):
             kinds[n] = value
-            ok = all(
-                _holds(s, kinds) == kinds[i]
-                for i, s in enumerate(statements)
-                if n in needs[i] and max(needs[i]) == n
-            )
+            ok = all(_holds(statements[i], kinds) == kinds[i] for i in due[n])
             if ok:
                 search(kinds)
             del kinds[n]
