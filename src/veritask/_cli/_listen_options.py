@@ -9,9 +9,23 @@ from typing import Any, TypeVar
 
 import click
 
-from veritask.serve._net import MAX_CONNECTIONS, REQUEST_TIMEOUT
+from veritask.serve._net import DEFAULT_HOST, DEFAULT_PORT, MAX_CONNECTIONS, REQUEST_TIMEOUT
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def bind_options(func: F) -> F:
+    """``--host`` (loopback by default) and ``--port`` (0: any free port)."""
+    func = click.option(
+        "--port",
+        type=click.IntRange(0, 65535),
+        default=DEFAULT_PORT,
+        show_default=True,
+        help="Port to bind (0: any free port).",
+    )(func)
+    return click.option("--host", default=DEFAULT_HOST, show_default=True, help="Address to bind.")(
+        func
+    )
 
 
 def allow_remote_option(func: F) -> F:

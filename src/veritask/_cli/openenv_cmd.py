@@ -6,8 +6,12 @@ from __future__ import annotations
 import click
 
 from veritask._cli._common import reading, require_packages
-from veritask._cli._listen_options import allow_remote_option, allowed_host_option, limit_options
-from veritask.serve._net import DEFAULT_HOST, DEFAULT_PORT
+from veritask._cli._listen_options import (
+    allow_remote_option,
+    allowed_host_option,
+    bind_options,
+    limit_options,
+)
 
 OPENENV_INSTALL_HINT = "pip install 'veritask[openenv]'"
 DEFAULT_MAX_ENVS = 256
@@ -32,14 +36,7 @@ def _check_dataset(dataset: str) -> None:
 
 @click.command("serve-openenv")
 @click.argument("dataset", metavar="DATASET_DIR", type=click.Path(exists=True, file_okay=False))
-@click.option("--host", default=DEFAULT_HOST, show_default=True, help="Address to bind.")
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=DEFAULT_PORT,
-    show_default=True,
-    help="Port to bind (0: any free port).",
-)
+@bind_options
 @allow_remote_option
 @allowed_host_option
 @click.option(

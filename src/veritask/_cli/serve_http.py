@@ -12,14 +12,17 @@ from typing import Any
 
 import click
 
-from veritask._cli._listen_options import allow_remote_option, allowed_host_option, limit_options
+from veritask._cli._listen_options import (
+    allow_remote_option,
+    allowed_host_option,
+    bind_options,
+    limit_options,
+)
 from veritask._cli.simulate_cmds import env_options, simulated_source
 from veritask.serve import (
-    DEFAULT_HOST,
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_SESSIONS,
     DEFAULT_MAX_STATE_BYTES,
-    DEFAULT_PORT,
     open_source,
     require_http,
 )
@@ -49,14 +52,7 @@ def _served_source(domain_or_dir: str, env_model: str | None, env_tools: str | N
 
 @click.command("serve")
 @click.argument("domain_or_dir")
-@click.option("--host", default=DEFAULT_HOST, show_default=True, help="Address to bind.")
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=DEFAULT_PORT,
-    show_default=True,
-    help="Port to bind (0: any free port).",
-)
+@bind_options
 @allow_remote_option
 @click.option(
     "--idle-timeout",
