@@ -153,6 +153,15 @@ def test_handoff_tasks_pass_faithful_and_fail_doing_nothing(source: TaskSource) 
         assert noop.final_distance > 0
 
 
+def test_a_hand_off_ends_the_conversation(source: TaskSource) -> None:
+    """No request follows an accepted hand-off: the customer is with a person now."""
+    tool = escalation_tool(load_domain("telecom"))
+    for pkg in _handoffs(source):
+        calls = [c.tool for c in pkg.witness if c.ok]
+        assert tool in calls
+        assert calls[calls.index(tool) + 1 :] == [], pkg.id
+
+
 def test_a_wrong_escalation_fails(source: TaskSource) -> None:
     spec = load_domain("telecom")
     pkg = _handoffs(source)[0]

@@ -15,6 +15,7 @@ from typing import Any
 
 from veritask.env import Environment
 from veritask.policy import DomainSpec, Rule, actor_table
+from veritask.task import WitnessCall
 
 DUE_FIRST = 0.5
 """Share of hand-off-aimed tasks tried first for the users a reason holds for."""
@@ -69,3 +70,16 @@ def escalation_order(
         return actors
     due = [a for a in actors if due_for_handoff(spec, env, a)]
     return due + [a for a in actors if a not in due]
+
+
+def handed_off(spec: DomainSpec, witness: list[WitnessCall]) -> bool:
+    """True when ``witness`` holds an accepted call of the escalation tool: the conversation
+    ends there (a customer handed over to a person does not go on asking the agent)."""
+    esc = spec.escalation
+    return esc is not None and any(c.ok and c.tool == esc.tool for c in witness)
+
+
+def goes_on(spec: DomainSpec, witness: list[WitnessCall], rng: random.Random, chain: float) -> bool:
+    """Whether an episode takes one more goal: never after a hand-off, else with probability
+    ``chain`` (one draw from ``rng``, made only when the user was not handed over)."""
+    return not handed_off(spec, witness) and rng.random() < chain

@@ -18,6 +18,7 @@ from veritask.env import Environment, ToolResult
 from veritask.policy import Call, Rule, ToolSpec, Transaction
 from veritask.synth._analysis import DomainModel, implicated_columns, row_key, target_key
 from veritask.synth._episode import Episode, Hit, SubGoalTrace, witness_call
+from veritask.synth._escalation import goes_on
 from veritask.synth._intent import moves_clock, offer_rank, same_kind
 from veritask.synth._preference import prefer, read_args
 from veritask.synth._refs import AskMaker, lookups
@@ -718,7 +719,7 @@ class SymbolicExplorer:
             return None
         goals = [*self.pre_traces, trace]
         declined, declined_ask = self.declined
-        while len(goals) < max_goals and self.rng.random() < chain:
+        while len(goals) < max_goals and goes_on(self.model.spec, self.witness, self.rng, chain):
             nxt = self.follow_up(goals[-1]) or self.rng.choice(self.model.write_transactions)
             more = self._attempt(nxt, actor)
             if more is None:
@@ -729,8 +730,7 @@ class SymbolicExplorer:
         )
 
     def _attempt(self, tx: Transaction, actor: Any, aim: bool = True) -> list[SubGoalTrace] | None:
-        """One more goal (with its lead-up goals), or None with the witness and the state as
-        they were before it."""
+        """One more goal (with its lead-ups), or None with the witness and state as before."""
         mark, snap = len(self.witness), self.env.image()
         self.pre_traces = []
         more = self.achieve(tx, actor, aim=self._aim_for(tx) if aim else None)
