@@ -21,9 +21,10 @@ from veritask.policy.tau2 import _airline, _retail
 
 DOMAINS = ("airline", "retail")
 TELECOM = (
-    "telecom is not supported: its user-side tools act on a second database (the user's "
-    "phone) under dual control, and veritask's session protocol has no user tools or second "
-    "state; only airline and retail can be imported"
+    "telecom is not supported: its user-side tools simulate the user's phone, a second "
+    "database graded by its own hash, whose changes are Python logic this importer does not "
+    "map to veritask's user tools (which act on tables of the one database); only airline and "
+    "retail can be imported"
 )
 """Why ``--domain telecom`` is refused."""
 _SCHEMAS: dict[str, Any] = {"airline": _airline, "retail": _retail}
