@@ -30,8 +30,9 @@ def gen_rewrite(difficulty: int, rng: random.Random) -> tuple[Inputs, list[str]]
     while True:
         rules = _draw_rules(rng, alphabet, 2 + difficulty // 3)
         start = "".join(rng.choice(alphabet) for _ in range(4 + difficulty // 2))
-        done, final = _rewrite_fresh(start, rules, steps)
-        if done == steps and len(final) <= len(start) + 2 + steps // 5:
+        longest = len(start) + 2 + steps // 5
+        done, final = _rewrite_fresh(start, rules, steps, longest)
+        if done == steps and len(final) <= longest:
             break
     rule_text = "; ".join(f"rule {i + 1}: {a} -> {b}" for i, (a, b) in enumerate(rules))
     return {"start": start, "rules": rules, "steps": steps}, [start, rule_text, str(steps)]
@@ -51,13 +52,14 @@ def _draw_rules(rng: random.Random, alphabet: str, count: int) -> list[list[str]
     return rules
 
 
-def _rewrite_fresh(start: str, rules: list[list[str]], steps: int) -> tuple[int, str]:
-    """Rewrite up to ``steps`` times; stop at a fixed point or a string seen before. Returns
-    how many rewrites gave a new string, and the last new string."""
+def _rewrite_fresh(start: str, rules: list[list[str]], steps: int, longest: int) -> tuple[int, str]:
+    """Rewrite up to ``steps`` times; stop at a fixed point, at a string seen before, or early
+    once the string can no longer end within ``longest`` letters (a step shortens it by one
+    letter at most). Returns how many rewrites gave a new string, and the last new string."""
     s, seen = start, {start}
     for done in range(steps):
         hit = next(((lhs, rhs) for lhs, rhs in rules if lhs in s), None)
-        if hit is None:
+        if hit is None or len(s) - (steps - done) > longest:
             return done, s
         nxt = s.replace(hit[0], hit[1], 1)
         if nxt in seen:
