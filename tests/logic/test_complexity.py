@@ -206,11 +206,16 @@ def test_no_false_patterns(code: str) -> None:
 def test_families_sharing_a_module_are_measured_apart() -> None:
     families = builtin_families()
     paths, islands = families["grid_path_count"], families["island_count"]
-    assert family_roots(paths) == ["generate_paths", "paths_dp", "paths_dfs"]
+    assert family_roots(paths) == ["generate_paths", "paths_dp", "paths_exclusion"]
     a, b = measure_family(paths), measure_family(islands)
     assert a.scope == b.scope == "family"
-    assert set(a.cyclomatic_by_function) == {"generate_paths", "paths_dp", "paths_dfs"}
-    assert {"dfs", "dynamic_programming"} <= set(a.patterns)
+    assert set(a.cyclomatic_by_function) == {
+        "generate_paths",
+        "paths_dp",
+        "paths_exclusion",
+        "paths_exclusion.between",
+    }
+    assert {"dynamic_programming", "sorting"} <= set(a.patterns)
     assert "union_find" in b.patterns
     assert a.loc != b.loc
 

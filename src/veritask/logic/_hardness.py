@@ -13,6 +13,7 @@ a family whose nature or runtime budget does not allow it says why in ``why_not`
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -87,6 +88,81 @@ def _letters(inputs: Inputs) -> int:
     return int(alphabet ** max(len(grid), len(grid[0])))
 
 
+def _open_paths(inputs: Inputs) -> int:
+    """Right/down paths through open cells: each one a route an enumerating solver lists."""
+    grid = inputs["grid"]
+    ways = [1] + [0] * (len(grid[0]) - 1)
+    for row in grid:
+        for c, cell in enumerate(row):
+            ways[c] = 0 if cell == "#" else ways[c] + (ways[c - 1] if c else 0)
+    return ways[-1]
+
+
+def _coin_combinations(inputs: Inputs) -> int:
+    """Multisets of coins that pay the amount exactly: the candidates fewest-coins chooses among."""
+    amount = int(inputs["amount"])
+    ways = [1] + [0] * amount
+    for coin in inputs["coins"]:
+        for value in range(coin, amount + 1):
+            ways[value] += ways[value - coin]
+    return ways[amount]
+
+
+def _fresh_rewrites(inputs: Inputs) -> int:
+    """Rewrites within the budget that give a string not seen before (a fixed point or a
+    return to an earlier string ends the count: the steps after it are no-ops or repeats)."""
+    s, seen = str(inputs["start"]), {str(inputs["start"])}
+    for done in range(int(inputs["steps"])):
+        hit = next((r for r in inputs["rules"] if r[0] in s), None)
+        if hit is None or s.replace(hit[0], hit[1], 1) in seen:
+            return done
+        s = s.replace(hit[0], hit[1], 1)
+        seen.add(s)
+    return int(inputs["steps"])
+
+
+def _relaxations(inputs: Inputs) -> int:
+    """Times Dijkstra lowers a town's best-known distance before it settles the destination;
+    each new bound is a settled town's distance plus a road, so each depends on earlier ones."""
+    adj: dict[str, list[tuple[str, int]]] = {t: [] for t in inputs["towns"]}
+    for a, b, w in inputs["roads"]:
+        adj[a].append((b, w))
+        adj[b].append((a, w))
+    best, heap, done, lowered = {inputs["src"]: 0}, [(0, str(inputs["src"]))], set(), 0
+    while heap:
+        d, town = heapq.heappop(heap)
+        if town == inputs["dst"]:
+            break
+        if town in done:
+            continue
+        done.add(town)
+        for nxt, w in adj[town]:
+            if nxt not in done and d + w < best.get(nxt, d + w + 1):
+                best[nxt], lowered = d + w, lowered + 1
+                heapq.heappush(heap, (d + w, nxt))
+    return lowered
+
+
+def _island_joins(inputs: Inputs) -> int:
+    """Land cells minus islands: the merges union-find makes (each joins a cell to the island
+    its neighbour's earlier merges decided)."""
+    grid = inputs["grid"]
+    land = {(r, c) for r, row in enumerate(grid) for c, cell in enumerate(row) if cell == "#"}
+    islands, seen = 0, set()
+    for cell in sorted(land):
+        if cell in seen:
+            continue
+        islands, stack = islands + 1, [cell]
+        seen.add(cell)
+        while stack:
+            r, c = stack.pop()
+            for near in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
+                if near in land and near not in seen:
+                    seen.add(near)
+                    stack.append(near)
+    return len(land) - islands
+
+
 def _counts(*keys: str) -> Callable[[Inputs], tuple[Any, ...]]:
     return lambda i: tuple(len(i[k]) if isinstance(i[k], (list, str)) else i[k] for k in keys)
 
@@ -111,19 +187,15 @@ TABLE: dict[str, Hardness] = {
     ),
     "string_rewrite": Hardness(
         "steps",
-        lambda i: int(i["steps"]),
-        (3, 4, 5, 6, 7, 8, 9, 10, 11, 12),
+        _fresh_rewrites,
+        STEPS,
         _counts("steps", "rules", "start"),
-        why_not="a rewrite chain of 30 steps over a 3-4 letter alphabet falls into a fixed "
-        "point or cycle early (most steps would be no-ops); the step budget stays at 12",
     ),
     "shop_inventory": Hardness(
         "steps",
-        lambda i: _n(i, "events"),
-        (3, 4, 6, 8, 10, 12, 14, 16, 18, 20),
+        lambda i: sum(e[1] == i["query"] for e in i["events"]),
+        STEPS,
         _counts("events", "start"),
-        why_not="events on one queried item are the dependent steps; events on other items "
-        "are distractors, so dependent steps stay below 30",
     ),
     "switch_lamps": Hardness(
         "candidates",
@@ -131,20 +203,15 @@ TABLE: dict[str, Hardness] = {
         (1,) * 10,
         _counts("presses", "lamps", "initial"),
     ),
-    "kinship_ancestor": Hardness(
-        "steps",
-        lambda i: _n(i, "path"),
-        (1,) * 10,
-        _counts("path", "facts"),
-        why_not="each step climbs one generation of a full ancestor tree, which doubles per "
-        "generation: 30 steps would need 2^30 people in the text",
-    ),
+    "kinship_ancestor": Hardness("steps", lambda i: _n(i, "path"), STEPS, _counts("path", "facts")),
     "recipe_scaling": Hardness(
         "steps",
-        lambda i: sum(len(p) for _, p in i["recipe"]),
+        lambda i: sum(len(p) for name, p in i["recipe"] if name in i["asked"]),
         (1,) * 10,
         _counts("recipe", "asked"),
-        why_not="each asked ingredient is an independent conversion, not a chain",
+        why_not="the steps are unit conversions of the asked ingredients (a few each), and "
+        "each ingredient converts on its own: they add up, they do not chain; a recipe of 30 "
+        "asked ingredients would be a list, not a harder question",
     ),
     "causal_chain_events": Hardness("candidates", _pow2("events"), (1,) * 10, _counts("events")),
     "horn_entailment": Hardness(
@@ -205,19 +272,16 @@ TABLE: dict[str, Hardness] = {
         lambda i: (len(i["grid"]), len(i["grid"][0]), len(i["ops"])),
     ),
     "grid_path_count": Hardness(
-        "effort",
-        _grid_paths,
-        (1,) * 10,
+        "candidates",
+        _open_paths,
+        (2, 3, 5, 10, 30, 150, 600, 6_000, 40_000, LEVEL10_CANDIDATES),
         lambda i: (len(i["grid"]), len(i["grid"][0])),
-        why_not="monotone paths through a grid whose text a model must read; 10^6 paths "
-        "needs a 12 x 12 grid",
     ),
     "island_count": Hardness(
-        "effort",
-        lambda i: len(i["grid"]) * len(i["grid"][0]),
-        (1,) * 10,
+        "steps",
+        _island_joins,
+        (6, 10, 12, 14, 17, 20, 24, 27, 30, LEVEL10_STEPS),
         lambda i: (len(i["grid"]), len(i["grid"][0])),
-        why_not="a flood fill visits each cell once; the effort is the grid's area",
     ),
     "cnf_model_count": Hardness(
         "effort",
@@ -228,19 +292,16 @@ TABLE: dict[str, Hardness] = {
         "takes about 50 ms an instance and effort 10^6 needs n = 16",
     ),
     "fewest_coins": Hardness(
-        "effort",
-        lambda i: int(i["amount"]) * len(i["coins"]),
-        (1,) * 10,
+        "candidates",
+        _coin_combinations,
+        (50, 200, 1_000, 5_000, 15_000, 60_000, 200_000, 300_000, 10**6, LEVEL10_CANDIDATES),
         _counts("coins"),
-        why_not="the dynamic programme fills amount x coins cells; the answer is a small count",
     ),
     "road_shortest_distance": Hardness(
-        "effort",
-        lambda i: _n(i, "towns") * _n(i, "roads"),
-        (1,) * 10,
+        "steps",
+        _relaxations,
+        (3, 4, 5, 7, 9, 12, 14, 17, 21, LEVEL10_STEPS),
         _counts("towns", "roads"),
-        why_not="Dijkstra's effort grows with towns x roads; a map a model reads has tens of "
-        "towns, not thousands",
     ),
     "venn_region_count": Hardness(
         "candidates",
@@ -253,7 +314,11 @@ TABLE: dict[str, Hardness] = {
         lambda i: 37 - int(i["duration"]),
         (1,) * 10,
         lambda i: (_n(i, "calendars"), max(len(c) for c in i["calendars"])),
-        why_not="a working day has 36 quarter-hour starts: the answer space is fixed by nature",
+        why_not="the answer is a start time: a 09:00-18:00 day has 36 quarter-hour starts, "
+        "a working week 180 and a year of working days about 9,000, so 10^6 candidate starts "
+        "would need over a century of calendars; nor is it a chain: the earliest common gap "
+        "is found by one sweep over the busy blocks sorted by start, and the sweep stops at "
+        "the first gap long enough (with the day about half free, after a few blocks)",
     ),
 }
 """The built-in families' difficulty measures (kept beside the family ids they describe)."""

@@ -11,12 +11,28 @@ from veritask.logic._textonly import Undetermined, between
 
 
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """A 1-cent coin plus ``2 + d`` other coins; the amount grows with difficulty."""
-    others = rng.sample(range(2, 14 + 2 * difficulty), 2 + difficulty)
-    coins = sorted([1, *others])
-    amount = rng.randint(10 + 2 * difficulty, 60 + 30 * difficulty)
+    """A 1-cent coin plus ``2 + d`` other coins; the amount grows with difficulty.
+
+    Only draws where paying largest-coin-first uses more coins than needed are kept, so the
+    greedy habit never gives the answer; at level 10 the median amount can be paid in over
+    10^6 different combinations of coins."""
+    while True:
+        others = rng.sample(range(2, 14 + 2 * difficulty), 2 + difficulty)
+        coins = sorted([1, *others])
+        amount = rng.randint(10 + 2 * difficulty, 60 + 30 * difficulty)
+        inputs = {"coins": coins, "amount": amount}
+        if greedy_count(inputs) > solve_dp(inputs):
+            break
     text = ", ".join(str(c) for c in coins)
-    return {"coins": coins, "amount": amount}, [text, str(amount)]
+    return inputs, [text, str(amount)]
+
+
+def greedy_count(inputs: dict[str, Any]) -> int:
+    """How many coins paying the largest coin that fits, again and again, uses."""
+    left, used = int(inputs["amount"]), 0
+    for coin in sorted(inputs["coins"], reverse=True):
+        used, left = used + left // coin, left % coin
+    return used
 
 
 def solve_dp(inputs: dict[str, Any]) -> int:
@@ -61,7 +77,7 @@ def text_coins(question: str) -> int:
 FAMILIES = (
     Family(
         id="fewest_coins",
-        version="2",
+        version="3",
         category="commonsense",
         title="Making change with fewest coins",
         template=(

@@ -50,7 +50,9 @@ def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[
     target = rng.choice([t for t in range(2, 13) if t != servings])
     recipe: list[list[Any]] = []
     for name in names:
-        total = rng.randint(1, 4 + 2 * difficulty) * servings
+        # at least 2 teaspoons a serving (version 3): with 1, the answer for one asked
+        # ingredient was the target servings, the last number of the question
+        total = rng.randint(2, 4 + 2 * difficulty) * servings
         parts: list[list[int]] = []
         left = total
         for _, _, size in units:
@@ -122,7 +124,7 @@ def text_teaspoons(question: str) -> int:
 FAMILIES = (
     Family(
         id="recipe_scaling",
-        version="2",
+        version="3",
         category="commonsense",
         title="Recipe scaling with unit conversion",
         template=(

@@ -1,4 +1,4 @@
-"""Relational: follow a chain of parent links through a family tree and name the ancestor."""
+"""Relational: follow a chain of parent links up a line of descent and name the ancestor."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from veritask.logic._family import Family
+from veritask.logic._hardness import STEPS
 from veritask.logic._textonly import Undetermined, between
 
 _MALE = [
@@ -40,6 +41,23 @@ _MALE = [
     "Bruno",
     "Cedric",
     "Dorian",
+    "Elias",
+    "Fabian",
+    "Gustav",
+    "Henrik",
+    "Isaac",
+    "Jasper",
+    "Konrad",
+    "Lorenz",
+    "Mattias",
+    "Nikolai",
+    "Otto",
+    "Piers",
+    "Roland",
+    "Stefan",
+    "Theo",
+    "Ansel",
+    "Basil",
 ]
 _FEMALE = [
     "Alice",
@@ -72,55 +90,84 @@ _FEMALE = [
     "Daphne",
     "Edith",
     "Freya",
+    "Alma",
+    "Bettina",
+    "Carmen",
+    "Dora",
+    "Esther",
+    "Flora",
+    "Gisela",
+    "Helga",
+    "Ingrid",
+    "Judith",
+    "Klara",
+    "Lotte",
+    "Mira",
+    "Nadia",
+    "Ottilie",
+    "Carla",
+    "Delia",
 ]
 
 _POSSESSIVE = {"m": "his", "f": "her"}
 
 
-def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """A full ancestor tree of ``2 + (d-1)//3`` generations plus ``d`` distracting siblings."""
-    gens = 2 + (difficulty - 1) // 3
-    males = rng.sample(_MALE, len(_MALE))
-    females = rng.sample(_FEMALE, len(_FEMALE))
-    gender: dict[str, str] = {}
+class _People:
+    """Fresh names without repeats, and each person's gender."""
 
-    def new_person(g: str) -> str:
-        name = males.pop() if g == "m" else females.pop()
-        gender[name] = g
+    def __init__(self, rng: random.Random) -> None:
+        self.names = {"m": rng.sample(_MALE, len(_MALE)), "f": rng.sample(_FEMALE, len(_FEMALE))}
+        self.gender: dict[str, str] = {}
+
+    def new(self, gender: str) -> str:
+        name = self.names[gender].pop()
+        self.gender[name] = gender
         return name
 
-    start = new_person(rng.choice("mf"))
+    def parents_of(self, child: str) -> list[list[str]]:
+        return [[self.new("m"), "father", child], [self.new("f"), "mother", child]]
+
+
+def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
+    """A line of descent ``STEPS[d-1]`` generations deep (30 at level 10) and a question that
+    climbs it one parent at a time.
+
+    Every person on the line has both parents named, so each hop is a choice the question
+    decides and the next hop starts from its result; ``d`` siblings of people on the line and
+    the parents of ``d // 2`` parents the line does not take are distractors."""
+    people = _People(rng)
+    start = people.new(rng.choice("mf"))
+    path = [rng.choice(("father", "mother")) for _ in range(STEPS[difficulty - 1])]
     facts: list[list[str]] = []
     couples: list[tuple[str, str]] = []
-    level = [start]
-    for _ in range(gens - 1):
-        nxt: list[str] = []
-        for child in level:
-            father, mother = new_person("m"), new_person("f")
-            facts.append([father, "father", child])
-            facts.append([mother, "mother", child])
-            couples.append((father, mother))
-            nxt += [father, mother]
-        level = nxt
+    not_taken: list[str] = []
+    person = start
+    for rel in path:
+        (father, _, _), (mother, _, _) = parents = people.parents_of(person)
+        facts += parents
+        couples.append((father, mother))
+        person, other = (father, mother) if rel == "father" else (mother, father)
+        not_taken.append(other)
     for _ in range(difficulty):
         father, mother = rng.choice(couples)
-        child = new_person(rng.choice("mf"))
-        facts.append([father, "father", child])
-        facts.append([mother, "mother", child])
+        child = people.new(rng.choice("mf"))
+        facts += [[father, "father", child], [mother, "mother", child]]
+    for other in rng.sample(not_taken, min(difficulty // 2, len(not_taken))):
+        facts += people.parents_of(other)
     rng.shuffle(facts)
-    length = rng.randint(max(1, gens - 2), gens - 1)
-    path = [rng.choice(("father", "mother")) for _ in range(length)]
-    # every link names the parent's role (version 2: "C is a son of P" left father or mother
-    # to a guess from P's name)
-    lines = []
-    for parent, rel, child in facts:
-        if rng.random() < 0.5:
-            lines.append(f"{parent} is the {rel} of {child}.")
-        else:
-            kid = "son" if gender[child] == "m" else "daughter"
-            lines.append(f"{child} is the {kid} of {parent}, {_POSSESSIVE[gender[child]]} {rel}.")
+    lines = [_fact_text(fact, people.gender, rng) for fact in facts]
     query = start + "".join(f"'s {rel}" for rel in path)
     return {"facts": facts, "start": start, "path": path}, [" ".join(lines), query]
+
+
+def _fact_text(fact: list[str], gender: dict[str, str], rng: random.Random) -> str:
+    """One parent link, naming the parent's role either way round (version 2: "C is a son of
+    P" left father or mother to a guess from P's name)."""
+    parent, rel, child = fact
+    if rng.random() < 0.5:
+        return f"{parent} is the {rel} of {child}."
+    kid = "son" if gender[child] == "m" else "daughter"
+    return f"{child} is the {kid} of {parent}, {_POSSESSIVE[gender[child]]} {rel}."
 
 
 def solve_dict(inputs: dict[str, Any]) -> str:
@@ -166,7 +213,7 @@ def text_ancestor(question: str) -> str:
 FAMILIES = (
     Family(
         id="kinship_ancestor",
-        version="2",
+        version="3",
         category="relational",
         title="Family-tree ancestor query",
         template="Facts about a family: [Input Slot 1] Who is [Input Slot 2]?",

@@ -26,24 +26,60 @@ _TOWNS = [
     "Newport",
     "Oakley",
     "Preston",
+    "Quincy",
+    "Rowan",
+    "Selby",
+    "Thorne",
+    "Upton",
+    "Verne",
+    "Wexford",
+    "Yardley",
+    "Zennor",
+    "Alder",
+    "Bexley",
+    "Corby",
+    "Dunmore",
+    "Eston",
 ]
+
+_TOWN_COUNTS = (5, 6, 8, 10, 12, 15, 18, 21, 25, 30)
+"""Per level: how many towns the map has (one count per level, so adjacent levels differ)."""
+_EXTRA_ROADS = (1, 2, 3, 4, 6, 8, 10, 12, 15, 20)
+"""Per level: roads beyond a spanning tree (each adds a cycle, so routes compete)."""
 
 
 def generate(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """``4 + d`` towns joined by a random spanning tree plus ``d`` extra roads."""
-    n = 4 + difficulty
+    """``_TOWN_COUNTS[d-1]`` towns joined by a random spanning tree plus ``_EXTRA_ROADS[d-1]``
+    more roads; the destination is drawn from the farther half of the towns (by distance from
+    the start), so a shortest-path search settles most of the map before it. At level 10 (30
+    towns, 49 roads) the median search lowers a town's best-known distance over 30 times."""
+    n = _TOWN_COUNTS[difficulty - 1]
     towns = rng.sample(_TOWNS, n)
     edges: set[tuple[int, int]] = set()
     for i in range(1, n):
         j = rng.randrange(i)
         edges.add((j, i))
     missing = [(i, j) for i in range(n) for j in range(i + 1, n) if (i, j) not in edges]
-    edges |= set(rng.sample(missing, min(difficulty, len(missing))))
+    edges |= set(rng.sample(missing, min(_EXTRA_ROADS[difficulty - 1], len(missing))))
     roads = [[towns[i], towns[j], rng.randint(1, 9 + difficulty)] for i, j in sorted(edges)]
     rng.shuffle(roads)
-    src, dst = rng.sample(towns, 2)
+    src = rng.choice(towns)
+    far = _by_distance({"towns": towns, "roads": roads, "src": src})
+    dst = rng.choice(far[len(far) // 2 :])
     text = " ".join(f"A road of length {w} joins {a} and {b}." for a, b, w in roads)
     return {"towns": towns, "roads": roads, "src": src, "dst": dst}, [text, src, dst]
+
+
+def _by_distance(inputs: dict[str, Any]) -> list[str]:
+    """The other towns, nearest to ``src`` first (ties by name)."""
+    dist = dict.fromkeys(inputs["towns"], 1 << 60)
+    dist[inputs["src"]] = 0
+    for _ in inputs["towns"]:
+        for a, b, w in inputs["roads"]:
+            dist[b] = min(dist[b], dist[a] + w)
+            dist[a] = min(dist[a], dist[b] + w)
+    others = [t for t in inputs["towns"] if t != inputs["src"]]
+    return sorted(others, key=lambda t: (dist[t], t))
 
 
 def solve_dijkstra(inputs: dict[str, Any]) -> int:
@@ -110,7 +146,7 @@ def text_distance(question: str) -> int:
 FAMILIES = (
     Family(
         id="road_shortest_distance",
-        version="2",
+        version="3",
         category="relational",
         title="Shortest road distance",
         template=(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -13,13 +14,21 @@ from veritask.logic._textonly import between, findall
 # --- monotone path counting with obstacles -------------------------------------------------
 
 
+_PATH_ROWS = (3, 3, 4, 5, 6, 7, 8, 10, 11, 13)
+"""Per level: the grid's rows (columns are 1-4 more, see :func:`generate_paths`)."""
+_PATH_EXTRA_COLS = (1, 3, 2, 2, 2, 2, 2, 2, 2, 2)
+_PATH_DENSITY = (0.16, 0.17, 0.18, 0.17, 0.16, 0.15, 0.13, 0.11, 0.09, 0.06)
+"""Per level: the share of blocked cells; large grids are sparser so that millions of paths
+stay open (level 10: 13 rows, 15-16 columns, about a dozen blocked cells)."""
+
+
 def generate_paths(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """An R x C grid (3-7 rows) with blocked cells; at least one path exists. Every level has
-    its own grid shapes (odd levels 1-2 columns more than rows, even levels 3-4), so the area
-    grows at every level and no two levels share a question."""
-    rows = 3 + (difficulty - 1) // 2
-    cols = rows + 1 + 2 * ((difficulty - 1) % 2) + rng.randint(0, 1)
-    density = 0.15 + 0.01 * difficulty
+    """An R x C grid (3-13 rows, one row count per level pair, see ``_PATH_ROWS``) with blocked
+    cells; at least one path exists. The area grows at every level and level 10's median grid
+    has over 10^6 open paths, which a solver counts by dynamic programming, not by listing."""
+    rows = _PATH_ROWS[difficulty - 1]
+    cols = rows + _PATH_EXTRA_COLS[difficulty - 1] + rng.randint(0, 1)
+    density = _PATH_DENSITY[difficulty - 1]
     cells = [(r, c) for r in range(rows) for c in range(cols)][1:-1]
     # version 2: up to 3 extra columns, one obstacle allowed at d=1 (answer 1 was 32% there)
     n_blocked = max(1 if difficulty == 1 else 2, round(rows * cols * density) + rng.randint(-1, 2))
@@ -47,25 +56,25 @@ def paths_dp(inputs: dict[str, Any]) -> int:
     return ways[-1]
 
 
-def paths_dfs(inputs: dict[str, Any]) -> int:
-    """Enumerate every path by depth-first search (no memo)."""
+def paths_exclusion(inputs: dict[str, Any]) -> int:
+    """Count by binomials and inclusion-exclusion over the blocked cells: all monotone paths,
+    minus those whose first blocked cell is each blocked cell (no cell-by-cell table)."""
     grid = inputs["grid"]
     rows, cols = len(grid), len(grid[0])
-    blocked = {(r, c) for r in range(rows) for c in range(cols) if grid[r][c] == "#"}
-    stack = [(0, 0)]
-    total = 0
-    while stack:
-        r, c = stack.pop()
-        if (r, c) in blocked:
-            continue
-        if r == rows - 1 and c == cols - 1:
-            total += 1
-            continue
-        if r + 1 < rows:
-            stack.append((r + 1, c))
-        if c + 1 < cols:
-            stack.append((r, c + 1))
-    return total
+    blocked = sorted((r, c) for r in range(rows) for c in range(cols) if grid[r][c] == "#")
+
+    def between(a: tuple[int, int], b: tuple[int, int]) -> int:
+        down, right = b[0] - a[0], b[1] - a[1]
+        return math.comb(down + right, down) if down >= 0 and right >= 0 else 0
+
+    first_hit: list[int] = []  # paths from the start whose first blocked cell is blocked[i]
+    for i, cell in enumerate(blocked):
+        earlier = sum(first_hit[j] * between(blocked[j], cell) for j in range(i))
+        first_hit.append(between((0, 0), cell) - earlier)
+    end = (rows - 1, cols - 1)
+    return between((0, 0), end) - sum(
+        f * between(cell, end) for f, cell in zip(first_hit, blocked, strict=True)
+    )
 
 
 # --- robot moves clamped by walls ----------------------------------------------------------
@@ -204,11 +213,27 @@ def transform_coords(inputs: dict[str, Any]) -> list[str]:
 # --- counting islands --------------------------------------------------------------------
 
 
+_ISLAND_SHAPES = (
+    (5, 5),
+    (5, 7),
+    (6, 7),
+    (6, 8),
+    (7, 8),
+    (7, 9),
+    (8, 9),
+    (8, 10),
+    (9, 10),
+    (10, 11),
+)
+"""Per level: the map's rows and columns (one shape per level; the area grows at every level)."""
+
+
 def generate_islands(difficulty: int, rng: random.Random) -> tuple[dict[str, Any], list[str]]:
-    """A grid of land (#) and water (.) from 5x5 to 9x11, one shape per level (area grows)."""
-    rows = 5 + (difficulty - 1) // 2
-    cols = rows + 2 * ((difficulty - 1) % 2)  # one grid shape per level
-    p = rng.uniform(0.1, 0.75)
+    """A grid of land (#) and water (.) from 5x5 to 10x11, one shape per level. The land share
+    is drawn from 35-65%, around where islands are neither single cells nor one continent, so
+    at level 10 the median map has over 30 land cells that join an island already found."""
+    rows, cols = _ISLAND_SHAPES[difficulty - 1]
+    p = rng.uniform(0.35, 0.65)
     grid = ["".join("#" if rng.random() < p else "." for _ in range(cols)) for _ in range(rows)]
     return {"grid": grid}, [str(rows), str(cols), "\n".join(grid)]
 
@@ -379,7 +404,7 @@ def text_turtle(question: str) -> int:
 FAMILIES = (
     Family(
         id="grid_path_count",
-        version="3",
+        version="4",
         category="spatial",
         title="Grid paths around obstacles",
         template=(
@@ -388,7 +413,7 @@ FAMILIES = (
             "how many different paths lead from the top-left cell to the bottom-right cell?"
         ),
         generate=generate_paths,
-        validators=(paths_dp, paths_dfs),
+        validators=(paths_dp, paths_exclusion),
         answer_format="Answer with the integer only.",
         size=lambda inputs: (
             len(inputs["grid"]) * len(inputs["grid"][0]) + sum(r.count("#") for r in inputs["grid"])
@@ -432,7 +457,7 @@ FAMILIES = (
     ),
     Family(
         id="island_count",
-        version="3",
+        version="4",
         category="spatial",
         title="Counting islands",
         template=(

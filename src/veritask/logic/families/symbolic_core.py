@@ -19,21 +19,54 @@ _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
 def gen_rewrite(difficulty: int, rng: random.Random) -> tuple[Inputs, list[str]]:
-    """A start string, an ordered rule list and a step budget, all growing with difficulty."""
+    """A start string, an ordered rule list and a step budget of ``STEPS[d-1]`` (30 at level 10).
+
+    A draw is kept only when every step of the budget rewrites the string into one not seen
+    before (no early fixed point, no cycle) and the string grows by at most ``2 + steps // 5``
+    letters, so each of the steps is a dependent rewrite rather than a no-op or a repeat of a
+    growing rule."""
     alphabet = "abc" if difficulty <= 5 else "abcd"
+    steps = STEPS[difficulty - 1]
+    while True:
+        rules = _draw_rules(rng, alphabet, 2 + difficulty // 3)
+        start = "".join(rng.choice(alphabet) for _ in range(4 + difficulty // 2))
+        longest = len(start) + 2 + steps // 5
+        done, final = _rewrite_fresh(start, rules, steps, longest)
+        if done == steps and len(final) <= longest:
+            break
+    rule_text = "; ".join(f"rule {i + 1}: {a} -> {b}" for i, (a, b) in enumerate(rules))
+    return {"start": start, "rules": rules, "steps": steps}, [start, rule_text, str(steps)]
+
+
+def _draw_rules(rng: random.Random, alphabet: str, count: int) -> list[list[str]]:
+    """``count`` rules with distinct left sides of 1-2 letters and a different right side."""
     rules: list[list[str]] = []
     seen: set[str] = set()
-    while len(rules) < 2 + difficulty // 3:
+    while len(rules) < count:
         lhs = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 2)))
         rhs = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 2)))
         if lhs == rhs or lhs in seen:
             continue
         seen.add(lhs)
         rules.append([lhs, rhs])
-    start = "".join(rng.choice(alphabet) for _ in range(4 + difficulty // 2))
-    steps = 2 + difficulty
-    rule_text = "; ".join(f"rule {i + 1}: {a} -> {b}" for i, (a, b) in enumerate(rules))
-    return {"start": start, "rules": rules, "steps": steps}, [start, rule_text, str(steps)]
+    return rules
+
+
+def _rewrite_fresh(start: str, rules: list[list[str]], steps: int, longest: int) -> tuple[int, str]:
+    """Rewrite up to ``steps`` times; stop at a fixed point, at a string seen before, or early
+    once the string can no longer end within ``longest`` letters (a step shortens it by one
+    letter at most). Returns how many rewrites gave a new string, and the last new string."""
+    s, seen = start, {start}
+    for done in range(steps):
+        hit = next(((lhs, rhs) for lhs, rhs in rules if lhs in s), None)
+        if hit is None or len(s) - (steps - done) > longest:
+            return done, s
+        nxt = s.replace(hit[0], hit[1], 1)
+        if nxt in seen:
+            return done, s
+        s = nxt
+        seen.add(s)
+    return steps, s
 
 
 def solve_rewrite_replace(inputs: Inputs) -> str:
@@ -499,7 +532,7 @@ def text_stack(question: str) -> int:
 FAMILIES = (
     Family(
         id="string_rewrite",
-        version="3",
+        version="4",
         category="symbolic",
         title="String rewriting",
         template=(
