@@ -10,6 +10,10 @@ Run: ``PYTHONPATH=src .venv/bin/python benchmarks/blueprint_path_tasks.py [--n 3
    ante, fused, made and kept by the feasibility check).
 
 Each run also reports the semantic templates judged and passed and the soft storyline edges.
+
+4. Policy harmonization: ``fuse travel clinic`` and the pair built to conflict in
+   ``tests/blueprint/test_harmonize.py`` (the mock library twice, minimum ages 18 and 21):
+   conflicts, bridge rules, and whether every example of the fused spec passes.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from veritask.blueprint import (
     task_template,
 )
 from veritask.blueprint._dag_paths import with_templates
+from veritask.blueprint._examples import example_failures
 from veritask.blueprint._ground import ground_paths
 from veritask.blueprint._semantic import judged_templates
 from veritask.blueprint._trajectory_fusion import DEFAULT_MAX_PAIRS
@@ -48,6 +53,7 @@ from veritask.policy import dump_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 EXTRA = (
+    "per_service",
     "templates_judged",
     "templates_passed",
     "soft_edges",
@@ -72,9 +78,11 @@ def _dag(root: Path, fallback: bool) -> dict[str, Any]:
     dag.run()
     stages = stage_report(root)["stages"]
     judged = {k: stages["paths"][k] for k in ("templates_judged", "templates_passed", "soft_edges")}
+    units = json.loads((root / "tasks.json").read_text())["units"]
     return {
         **stages["tasks"],
         **judged,
+        "per_service": {u["unit"]: u["from_paths"] for u in units},
         "asked": 3 * config.tasks_per_service,
         "seconds": time.perf_counter() - start,
     }
@@ -121,6 +129,25 @@ def _trajectories(root: Path, n: int) -> dict[str, Any]:
     return {**made, "seconds": time.perf_counter() - start}
 
 
+def _harmonization() -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT / "tests" / "blueprint"))
+    from test_harmonize import _library  # the pair built to conflict
+
+    pairs = {
+        "travel + clinic": [load_domain("travel"), load_domain("clinic")],
+        "library 18 + library 21": [_library("lenient", 18), _library("strict", 21)],
+    }
+    out: dict[str, Any] = {}
+    for name, specs in pairs.items():
+        fusion = fuse_specs(specs)
+        out[name] = {
+            "conflicts": [f"{c.kind} on {c.column}" for c in fusion.conflicts],
+            "bridges": [c.bridge for c in fusion.conflicts if c.bridge],
+            "example_failures": len(example_failures(fusion.spec)),
+        }
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=30)
@@ -134,8 +161,9 @@ def main() -> None:
             "fuse_travel_clinic": _fused(root / "fused", args.n),
             "fuse_travel_clinic_trajectories": _trajectories(root / "traj", args.n),
         }
+    harmonization = _harmonization()
     if args.json:
-        print(json.dumps(result, indent=1, default=str))
+        print(json.dumps({**result, "harmonization": harmonization}, indent=1, default=str))
         return
     for name, row in result.items():
         share = row["from_paths"] / row["tasks"] if row["tasks"] else 0.0
@@ -147,6 +175,11 @@ def main() -> None:
         extra = {k: row[k] for k in EXTRA if k in row}
         if extra:
             print("   ", ", ".join(f"{k} {v}" for k, v in extra.items()))
+    for name, row in harmonization.items():
+        print(
+            f"harmonization {name}: conflicts {row['conflicts']}, bridge rules"
+            f" {row['bridges']}, failing examples {row['example_failures']}"
+        )
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 The fixture the examples need stays as it is; seeded Faker rows are added around it: persons,
 peripheral rows, and relationship rows that reference only rows meeting every ``requires``
-policy, keep each person under its quota and each capped column under its cap. The counters the
-effects maintain are set from the rows. ``row_problems`` re-checks those invariants and
+policy, keep each person under its quota (or at a quota of one, when a function updates the
+rows: :func:`open_rows_most`) and each capped column under its cap. The counters the effects
+maintain are set from the rows. ``row_problems`` re-checks those invariants and
 ``check_spec`` (SQLite: CHECK, FK, enum, unique; then every example) checks the rest.
 """
 
@@ -53,6 +54,22 @@ def _add_entities(entity: Entity, rows: list[Row], count: int, values: Values) -
         rows.append(entity_row(entity, f"{entity.name}_{n:03d}", values, {}, low=False))
 
 
+def open_rows_most(bp: Blueprint, rel: Relationship) -> int:
+    """The most open (non-final) rows of ``rel`` a populated person holds.
+
+    Under a quota of N, N-1: the person can still make one more. A quota of one would then
+    leave no open row at all, and a function that updates the relationship (finish, cancel)
+    would have only the fixture's row to act on, so a user's task could only update the row it
+    had just made (undoing its own work). There a person holds none or one: about half the
+    owners can make a row, the others have one to update.
+    """
+    quota = quota_of(bp, rel.name)
+    if quota is None:
+        return 2
+    updates = any(f.kind == "update" and f.relationship == rel.name for f in bp.functions)
+    return max(quota - 1, int(updates))
+
+
 def _relationship_rows(
     bp: Blueprint,
     rel: Relationship,
@@ -61,9 +78,9 @@ def _relationship_rows(
     values: Values,
     first_id: int,
 ) -> list[Row]:
-    """Rows of ``rel`` for ``owners``: under the quota, references that meet the policies."""
-    quota = quota_of(bp, rel.name)
-    most = 2 if quota is None else quota - 1
+    """Rows of ``rel`` for ``owners``: at most :func:`open_rows_most` open rows each,
+    references that meet the policies."""
+    most = open_rows_most(bp, rel)
     caps = _caps(bp, rel)
     out: list[Row] = []
     for owner in owners:

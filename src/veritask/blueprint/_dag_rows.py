@@ -4,7 +4,7 @@ value summary (AgentSkiller Section 3.7, without model-written scripts).
 Values come from a ``Faker`` whose seed is derived from the service name, so the same blueprint
 gives the same rows on every run. Every value is drawn inside its column's constraints (ranges,
 enums, NOT NULL), references point at existing rows that satisfy the service's ``requires``
-policies, each person holds fewer non-final rows than its quota, and the counters the effects
+policies, each person holds no more non-final rows than its quota, and the counters the effects
 keep equal the rows they count.
 """
 

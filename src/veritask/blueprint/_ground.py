@@ -17,6 +17,14 @@ only when every call is accepted, so the path reaches its terminal state.
   two levels deep at most) before the call that needs it; the whole path runs inside a
   savepoint (the origin image) and is rolled back after it, kept or not.
 
+An update that retires a row (its lifecycle column set to an inactive value) never acts on
+the row the path's own insert made: a task that makes a record and then cancels it undoes its
+own work, which the task lint refuses (``undone_in_task``). It takes one of the user's earlier
+live rows instead (a row creation mode wrote as setup counts as earlier: it stands for the
+user's history); a user who has none is passed over like one the path cannot be grounded for.
+So a path whose only completion undoes itself (under a quota of one, "join, then finish") is
+filtered here, before the ``tasks`` stage spends attempts on it.
+
 A failed path is classified by its first rejected call: ``policy_violation`` (a rule's trigger
 rejected it), ``invalid_entity_data`` (the arguments or rows broke the schema: a missing or
 malformed value, a record not found, a CHECK, FK, NOT NULL or UNIQUE constraint) or
@@ -300,16 +308,22 @@ class _Grounder:
         """Ground and execute ``template`` for ``user`` from the current state."""
         outcome = PathOutcome(template.id, list(template.tools), user)
         results: dict[str, list[Json]] = {}
+        made: set[tuple[str, Any]] = set()
         try:
             for tool_name in template.tools:
                 tool = self.tools[tool_name]
                 bound = self._bound(template, tool_name, results, user)
                 args = self._args(tool, bound, user, 0, outcome.calls)
+                if tool.kind == "update" and (tool.table, args.get(tool.key or "")) in made:
+                    self._not_undone(tool, args, user, made)
                 outcome.calls.append({"tool": tool_name, "args": args, "setup": False})
                 result = self.env.call(tool_name, args)
                 if not result.ok:
                     raise _Failed(classify(result.error), f"{tool_name}: {result.error}")
                 results[tool_name] = _rows_of(result.result)
+                if tool.kind == "insert":
+                    key = self._key(tool.table)
+                    made.update((tool.table, r.get(key)) for r in results[tool_name])
         except _Ungroundable as exc:
             outcome.grounded, outcome.detail = False, str(exc)
             return outcome
@@ -318,6 +332,32 @@ class _Grounder:
             return outcome
         outcome.kept = True
         return outcome
+
+    def _not_undone(
+        self, tool: ToolSpec, args: Json, user: Any, made: set[tuple[str, Any]]
+    ) -> None:
+        """Point an update that retires the row this path's own insert made (the lifecycle
+        column set to an inactive value: cancel, drop, finish) at one of the user's earlier
+        live rows instead: a task that makes a record and then retires it undoes its own work.
+        Raises ``_Ungroundable`` when the user has no earlier live row (the path then goes to
+        the next user; none at all, and it is not kept)."""
+        life = self.spec.table(tool.table).lifecycle
+        column = next(
+            (n for n, p in tool.params.items() if life and (p.column or n) == life.column), None
+        )
+        if life is None or column is None or args.get(column) not in life.inactive_values:
+            return
+        key = tool.key or ""
+        earlier = [
+            r
+            for r in self.env.rows(tool.table)
+            if r.get(life.column) not in life.inactive_values
+            and (tool.table, r.get(key)) not in made
+            and self._related(tool.table, r, user)
+        ]
+        if not earlier:
+            raise _Ungroundable(f"{tool.name} could only retire the row this path made")
+        args[key] = self.rng.choice(earlier)[key]
 
     def _bound(
         self, template: TaskTemplate, tool_name: str, results: dict[str, list[Json]], user: Any
