@@ -7,7 +7,9 @@ checks (``_run_gates``); their prompts are in ``_prompts`` and their records in 
   the validators in the minority are recorded). Runs without a model.
 - Gate 1, LLM quality review (:func:`review_family`): a reviewer model sees the template, the
   answer format, sample questions with answers and the family's source, and returns a
-  pass/fail verdict per criterion with reasons. Any failed criterion fails the family.
+  pass/fail verdict per criterion with reasons. Any failed criterion fails the family. With
+  ``code_calls`` the reviewer may test its claims with the ``run_python`` tool first (code run
+  in the OS sandbox with the family importable; ``_code_tool``); the report lists the calls.
 - Gate 2b, blind review (:func:`blind_review`): ``n`` solver samples answer one instance per
   probe difficulty (default ``[1, 3, 5, 5, 7]``) without seeing the answer; an instance is
   confirmed when at least ``tau`` answers are right by strict :func:`score_answer`. A probe
@@ -25,6 +27,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from veritask.logic._code_tool import CodeTool, ToolConversation, ask_with_tools
 from veritask.logic._family import (
     ConsensusError,
     Family,
@@ -37,7 +40,7 @@ from veritask.logic._family import (
     score_answer,
 )
 from veritask.logic._filefamily import FileFamily, sandbox_validators
-from veritask.logic._prompts import BLIND_PROMPT, REVIEW_SYSTEM, review_prompt
+from veritask.logic._prompts import BLIND_PROMPT, REVIEW_SYSTEM, REVIEW_TOOL_NOTE, review_prompt
 from veritask.logic._reports import (
     CRITERIA,
     BlindReport,
@@ -92,8 +95,16 @@ async def review_family(
     ledger: CostLedger | None = None,
     config: GenerateConfig | None = None,
     max_repairs: int = 2,
+    code_calls: int = 0,
 ) -> ReviewReport:
-    """Gate 1's LLM quality review: one reviewer call with repair rounds for malformed JSON."""
+    """Gate 1's LLM quality review: one reviewer conversation with repair rounds for
+    malformed JSON; with ``code_calls`` > 0 the reviewer may first run that many
+    ``run_python`` calls in the OS sandbox (recorded in ``report.tool_calls``).
+
+    Raises:
+        SandboxUnavailable: ``code_calls`` > 0 where the OS sandbox is unavailable (and not
+            explicitly allowed without it).
+    """
     report = ReviewReport(family.id)
     try:
         samples = _samples(family, difficulties, seed)
@@ -101,20 +112,29 @@ async def review_family(
         report.error = f"could not make sample instances: {exc}"
         return report
     report.samples = [{"difficulty": s.difficulty, "index": s.index} for s in samples]
+    prompt = review_prompt(family, samples)
+    if code_calls > 0:
+        prompt += REVIEW_TOOL_NOTE.format(calls=code_calls)
     messages = [
         {"role": "system", "content": REVIEW_SYSTEM},
-        {"role": "user", "content": review_prompt(family, samples)},
+        {"role": "user", "content": prompt},
     ]
+    parse = parse_model(QualityVerdict)
     try:
-        verdict = await ask(
-            provider,
-            messages,
-            parse_model(QualityVerdict),
-            module="review",
-            ledger=ledger,
-            config=config,
-            max_repairs=max_repairs,
-        )
+        if code_calls > 0:
+            verdict = await _review_with_tool(
+                family, samples, messages, report, provider, code_calls, ledger, config
+            )
+        else:
+            verdict = await ask(
+                provider,
+                messages,
+                parse,
+                module="review",
+                ledger=ledger,
+                config=config,
+                max_repairs=max_repairs,
+            )
     except StructuredOutputError as exc:
         report.error = str(exc)
         return report
@@ -122,6 +142,26 @@ async def review_family(
     report.verdict = verdict.verdict
     report.feedback = verdict.feedback
     return report
+
+
+async def _review_with_tool(
+    family: Family,
+    samples: Sequence[Instance],
+    messages: list[dict[str, Any]],
+    report: ReviewReport,
+    provider: ModelProvider,
+    code_calls: int,
+    ledger: CostLedger | None,
+    config: GenerateConfig | None,
+) -> QualityVerdict:
+    """The review conversation with ``run_python`` offered; every run lands in the report."""
+    tool = CodeTool(family, samples)
+    talk = ToolConversation(provider, tool, code_calls, "review", ledger, config)
+    try:
+        return await ask_with_tools(talk, messages, parse_model(QualityVerdict))
+    finally:
+        report.tool_calls = [run.to_json() for run in talk.runs]
+        tool.close()
 
 
 # --- Gate 2a: validator consensus ------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from veritask.logic._registry import DirLike
 from veritask.model import GenerateConfig
@@ -39,6 +39,8 @@ class GateSettings:
             sandbox call for family files).
         short_circuit: Skip the model stages once a stage failed.
         config: Sampling settings for model calls.
+        review_code_calls: ``run_python`` calls the quality reviewer may make, its code run in
+            the OS sandbox with the family importable (0: the reviewer only reads).
     """
 
     n: int = 5
@@ -52,9 +54,13 @@ class GateSettings:
     budget_us: float | None = None
     short_circuit: bool = True
     config: GenerateConfig | None = None
+    review_code_calls: int = 0
 
     def recorded(self) -> dict[str, Any]:
-        """The settings a gate record keeps, in the record's key order (JSON-ready)."""
+        """The settings a gate record keeps, in the record's key order (JSON-ready;
+        ``review_code_calls`` only when the reviewer may run code, so records made without
+        the tool keep their bytes)."""
+        tool = {"review_code_calls": self.review_code_calls} if self.review_code_calls else {}
         return {
             "n": self.n,
             "tau": self.tau,
@@ -64,6 +70,7 @@ class GateSettings:
             "consensus_per_level": self.consensus_per_level,
             "review_difficulties": list(self.review_difficulties),
             "seed": self.seed,
+            **tool,
         }
 
 
@@ -89,6 +96,8 @@ class EvolveSettings:
         run_dir: The run directory: the run manifest and each committed round with the state
             the next round starts from, so a killed run resumes after its last committed round
             (default ``<out_dir>/runs/<seed family>``).
+        curator: Who curates the playbook after each round: ``rules`` (fixed lessons, no model
+            call) or ``model`` (the run's model, with the round's evidence; see ``_curate``).
     """
 
     out_dir: str | Path
@@ -102,6 +111,7 @@ class EvolveSettings:
     config: GenerateConfig | None = None
     rounds_dir: str | Path | None = None
     run_dir: str | Path | None = None
+    curator: Literal["rules", "model"] = "rules"
 
     def __post_init__(self) -> None:
         own = (self.gates.seed, self.gates.config)
