@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ from test_sandbox_escapes import HOOK_OFF
 from veritask._cli import logic_gate_cmds
 from veritask.logic import FileFamily, family_from_source, sandbox_support
 from veritask.logic._code_tool import RUN_PYTHON_TOOL
-from veritask.logic._review import review_family
+from veritask.logic._review import blind_review, review_family
 from veritask.logic._settings import EvolveSettings
 from veritask.model import CostLedger, ScriptedProvider, register_provider
 
@@ -195,6 +196,39 @@ def test_the_evolve_command_passes_the_curator_and_the_reviewer_budget(
     args += ["--curator", "model", "--review-code-calls", "3"]
     result = CliRunner().invoke(group, args)
     assert "stopped after the settings" in result.output
-    assert seen[0].curator == "model" and seen[0].gate_settings().review_code_calls == 3
+    gates = seen[0].gate_settings()
+    assert seen[0].curator == "model" and gates.review_code_calls == 3
+    assert gates.blind_code_calls == 0
     bad = CliRunner().invoke(group, [*args[:6], "--curator", "oracle"])
     assert bad.exit_code == 2 and "'oracle' is not one of 'rules', 'model'" in bad.output
+
+
+@needs_sandbox
+def test_blind_solvers_compute_with_their_own_tool_without_the_family(
+    family: FileFamily,
+) -> None:
+    def solver(messages: list[dict[str, Any]], tools: Any) -> Any:
+        last = messages[-1]
+        if last["role"] == "tool":
+            found = json.loads(last["content"])["stdout"].split()
+            return "\\boxed{" + found[0] + "}"
+        question = last["content"].split("## Problem")[1]
+        top, r = (int(n) for n in re.findall(r"\d+", question.split("## Requirements")[0])[1:3])
+        code = (
+            "import family\n"
+            "assert not family.samples and not hasattr(family, 'solution')\n"
+            f"print(min(x for x in range(1, {top} + 1) if x % 3 == {r}))\n"
+        )
+        return call(code)
+
+    provider = ScriptedProvider(solver)
+    report = asyncio.run(
+        blind_review(family, provider, n=2, tau=2, difficulties=(2,), attempts=1, code_calls=1)
+    )
+    assert report.passed, report.problems
+    attempt = report.probes[0]["attempts"][0]
+    assert attempt["correct"] == 2
+    assert [[c["kind"] for c in runs] for runs in attempt["tool_calls"]] == [["ok"], ["ok"]]
+    schema = provider.requests[0]["tools"][0]["function"]
+    assert schema["name"] == "run_python" and "import family" not in schema["description"]
+    assert "run_python" in provider.requests[0]["messages"][0]["content"]

@@ -104,7 +104,13 @@ def blind_review_options(func: Any) -> Any:
 
 
 def review_code_calls_option(func: Any) -> Any:
-    """``--review-code-calls``: run_python calls the quality reviewer may make (sandboxed)."""
+    """``--review-code-calls`` and ``--blind-code-calls``: run_python calls the quality
+    reviewer and each blind solver may make (their code runs in the OS sandbox)."""
+    func = click.option(
+        "--blind-code-calls", type=click.IntRange(min=0, max=50), default=0, show_default=True,
+        help="run_python calls each blind solver may make (sandboxed; the family is not"
+        " importable there); 0 answers from the text alone.",
+    )(func)  # fmt: skip
     return click.option(
         "--review-code-calls", type=click.IntRange(min=0, max=50), default=0, show_default=True,
         help="run_python calls the quality reviewer may make to test the family (its code runs"
@@ -177,6 +183,7 @@ def gate_cmd(
     consensus_per_level: int,
     seed: int,
     review_code_calls: int,
+    blind_code_calls: int,
     families_dirs: tuple[str, ...],
     cache_dir: str | None,
     unsafe_no_sandbox: bool,
@@ -200,8 +207,9 @@ def gate_cmd(
         consensus_per_level=consensus_per_level,
         seed=seed,
         review_code_calls=review_code_calls,
+        blind_code_calls=blind_code_calls,
     )
-    results, tool = [], review_code_calls > 0
+    results, tool = [], review_code_calls + blind_code_calls > 0
     for family in families:
         path = record
         if record is not None and family_id == "all":
@@ -313,6 +321,7 @@ def evolve_cmd(
     per_level: int,
     curator: str,
     review_code_calls: int,
+    blind_code_calls: int,
     run_dir: str | None,
     families_dirs: tuple[str, ...],
     cache_dir: str | None,
@@ -334,7 +343,13 @@ def evolve_cmd(
         playbook_path=playbook,
         seed=seed,
         extra_validators=extra_validators,
-        gates=GateSettings(n=n, tau=tau, per_level=per_level, review_code_calls=review_code_calls),
+        gates=GateSettings(
+            n=n,
+            tau=tau,
+            per_level=per_level,
+            review_code_calls=review_code_calls,
+            blind_code_calls=blind_code_calls,
+        ),
         families_dirs=families_dirs,
         run_dir=run_dir,
         curator="model" if curator == "model" else "rules",

@@ -45,28 +45,42 @@ CODE_LIMIT = 20000
 TOOL_LIMITS = SandboxLimits(cpu_seconds=5.0, memory_mb=512, wall_seconds=20.0)
 """The limits each tool run gets: more CPU than a family call, since a reviewer may search."""
 
-RUN_PYTHON_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": TOOL_NAME,
-        "description": (
-            "Run Python code in a sandbox (no network, no files outside a temporary directory, "
-            f"a few seconds of CPU) and get back what it printed (at most {STDOUT_LIMIT} "
-            "characters) and any error. `import family` gives the family under review: "
-            "family.samples (the instances shown, with difficulty, inputs, question and "
-            "answer) and, for a family file, its code: family.generate(difficulty, rng), "
-            "family.solution(inputs) and the other validators. Allowed imports: "
-            + ", ".join(sorted(DEFAULT_IMPORTS))
-            + "."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {"code": {"type": "string", "description": "Python source to run."}},
-            "required": ["code"],
-            "additionalProperties": False,
+_FAMILY_NOTE = (
+    " `import family` gives the family under review: family.samples (the instances shown, "
+    "with difficulty, inputs, question and answer) and, for a family file, its code: "
+    "family.generate(difficulty, rng), family.solution(inputs) and the other validators."
+)
+
+
+def run_python_tool(with_family: bool = True) -> dict[str, Any]:
+    """The OpenAI function schema of ``run_python`` (saying ``import family`` works only when
+    the family is importable: the quality reviewer's tool, not a blind solver's)."""
+    description = (
+        "Run Python code in a sandbox (no network, no files outside a temporary directory, "
+        f"a few seconds of CPU) and get back what it printed (at most {STDOUT_LIMIT} "
+        "characters) and any error."
+        + (_FAMILY_NOTE if with_family else "")
+        + " Allowed imports: "
+        + ", ".join(sorted(DEFAULT_IMPORTS))
+        + "."
+    )
+    return {
+        "type": "function",
+        "function": {
+            "name": TOOL_NAME,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {"code": {"type": "string", "description": "Python source to run."}},
+                "required": ["code"],
+                "additionalProperties": False,
+            },
         },
-    },
-}
+    }
+
+
+RUN_PYTHON_TOOL = run_python_tool()
+"""The quality reviewer's ``run_python`` schema."""
 
 _HARNESS = '''
 import sys
@@ -170,7 +184,7 @@ def _samples_json(samples: Sequence[Instance]) -> list[dict[str, Any]]:
     ]
 
 
-def harness_source(family: Family, samples: Sequence[Instance]) -> str:
+def harness_source(family: Family | None, samples: Sequence[Instance]) -> str:
     """The code the sandbox child loads: the family (file families only), the samples, and
     ``run_tool(code)``."""
     source = family.source if isinstance(family, FileFamily) else None
@@ -180,22 +194,25 @@ def harness_source(family: Family, samples: Sequence[Instance]) -> str:
 
 
 class CodeTool:
-    """``run_python`` for one family under review: one sandbox worker, started on first use.
+    """``run_python`` for one reviewer: one sandbox worker, started on its first run.
 
     Args:
-        family: The family the code may import as ``family``.
+        family: The family the code may import as ``family``; None for a blind solver (its
+            ``family`` module is then empty).
         samples: The instances the reviewer was shown (``family.samples``).
         limits: The sandbox limits of each run.
     """
 
     def __init__(
         self,
-        family: Family,
-        samples: Sequence[Instance],
+        family: Family | None,
+        samples: Sequence[Instance] = (),
         limits: SandboxLimits = TOOL_LIMITS,
     ) -> None:
+        self.schema = run_python_tool(with_family=family is not None)
+        name = "blind" if family is None else family.id
         self._worker = SandboxWorker(
-            harness_source(family, samples), limits, filename=f"<review tool {family.id}>"
+            harness_source(family, samples), limits, filename=f"<review tool {name}>"
         )
 
     def run(self, code: str) -> ToolRun:
@@ -299,7 +316,7 @@ async def ask_with_tools(
     text = ""
     turns = talk.max_calls + talk.max_repairs + 2
     for _ in range(turns):
-        tools = [RUN_PYTHON_TOOL] if len(talk.runs) < talk.max_calls else None
+        tools = [talk.tool.schema] if len(talk.runs) < talk.max_calls else None
         output = await talk.provider.generate(conversation, tools, talk.config, talk.sample_index)
         if talk.ledger is not None:
             talk.ledger.charge(talk.module, output.usage)

@@ -103,6 +103,12 @@ solve it independently.
 3. If the problem cannot be solved from the information given, answer \\boxed{{N/A}}."""
 
 
+BLIND_TOOL_NOTE = """
+
+You may call the `run_python` tool (at most {calls} times) to write and run code that helps \
+your reasoning; print intermediate results. Then give your final answer as asked."""
+
+
 # --- evolution: agent and validator builder ------------------------------------------------
 
 

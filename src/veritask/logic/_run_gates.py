@@ -133,6 +133,7 @@ async def _model_gates(
         seed=settings.seed,
         ledger=ledger,
         config=settings.config,
+        code_calls=settings.blind_code_calls,
     )
 
 

@@ -41,6 +41,8 @@ class GateSettings:
         config: Sampling settings for model calls.
         review_code_calls: ``run_python`` calls the quality reviewer may make, its code run in
             the OS sandbox with the family importable (0: the reviewer only reads).
+        blind_code_calls: ``run_python`` calls each blind solver may make, in a sandbox of its
+            own where the family is not importable (0: solvers answer from text alone).
     """
 
     n: int = 5
@@ -55,12 +57,17 @@ class GateSettings:
     short_circuit: bool = True
     config: GenerateConfig | None = None
     review_code_calls: int = 0
+    blind_code_calls: int = 0
 
     def recorded(self) -> dict[str, Any]:
         """The settings a gate record keeps, in the record's key order (JSON-ready;
-        ``review_code_calls`` only when the reviewer may run code, so records made without
-        the tool keep their bytes)."""
-        tool = {"review_code_calls": self.review_code_calls} if self.review_code_calls else {}
+        the code-call budgets only when a reviewer may run code, so records made without the
+        tool keep their bytes)."""
+        budgets = {
+            "review_code_calls": self.review_code_calls,
+            "blind_code_calls": self.blind_code_calls,
+        }
+        tool = {k: v for k, v in budgets.items() if v}
         return {
             "n": self.n,
             "tau": self.tau,
