@@ -18,9 +18,18 @@ from click.testing import CliRunner
 from test_sandbox_escapes import HOOK_OFF
 
 from veritask._cli import logic_gate_cmds
-from veritask.logic import FileFamily, family_from_source, sandbox_support
+from veritask.logic import (
+    Family,
+    FileFamily,
+    SandboxUnavailable,
+    _sandbox,
+    family_from_source,
+    get_family,
+    sandbox_support,
+)
 from veritask.logic._code_tool import RUN_PYTHON_TOOL
 from veritask.logic._review import blind_review, review_family
+from veritask.logic._sandbox import SandboxSupport
 from veritask.logic._settings import EvolveSettings
 from veritask.model import CostLedger, ScriptedProvider, register_provider
 
@@ -91,7 +100,7 @@ def family() -> Iterator[FileFamily]:
     made.close()
 
 
-def review(family: FileFamily, script: Script | list[Any], calls: int) -> tuple[Any, Any]:
+def review(family: Family, script: Script | list[Any], calls: int) -> tuple[Any, Any]:
     provider = ScriptedProvider(script)
     ledger = CostLedger()
     report = asyncio.run(review_family(family, provider, code_calls=calls, ledger=ledger))
@@ -232,3 +241,22 @@ def test_blind_solvers_compute_with_their_own_tool_without_the_family(
     schema = provider.requests[0]["tools"][0]["function"]
     assert schema["name"] == "run_python" and "import family" not in schema["description"]
     assert "run_python" in provider.requests[0]["messages"][0]["content"]
+
+
+@needs_sandbox
+def test_a_built_in_family_gives_the_samples_only() -> None:
+    code = "import family\nprint(len(family.samples), hasattr(family, 'solution'))\n"
+    report, _ = review(get_family("arithmetic_chain"), [call(code), verdict()], calls=1)
+    assert report.passed and report.tool_calls is not None
+    assert report.tool_calls[0]["stdout"] == "3 False\n"
+
+
+def test_without_the_os_sandbox_the_code_is_refused_not_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    missing = SandboxSupport(0, False, None, ("no Landlock here",))
+    monkeypatch.setattr(_sandbox, "sandbox_support", lambda: missing)
+    provider = ScriptedProvider([call("print('ran')"), verdict()])
+    with pytest.raises(SandboxUnavailable, match="no Landlock here"):
+        asyncio.run(review_family(get_family("arithmetic_chain"), provider, code_calls=1))
+    assert len(provider.requests) == 1  # the tool result never went back to the model
