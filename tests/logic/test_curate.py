@@ -201,21 +201,24 @@ def test_evolve_with_the_model_curator_shows_the_curated_playbook_next_round(
         {"action": "add", "key": "zeta", "text": ZETA, "evidence": ["E1", "E2"]},
         {"action": "drop", "keys": ["rng"], "evidence": ["E1"]},
     )
-    provider = _Curating([first, _ops()])
-    ledger = CostLedger()
     gates = replace(GATES, review_code_calls=2)  # offered; this reviewer reads only
-    settings = EvolveSettings(out_dir=tmp_path, gates=gates, curator="model")
+    settings = EvolveSettings(out_dir=tmp_path, gates=gates, curator="model", t_max=1)
+    evolve("arithmetic_chain", _Curating([first]), settings)  # round 1, then the run stops
+    # more rounds continue the run: round 1 is restored with its curated playbook, and the
+    # curator is asked only about round 2
+    provider = _Curating([_ops()])
+    ledger = CostLedger()
+    settings = replace(settings, t_max=2)
     result = evolve("arithmetic_chain", provider, settings, ledger=ledger)
     assert [r.outcome for r in result.rounds] == ["rejected", "accepted"]
-    assert ledger.modules["curate"].calls == 2
+    assert ledger.modules["curate"].calls == 2  # the restored round's cost is counted too
+    assert len(provider.curator.requests) == 1
     shown = provider.curator.requests[0]["messages"][1]["content"]
-    assert "E1: round 1 (propose): rejected, family evolved_sum" in shown
-    assert "gate gate1_static: failed" in shown and "candidate lesson [degenerate]" in shown
-    refine = [
-        r for r in provider.inner.requests if r["messages"][-1]["content"].startswith("Round 1")
-    ]
-    assert refine, "round 2 was not asked to refine"
-    prompt = refine[0]["messages"][-1]["content"]
+    assert "E1: round 2 (refine): accepted, family evolved_sum" in shown
+    assert "gate blind_review: passed" in shown and "solvability d=7: 1/1 probes" in shown
+    assert len(provider.inner.requests[0]["messages"]) == 4  # round 2 answers the refine prompt
+    prompt = provider.inner.requests[0]["messages"][-1]["content"]
+    assert prompt.startswith("Round 1: the candidate failed.")
     assert ZETA in prompt and "Draw every random choice" not in prompt
     book = json.loads((tmp_path / "playbook.json").read_text())
     assert book["version"] == 2 and book["curator"] == "model:scripted"
