@@ -260,3 +260,13 @@ def test_without_the_os_sandbox_the_code_is_refused_not_run(
     with pytest.raises(SandboxUnavailable, match="no Landlock here"):
         asyncio.run(review_family(get_family("arithmetic_chain"), provider, code_calls=1))
     assert len(provider.requests) == 1  # the tool result never went back to the model
+
+
+def test_a_malformed_call_is_refused_unrun_and_a_malformed_verdict_is_repaired() -> None:
+    bad_call = {"content": None, "tool_calls": [{"name": "run_python", "arguments": "{oops"}]}
+    script = [bad_call, "I think it passes.", verdict()]
+    report, provider = review(get_family("arithmetic_chain"), script, calls=1)
+    assert report.passed and report.tool_calls == []
+    refused = json.loads(provider.requests[1]["messages"][-1]["content"])
+    assert refused["error"] == "call run_python with one string argument 'code'"
+    assert "Reason: no JSON value found" in provider.requests[2]["messages"][-1]["content"]

@@ -322,14 +322,16 @@ async def ask_with_tools(
             talk.ledger.charge(talk.module, output.usage)
         calls = output.tool_calls
         if calls:
-            conversation += [{"role": "assistant", **output.message}, *_answer_calls(talk, calls)]
+            answers = _answer_calls(talk, calls)  # a new list each turn: providers may keep it
+            conversation = [*conversation, {"role": "assistant", **output.message}, *answers]
             continue
         text = output.text
         try:
             value = parse(text)
         except ValueError as exc:
             reasons.append(str(exc))
-            conversation += [
+            conversation = [
+                *conversation,
                 {"role": "assistant", "content": text},
                 {"role": "user", "content": _repair(str(exc))},
             ]
