@@ -163,6 +163,13 @@ def test_the_rules_curator_records_its_version_without_a_model(tmp_path: Path) -
     assert not run.spent.modules
 
 
+def test_settings_refuse_an_unknown_curator_or_a_negative_budget(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="curator must be 'rules' or 'model'"):
+        EvolveSettings(out_dir=tmp_path, curator="oracle")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="must be 0 or more"):
+        replace(GATES, blind_code_calls=-1)
+
+
 def test_evidence_names_the_round_its_problems_and_candidates() -> None:
     record = RoundRecord(3, "refine", "error", "fam", ["agent: no ```python block"])
     evidence = round_evidence(record, None, [("rng", "Draw from rng.")])

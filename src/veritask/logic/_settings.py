@@ -59,6 +59,10 @@ class GateSettings:
     review_code_calls: int = 0
     blind_code_calls: int = 0
 
+    def __post_init__(self) -> None:
+        if min(self.review_code_calls, self.blind_code_calls) < 0:
+            raise ValueError("review_code_calls and blind_code_calls must be 0 or more")
+
     def recorded(self) -> dict[str, Any]:
         """The settings a gate record keeps, in the record's key order (JSON-ready;
         the code-call budgets only when a reviewer may run code, so records made without the
@@ -121,6 +125,8 @@ class EvolveSettings:
     curator: Literal["rules", "model"] = "rules"
 
     def __post_init__(self) -> None:
+        if self.curator not in ("rules", "model"):
+            raise ValueError(f"curator must be 'rules' or 'model', got {self.curator!r}")
         own = (self.gates.seed, self.gates.config)
         if own not in ((0, None), (self.seed, self.config)):
             raise ValueError(
