@@ -303,6 +303,10 @@ COMMANDS: dict[str, Cmd] = {
             "1",
             "--out",
             "{TMP}/le",
+            "--curator",
+            "model",
+            "--review-code-calls",
+            "2",
         ),
         fragments=_parsed("playbook", "empty_file", "truncated_json", "wrong_schema"),
         na={"missing_path": "a missing --playbook is where the run writes its playbook"},
@@ -310,7 +314,9 @@ COMMANDS: dict[str, Cmd] = {
     "logic gate": Cmd(
         na={"missing_parent": _MODEL_FIRST},
         out=_a("logic", "gate", "arithmetic_chain", "--model", "{MODEL}", "--record", "{X}"),
-        model=_a("logic", "gate", "arithmetic_chain", "--model", "{MODEL}"),
+        model=_a(
+            "logic", "gate", "arithmetic_chain", "--model", "{MODEL}", "--review-code-calls", "1"
+        ),
         why_no_input="reads built-in or --families-dir families (logic family files)",
     ),
     "logic generate": Cmd(

@@ -103,6 +103,21 @@ def blind_review_options(func: Any) -> Any:
     )(func)
 
 
+def review_code_calls_option(func: Any) -> Any:
+    """``--review-code-calls`` and ``--blind-code-calls``: run_python calls the quality
+    reviewer and each blind solver may make (their code runs in the OS sandbox)."""
+    func = click.option(
+        "--blind-code-calls", type=click.IntRange(min=0, max=50), default=0, show_default=True,
+        help="run_python calls each blind solver may make (sandboxed; the family is not"
+        " importable there); 0 answers from the text alone.",
+    )(func)  # fmt: skip
+    return click.option(
+        "--review-code-calls", type=click.IntRange(min=0, max=50), default=0, show_default=True,
+        help="run_python calls the quality reviewer may make to test the family (its code runs"
+        " in the OS sandbox with the family importable); 0 reads only.",
+    )(func)  # fmt: skip
+
+
 def per_level_option(func: Any) -> Any:
     """``--per-level``: instances per difficulty for the static gate."""
     return click.option(
@@ -152,6 +167,7 @@ def _print_record(record: FamilyGateRecord) -> None:
     help="Instances per difficulty for the validator consensus.",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the gate instances.")
+@review_code_calls_option
 @families_dir_option
 @cache_dir_option
 @unsafe_no_sandbox_option
@@ -166,6 +182,8 @@ def gate_cmd(
     per_level: int,
     consensus_per_level: int,
     seed: int,
+    review_code_calls: int,
+    blind_code_calls: int,
     families_dirs: tuple[str, ...],
     cache_dir: str | None,
     unsafe_no_sandbox: bool,
@@ -188,14 +206,16 @@ def gate_cmd(
         per_level=per_level,
         consensus_per_level=consensus_per_level,
         seed=seed,
+        review_code_calls=review_code_calls,
+        blind_code_calls=blind_code_calls,
     )
-    results = []
+    results, tool = [], review_code_calls + blind_code_calls > 0
     for family in families:
         path = record
         if record is not None and family_id == "all":
             path = str(Path(record) / f"{family.id}.json")
         try:
-            with sandboxed([family], unsafe_no_sandbox):
+            with sandboxed([family], unsafe_no_sandbox, always=tool and model is not None):
                 result = run_gates(family, provider, settings, record_path=path)
         except ProviderError as exc:
             raise model_failure(model, exc) from None
@@ -270,6 +290,15 @@ def _print_evolution(result: EvolutionResult) -> None:
 @blind_review_options
 @per_level_option
 @click.option(
+    "--curator",
+    type=click.Choice(["rules", "model"]),
+    default="rules",
+    show_default=True,
+    help="Who curates the playbook after each round: fixed rules, or the model (add, merge,"
+    " rewrite, drop lessons, each citing the round's evidence).",
+)
+@review_code_calls_option
+@click.option(
     "--run-dir",
     type=click.Path(file_okay=False),
     help="Keep each committed round here; a rerun resumes after the last one"
@@ -290,6 +319,9 @@ def evolve_cmd(
     n: int,
     tau: int,
     per_level: int,
+    curator: str,
+    review_code_calls: int,
+    blind_code_calls: int,
     run_dir: str | None,
     families_dirs: tuple[str, ...],
     cache_dir: str | None,
@@ -311,9 +343,16 @@ def evolve_cmd(
         playbook_path=playbook,
         seed=seed,
         extra_validators=extra_validators,
-        gates=GateSettings(n=n, tau=tau, per_level=per_level),
+        gates=GateSettings(
+            n=n,
+            tau=tau,
+            per_level=per_level,
+            review_code_calls=review_code_calls,
+            blind_code_calls=blind_code_calls,
+        ),
         families_dirs=families_dirs,
         run_dir=run_dir,
+        curator="model" if curator == "model" else "rules",
     )
     try:
         with sandboxed([family], unsafe_no_sandbox, always=True):

@@ -66,9 +66,12 @@ RESULT = "result.json"
 
 
 def evolve_config(seed: Family, settings: EvolveSettings, model: str) -> dict[str, Any]:
-    """What decides a run's rounds (paths and ``t_max`` are left out: the rounds are the units)."""
+    """What decides a run's rounds (paths and ``t_max`` are left out: the rounds are the units;
+    the curator and the reviewer's code calls only when not the defaults, so the runs made
+    before they existed still resume)."""
     gates = settings.gate_settings()
     config = settings.config
+    curator = {} if settings.curator == "rules" else {"curator": settings.curator}
     return {
         "seed_family": f"{seed.id}@{seed.version}",
         "model": model,
@@ -81,6 +84,7 @@ def evolve_config(seed: Family, settings: EvolveSettings, model: str) -> dict[st
             "short_circuit": gates.short_circuit,
         },
         "config": None if config is None else asdict(config),
+        **curator,
     }
 
 
@@ -142,7 +146,7 @@ class FamilyRounds:
     async def reflect(self, stream: str, k: int, state: Run, verified: Gated) -> Step[Run]:
         """The record, the playbook's lessons and the refine prompt; the round's unit file:
         its record, the accepted source, the conversation and playbook after it, its cost."""
-        played = conclude(state, k + 1, *verified)
+        played = await conclude(state, k + 1, *verified)
         record = played.record
         source = None if played.accepted is None else played.accepted.source
         artifact = {

@@ -17,7 +17,8 @@ independent validators written for its pool, and runs every gate on the assemble
 
 The three steps are the phases of an iteration of the evolution engine
 (``veritask.pipeline.Evolution``): :func:`propose` synthesizes, :func:`gate` verifies and
-:func:`conclude` reflects (playbook lessons and the refine prompt). They update the run's state
+:func:`conclude` reflects (the playbook's curation, by rules or by the model, and the refine
+prompt, which shows the curated playbook). They update the run's state
 (the conversation with the agent and the playbook) and write nothing; what the round spent is
 kept apart (``Played.cost``), so the loop (``_evolve.py``) can store it with the round.
 """
@@ -25,14 +26,19 @@ kept apart (``Played.cost``), so the loop (``_evolve.py``) can store it with the
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from veritask.logic._curate import (
+    agent_key,
+    curate_with_model,
+    curate_with_rules,
+    round_evidence,
+)
 from veritask.logic._draft import Draft, assemble_family, parse_draft, parse_validator
 from veritask.logic._family import Family, instance_seed
 from veritask.logic._filefamily import family_from_source, parse_family_source
-from veritask.logic._playbook import Playbook, failure_lessons
+from veritask.logic._playbook import Playbook, lesson_evidence
 from veritask.logic._prompts import (
     EVOLVE_SYSTEM,
     VALIDATOR_SYSTEM,
@@ -41,7 +47,7 @@ from veritask.logic._prompts import (
     seed_prompt,
     validator_prompt,
 )
-from veritask.logic._records import RoundRecord
+from veritask.logic._records import RoundRecord, round_id
 from veritask.logic._reports import FamilyGateRecord
 from veritask.logic._run_gates import run_gates_async
 from veritask.logic._settings import EvolveSettings
@@ -127,29 +133,59 @@ async def gate(run: Run, round_no: int, proposed: Proposed) -> FamilyGateRecord 
     return await _gate(run, proposed.draft, proposed.source, round_no)
 
 
-def conclude(run: Run, round_no: int, proposed: Proposed, gates: FamilyGateRecord | None) -> Played:
-    """Reflection: the round's record, the lessons the playbook takes, and the refine prompt
-    the next round answers (nothing is written)."""
+async def conclude(
+    run: Run, round_no: int, proposed: Proposed, gates: FamilyGateRecord | None
+) -> Played:
+    """Reflection: the round's record, the playbook's curation (rules or model, see
+    ``_curate``), and the refine prompt the next round answers, which shows the curated
+    playbook (nothing is written)."""
     stage = proposed.stage
     if proposed.failure is not None or gates is None or proposed.draft is None:
         failed = proposed.failure or _RoundFailed(None, ["no candidate"])
-        _learn(run, failed.problems)
-        run.conversation.append(
-            {"role": "user", "content": refine_prompt(round_no, failed.problems, {})}
-        )
         record = RoundRecord(round_no, stage, "error", failed.family, failed.problems)
+        await curate_round(run, record, None, ())
+        prompt = refine_prompt(round_no, failed.problems, {}, run.playbook)
+        run.conversation.append({"role": "user", "content": prompt})
         return Played(record, run.spent)
     draft, family = proposed.draft, proposed.draft.spec.id
     if gates.passed:
         assert proposed.source is not None
-        _credit(run, draft.lessons)
         record = RoundRecord(round_no, stage, "accepted", family, [], gates.to_json())
+        await curate_round(run, record, gates, draft.lessons)
         return Played(record, run.spent, Accepted(draft, proposed.source, gates))
-    _learn(run, gates.problems)
-    prompt = refine_prompt(round_no, gates.problems, gate_feedback(gates))
-    run.conversation.append({"role": "user", "content": prompt})
     record = RoundRecord(round_no, stage, "rejected", family, gates.problems, gates.to_json())
+    await curate_round(run, record, gates, draft.lessons)
+    prompt = refine_prompt(round_no, gates.problems, gate_feedback(gates), run.playbook)
+    run.conversation.append({"role": "user", "content": prompt})
     return Played(record, run.spent)
+
+
+async def curate_round(
+    run: Run, record: RoundRecord, gates: FamilyGateRecord | None, lessons: tuple[str, ...]
+) -> None:
+    """Curate the playbook after a round: by the rules, or by the model (falling back to the
+    rules, with the reason in the version, when its answer stays unusable). The agent's own
+    ``lessons`` are credited by the rules only when the family was accepted; the model sees
+    them as candidates either way."""
+    where = round_id(run.seed.id, record.round)
+    credited = lessons if record.outcome == "accepted" else ()
+    if run.settings.curator == "rules":
+        curate_with_rules(run.playbook, where, record.problems, credited)
+        return
+    candidates = [(key, text) for key, text, _ in lesson_evidence(record.problems)]
+    candidates += [(agent_key(lesson), lesson) for lesson in lessons]
+    evidence = round_evidence(record, gates, candidates)
+    rejected = await curate_with_model(
+        run.playbook,
+        run.provider,
+        evidence,
+        where,
+        ledger=run.spent,
+        config=run.settings.config,
+    )
+    if rejected is not None:
+        note = f"model curation rejected, rules applied: {rejected}"[:500]
+        curate_with_rules(run.playbook, where, record.problems, credited, note)
 
 
 async def play_round(run: Run, round_no: int) -> Played:
@@ -158,7 +194,7 @@ async def play_round(run: Run, round_no: int) -> Played:
     Writes nothing: the loop commits the round.
     """
     proposed = await propose(run, round_no)
-    return conclude(run, round_no, proposed, await gate(run, round_no, proposed))
+    return await conclude(run, round_no, proposed, await gate(run, round_no, proposed))
 
 
 async def _gate(run: Run, draft: Draft, source: str, round_no: int) -> FamilyGateRecord:
@@ -244,15 +280,3 @@ def _draft_samples(run: Run, draft: Draft) -> list[tuple[dict[str, Any], str]]:
     finally:
         family.close()
     return out
-
-
-def _credit(run: Run, lessons: tuple[str, ...]) -> None:
-    """Admit an accepted family's own lessons into the playbook."""
-    for lesson in lessons:
-        run.playbook.add("agent:" + re.sub(r"[^a-z0-9]+", " ", lesson.lower()).strip()[:80], lesson)
-
-
-def _learn(run: Run, problems: list[str]) -> None:
-    """Add the fixed lessons a failed round's problems point to."""
-    for key, text in failure_lessons(problems):
-        run.playbook.add(key, text)

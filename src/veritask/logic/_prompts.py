@@ -1,9 +1,11 @@
 """The prompts of the gates and of the evolution loop, and what they show.
 
-Gate prompts: :data:`REVIEW_SYSTEM` and :func:`review_prompt` (Gate 1's quality reviewer),
-:data:`BLIND_PROMPT` (Gate 2b's blind solvers). Evolution prompts: :data:`EVOLVE_SYSTEM` with
-:func:`seed_prompt` (propose) and :func:`refine_prompt` (refine, fed by :func:`gate_feedback`),
-:data:`VALIDATOR_SYSTEM` with :func:`validator_prompt` (the independent validator builder).
+Gate prompts: :data:`REVIEW_SYSTEM` and :func:`review_prompt` (Gate 1's quality reviewer, with
+:data:`REVIEW_TOOL_NOTE` when it may run code), :data:`BLIND_PROMPT` (Gate 2b's blind solvers).
+Evolution prompts: :data:`EVOLVE_SYSTEM` with :func:`seed_prompt` (propose) and
+:func:`refine_prompt` (refine, fed by :func:`gate_feedback`), :data:`VALIDATOR_SYSTEM` with
+:func:`validator_prompt` (the independent validator builder), :data:`CURATE_SYSTEM` with
+:func:`curate_prompt` (the model curator of the playbook).
 Everything here is pure: text in, text out.
 """
 
@@ -73,6 +75,16 @@ def review_prompt(family: Family, samples: Sequence[Instance]) -> str:
     )
 
 
+REVIEW_TOOL_NOTE = """
+
+## Testing claims with code
+You may call the `run_python` tool (at most {calls} times) to test the family before you judge:
+`import family` gives `family.samples` (the samples above, with their inputs) and the family's
+functions (`family.generate(difficulty, rng)`, `family.solution(inputs)`, ...). For example, run
+the validator on an instance, or search an instance for a second valid answer; a question with
+two right answers is not well posed. Then reply with the JSON verdict."""
+
+
 # --- Gate 2b: the blind solvers -------------------------------------------------------------
 
 
@@ -89,6 +101,12 @@ solve it independently.
 2. End with the final answer, written exactly as the problem's answer format asks, inside \
 \\boxed{{...}}, for example \\boxed{{42}}.
 3. If the problem cannot be solved from the information given, answer \\boxed{{N/A}}."""
+
+
+BLIND_TOOL_NOTE = """
+
+You may call the `run_python` tool (at most {calls} times) to write and run code that helps \
+your reasoning; print intermediate results. Then give your final answer as asked."""
 
 
 # --- evolution: agent and validator builder ------------------------------------------------
@@ -208,15 +226,69 @@ def validator_prompt(draft: Draft, samples: Sequence[tuple[dict[str, Any], str]]
     )
 
 
-def refine_prompt(round_no: int, problems: Sequence[str], report: dict[str, Any]) -> str:
-    """The agent's prompt after a failed round: problem lines and the structured report."""
+def refine_prompt(
+    round_no: int,
+    problems: Sequence[str],
+    report: dict[str, Any],
+    playbook: Playbook | None = None,
+) -> str:
+    """The agent's prompt after a failed round: problem lines, the structured report and the
+    playbook as curated after the round."""
     lines = "\n".join(f"- {p}" for p in problems[:25]) or "- (no detail)"
     detail = json.dumps(report, indent=1, ensure_ascii=False)[:12000]
+    lessons = ""
+    if playbook is not None:
+        shown = "\n".join(f"- {lesson}" for lesson in playbook.lessons()) or "- (none yet)"
+        lessons = f"## Playbook: lessons curated after this round\n{shown}\n\n"
     return (
         f"Round {round_no}: the candidate failed.\n\nProblems:\n{lines}\n\n"
-        f"Structured report:\n```json\n{detail}\n```\n\n"
+        f"Structured report:\n```json\n{detail}\n```\n\n{lessons}"
         "Find the cause (an ambiguous question, a generator bug, a validator bug) and reply with "
         "the complete corrected family file in one ```python block (same rules as before)."
+    )
+
+
+CURATE_SYSTEM = """You maintain the experience playbook of a team that evolves logic task \
+families: short lessons shown to the agent that writes the next family. The goal is families \
+that stay hard at difficulty 7-10 (advanced reasoning models still fail) while passing every \
+gate: validators that agree, a question with exactly one right answer, no leaked answer, blind \
+solvers able to solve it.
+
+Compare the existing lessons with the round's evidence and its candidate lessons, then:
+1. Align with the goal: drop lessons that push toward easier problems or weaker constraints; \
+keep or rewrite lessons that strengthen multi-step reasoning, interacting constraints, \
+generator/validator co-verification, and the prevention of shortcuts.
+2. Filter: merge lessons that say the same thing; rewrite overly specific ones so they transfer \
+to other families.
+3. Ground every change in the evidence: cite the evidence lines (E1, E2...) it came from.
+4. Keep each lesson one concise, actionable sentence (at most 300 characters) and the playbook \
+within its limit.
+
+Reply with JSON only."""
+
+
+def curate_prompt(evidence: dict[str, str], playbook: Playbook) -> str:
+    """The model curator's prompt: the round's evidence, the current lessons and the schema."""
+    shown = "\n".join(f"{k}: {v}" for k, v in evidence.items())
+    current = (
+        "\n".join(f"- [{e.key}] (score {e.score}) {e.text}" for e in playbook.entries)
+        or "- (empty)"
+    )
+    return (
+        f"## Evidence from the round\n{shown}\n\n"
+        f"## Current playbook ({len(playbook.entries)} of at most {playbook.limit} lessons)\n"
+        f"{current}\n\n"
+        "## Answer\nA JSON object with the operations to apply, in order (an empty list keeps "
+        "the playbook as it is):\n"
+        '{"operations": [\n'
+        '  {"action": "add", "key": "new_key", "text": "lesson", "evidence": ["E2"]},\n'
+        '  {"action": "merge", "keys": ["key_a", "key_b"], "key": "merged_key", '
+        '"text": "lesson", "evidence": ["E3"]},\n'
+        '  {"action": "rewrite", "keys": ["key_c"], "text": "lesson", "evidence": ["E4"]},\n'
+        '  {"action": "drop", "keys": ["key_d"], "evidence": ["E1"]}\n'
+        "]}\n"
+        "Keys are lowercase letters, digits and _.:- ; a key names one lesson; an operation "
+        "touches each lesson at most once."
     )
 
 

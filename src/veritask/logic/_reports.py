@@ -61,6 +61,8 @@ class ReviewReport:
     feedback: str = ""
     error: str | None = None
     samples: list[dict[str, int]] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] | None = None
+    """The reviewer's ``run_python`` calls (None when it had no code tool)."""
 
     @property
     def passed(self) -> bool:
@@ -90,6 +92,7 @@ class ReviewReport:
             "feedback": self.feedback,
             "error": self.error,
             "samples": self.samples,
+            **({} if self.tool_calls is None else {"tool_calls": self.tool_calls}),
         }
 
 

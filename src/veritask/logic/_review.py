@@ -7,7 +7,9 @@ checks (``_run_gates``); their prompts are in ``_prompts`` and their records in 
   the validators in the minority are recorded). Runs without a model.
 - Gate 1, LLM quality review (:func:`review_family`): a reviewer model sees the template, the
   answer format, sample questions with answers and the family's source, and returns a
-  pass/fail verdict per criterion with reasons. Any failed criterion fails the family.
+  pass/fail verdict per criterion with reasons. Any failed criterion fails the family. With
+  ``code_calls`` the reviewer may test its claims with the ``run_python`` tool first (code run
+  in the OS sandbox with the family importable; ``_code_tool``); the report lists the calls.
 - Gate 2b, blind review (:func:`blind_review`): ``n`` solver samples answer one instance per
   probe difficulty (default ``[1, 3, 5, 5, 7]``) without seeing the answer; an instance is
   confirmed when at least ``tau`` answers are right by strict :func:`score_answer`. A probe
@@ -23,8 +25,10 @@ import json
 import random
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from veritask.logic._code_tool import CodeTool, ToolConversation, ask_with_tools
 from veritask.logic._family import (
     ConsensusError,
     Family,
@@ -37,7 +41,13 @@ from veritask.logic._family import (
     score_answer,
 )
 from veritask.logic._filefamily import FileFamily, sandbox_validators
-from veritask.logic._prompts import BLIND_PROMPT, REVIEW_SYSTEM, review_prompt
+from veritask.logic._prompts import (
+    BLIND_PROMPT,
+    BLIND_TOOL_NOTE,
+    REVIEW_SYSTEM,
+    REVIEW_TOOL_NOTE,
+    review_prompt,
+)
 from veritask.logic._reports import (
     CRITERIA,
     BlindReport,
@@ -92,8 +102,16 @@ async def review_family(
     ledger: CostLedger | None = None,
     config: GenerateConfig | None = None,
     max_repairs: int = 2,
+    code_calls: int = 0,
 ) -> ReviewReport:
-    """Gate 1's LLM quality review: one reviewer call with repair rounds for malformed JSON."""
+    """Gate 1's LLM quality review: one reviewer conversation with repair rounds for
+    malformed JSON; with ``code_calls`` > 0 the reviewer may first run that many
+    ``run_python`` calls in the OS sandbox (recorded in ``report.tool_calls``).
+
+    Raises:
+        SandboxUnavailable: ``code_calls`` > 0 where the OS sandbox is unavailable (and not
+            explicitly allowed without it).
+    """
     report = ReviewReport(family.id)
     try:
         samples = _samples(family, difficulties, seed)
@@ -101,20 +119,29 @@ async def review_family(
         report.error = f"could not make sample instances: {exc}"
         return report
     report.samples = [{"difficulty": s.difficulty, "index": s.index} for s in samples]
+    prompt = review_prompt(family, samples)
+    if code_calls > 0:
+        prompt += REVIEW_TOOL_NOTE.format(calls=code_calls)
     messages = [
         {"role": "system", "content": REVIEW_SYSTEM},
-        {"role": "user", "content": review_prompt(family, samples)},
+        {"role": "user", "content": prompt},
     ]
+    parse = parse_model(QualityVerdict)
     try:
-        verdict = await ask(
-            provider,
-            messages,
-            parse_model(QualityVerdict),
-            module="review",
-            ledger=ledger,
-            config=config,
-            max_repairs=max_repairs,
-        )
+        if code_calls > 0:
+            verdict = await _review_with_tool(
+                family, samples, messages, report, provider, code_calls, ledger, config
+            )
+        else:
+            verdict = await ask(
+                provider,
+                messages,
+                parse,
+                module="review",
+                ledger=ledger,
+                config=config,
+                max_repairs=max_repairs,
+            )
     except StructuredOutputError as exc:
         report.error = str(exc)
         return report
@@ -122,6 +149,26 @@ async def review_family(
     report.verdict = verdict.verdict
     report.feedback = verdict.feedback
     return report
+
+
+async def _review_with_tool(
+    family: Family,
+    samples: Sequence[Instance],
+    messages: list[dict[str, Any]],
+    report: ReviewReport,
+    provider: ModelProvider,
+    code_calls: int,
+    ledger: CostLedger | None,
+    config: GenerateConfig | None,
+) -> QualityVerdict:
+    """The review conversation with ``run_python`` offered; every run lands in the report."""
+    tool = CodeTool(family, samples)
+    talk = ToolConversation(provider, tool, code_calls, "review", ledger, config)
+    try:
+        return await ask_with_tools(talk, messages, parse_model(QualityVerdict))
+    finally:
+        report.tool_calls = [run.to_json() for run in talk.runs]
+        tool.close()
 
 
 # --- Gate 2a: validator consensus ------------------------------------------------------------
@@ -259,6 +306,17 @@ def _parse_boxed(text: str) -> str:
     return answer
 
 
+@dataclass
+class _Solvers:
+    """What every blind solver of one review shares: the model, ledger, sampling settings
+    and the ``run_python`` budget of each solver (0: no tool)."""
+
+    provider: ModelProvider
+    ledger: CostLedger | None
+    config: GenerateConfig | None
+    code_calls: int = 0
+
+
 async def _solve(
     provider: ModelProvider,
     instance: Instance,
@@ -266,46 +324,83 @@ async def _solve(
     ledger: CostLedger | None,
     config: GenerateConfig | None,
 ) -> str | None:
-    """One blind answer (None when the reply had no usable final answer)."""
+    """One blind answer from text alone (None when the reply had no usable final answer)."""
+    answer, _ = await _solve_one(_Solvers(provider, ledger, config), instance, sample)
+    return answer
+
+
+async def _solve_one(
+    solvers: _Solvers, instance: Instance, sample: int
+) -> tuple[str | None, list[dict[str, Any]] | None]:
+    """One blind answer (None when the reply had no usable final answer), and the solver's
+    ``run_python`` calls (None without the tool)."""
     prompt = BLIND_PROMPT.format(attempt=sample + 1, question=instance.question)
+    messages = [{"role": "user", "content": prompt}]
+    if solvers.code_calls > 0:
+        messages[0]["content"] += BLIND_TOOL_NOTE.format(calls=solvers.code_calls)
+        return await _solve_with_tool(solvers, messages, sample)
     try:
-        return await ask(
-            provider,
-            [{"role": "user", "content": prompt}],
+        answer = await ask(
+            solvers.provider,
+            messages,
             _parse_boxed,
             module="blind_review",
-            ledger=ledger,
-            config=config,
+            ledger=solvers.ledger,
+            config=solvers.config,
             max_repairs=1,
             sample_index=sample,
         )
     except StructuredOutputError:
-        return None
+        return None, None
+    return answer, None
+
+
+async def _solve_with_tool(
+    solvers: _Solvers, messages: list[dict[str, Any]], sample: int
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """A blind solver with its own sandboxed ``run_python`` (the family is not importable)."""
+    tool = CodeTool(None)
+    talk = ToolConversation(
+        solvers.provider,
+        tool,
+        solvers.code_calls,
+        "blind_review",
+        solvers.ledger,
+        solvers.config,
+        max_repairs=1,
+        sample_index=sample,
+    )
+    try:
+        answer: str | None = await ask_with_tools(talk, messages, _parse_boxed)
+    except StructuredOutputError:
+        answer = None
+    finally:
+        tool.close()
+    return answer, [run.to_json() for run in talk.runs]
 
 
 async def _attempt(
     family: Family,
-    provider: ModelProvider,
+    solvers: _Solvers,
     difficulty: int,
     index: int,
     n: int,
     seed: int,
-    ledger: CostLedger | None,
-    config: GenerateConfig | None,
 ) -> dict[str, Any]:
     """One instance shown to ``n`` blind solvers: how many were right."""
     try:
         instance = make_instance(family, difficulty, split="blind", seed=seed, index=index)
     except Exception as exc:  # family code failing is a finding, not a crash
         return {"index": index, "correct": 0, "asked": 0, "error": f"no instance: {exc}"}
-    answers = await asyncio.gather(
-        *(_solve(provider, instance, k, ledger, config) for k in range(n))
-    )
+    solved = await asyncio.gather(*(_solve_one(solvers, instance, k) for k in range(n)))
+    answers = [answer for answer, _ in solved]
     correct = sum(int(score_answer(a, instance, family)) for a in answers)
     out: dict[str, Any] = {"index": index, "correct": correct, "asked": n}
     out["answers"] = [None if a is None else _short(normalize(a), 200) for a in answers]
     out["expected"] = instance.answer
     out["question"] = _short(instance.question, 600)
+    if solvers.code_calls > 0:
+        out["tool_calls"] = [runs or [] for _, runs in solved]
     return out
 
 
@@ -320,19 +415,25 @@ async def blind_review(
     seed: int = 0,
     ledger: CostLedger | None = None,
     config: GenerateConfig | None = None,
+    code_calls: int = 0,
 ) -> BlindReport:
     """Gate 2b: each probe difficulty gets up to ``attempts`` fresh instances until one is
     confirmed by at least ``tau`` of ``n`` blind answers (strict scoring of the ``\\boxed{}``
-    answer; a reply without one gets one repair round, then counts as wrong)."""
+    answer; a reply without one gets one repair round, then counts as wrong).
+
+    With ``code_calls`` > 0 each solver may make that many ``run_python`` calls in its own
+    sandbox (SSLogic's code-augmented blind review; the family is not importable there), and
+    each attempt records them under ``tool_calls``, one list per solver."""
     if not 1 <= tau <= n:
         raise ValueError(f"tau must be between 1 and n={n}, got {tau}")
     report = BlindReport(family.id, n=n, tau=tau, attempts=attempts)
+    solvers = _Solvers(provider, ledger, config, code_calls)
     for slot, difficulty in enumerate(difficulties):
         probe: dict[str, Any] = {"slot": slot, "difficulty": difficulty, "confirmed": False}
         probe["attempts"] = []
         for attempt in range(attempts):
             index = slot * attempts + attempt
-            result = await _attempt(family, provider, difficulty, index, n, seed, ledger, config)
+            result = await _attempt(family, solvers, difficulty, index, n, seed)
             probe["attempts"].append(result)
             if result["correct"] >= tau:
                 result.pop("question", None)  # kept only where solvers failed

@@ -118,6 +118,7 @@ async def _model_gates(
         seed=settings.seed,
         ledger=ledger,
         config=settings.config,
+        code_calls=settings.review_code_calls,
     )
     if not record.review.passed and settings.short_circuit:
         record.skipped = {"blind_review": "review failed"}
@@ -132,6 +133,7 @@ async def _model_gates(
         seed=settings.seed,
         ledger=ledger,
         config=settings.config,
+        code_calls=settings.blind_code_calls,
     )
 
 

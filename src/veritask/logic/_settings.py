@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from veritask.logic._registry import DirLike
 from veritask.model import GenerateConfig
@@ -39,6 +39,10 @@ class GateSettings:
             sandbox call for family files).
         short_circuit: Skip the model stages once a stage failed.
         config: Sampling settings for model calls.
+        review_code_calls: ``run_python`` calls the quality reviewer may make, its code run in
+            the OS sandbox with the family importable (0: the reviewer only reads).
+        blind_code_calls: ``run_python`` calls each blind solver may make, in a sandbox of its
+            own where the family is not importable (0: solvers answer from text alone).
     """
 
     n: int = 5
@@ -52,9 +56,22 @@ class GateSettings:
     budget_us: float | None = None
     short_circuit: bool = True
     config: GenerateConfig | None = None
+    review_code_calls: int = 0
+    blind_code_calls: int = 0
+
+    def __post_init__(self) -> None:
+        if min(self.review_code_calls, self.blind_code_calls) < 0:
+            raise ValueError("review_code_calls and blind_code_calls must be 0 or more")
 
     def recorded(self) -> dict[str, Any]:
-        """The settings a gate record keeps, in the record's key order (JSON-ready)."""
+        """The settings a gate record keeps, in the record's key order (JSON-ready;
+        the code-call budgets only when a reviewer may run code, so records made without the
+        tool keep their bytes)."""
+        budgets = {
+            "review_code_calls": self.review_code_calls,
+            "blind_code_calls": self.blind_code_calls,
+        }
+        tool = {k: v for k, v in budgets.items() if v}
         return {
             "n": self.n,
             "tau": self.tau,
@@ -64,6 +81,7 @@ class GateSettings:
             "consensus_per_level": self.consensus_per_level,
             "review_difficulties": list(self.review_difficulties),
             "seed": self.seed,
+            **tool,
         }
 
 
@@ -89,6 +107,8 @@ class EvolveSettings:
         run_dir: The run directory: the run manifest and each committed round with the state
             the next round starts from, so a killed run resumes after its last committed round
             (default ``<out_dir>/runs/<seed family>``).
+        curator: Who curates the playbook after each round: ``rules`` (fixed lessons, no model
+            call) or ``model`` (the run's model, with the round's evidence; see ``_curate``).
     """
 
     out_dir: str | Path
@@ -102,8 +122,11 @@ class EvolveSettings:
     config: GenerateConfig | None = None
     rounds_dir: str | Path | None = None
     run_dir: str | Path | None = None
+    curator: Literal["rules", "model"] = "rules"
 
     def __post_init__(self) -> None:
+        if self.curator not in ("rules", "model"):
+            raise ValueError(f"curator must be 'rules' or 'model', got {self.curator!r}")
         own = (self.gates.seed, self.gates.config)
         if own not in ((0, None), (self.seed, self.config)):
             raise ValueError(
