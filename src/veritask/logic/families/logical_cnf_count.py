@@ -44,7 +44,8 @@ Clauses = list[frozenset[int]]
 
 def _assign(clauses: Clauses, lit: int) -> Clauses:
     """The clauses once ``lit`` is true: satisfied clauses dropped, ``-lit`` removed."""
-    return [c - {-lit} for c in clauses if lit not in c]
+    gone = frozenset((-lit,))
+    return [c - gone if -lit in c else c for c in clauses if lit not in c]
 
 
 def _components(clauses: Clauses) -> list[Clauses]:
