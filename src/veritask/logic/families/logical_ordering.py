@@ -202,7 +202,7 @@ def _ruling_out(
     return None
 
 
-_OPEN = 200
+_OPEN = 100_000
 """The generator adds narrowing clues until the position sets left allow at most this many
 placements (their product), then searches for the other orders that still fit."""
 
