@@ -183,29 +183,31 @@ def _clauses(i: int, stmt: list[Any]) -> list[list[int]]:
 
 def _models(clauses: list[list[int]], true: frozenset[int]) -> Iterator[frozenset[int]]:
     """Every model of ``clauses`` extending the true literals ``true`` (as its set of true
-    literals): unit propagation, then a split on the first literal of a shortest clause."""
+    literals): unit propagation (a clause left with one open literal makes it true at once),
+    then a split on the first literal of a shortest clause."""
     lits = set(true)
-    while True:
+    grew = True
+    while grew:
+        grew = False
         left = []
         for c in clauses:
-            if lits.isdisjoint(c):
-                open_lits = [lit for lit in c if -lit not in lits]
-                if not open_lits:
-                    return
+            if not lits.isdisjoint(c):
+                continue
+            open_lits = [lit for lit in c if -lit not in lits]
+            if not open_lits:
+                return
+            if len(open_lits) == 1:
+                lits.add(open_lits[0])
+                grew = True
+            else:
                 left.append(open_lits)
-        units = {c[0] for c in left if len(c) == 1}
-        if not units:
-            break
-        if any(-lit in units for lit in units):
-            return
-        lits |= units
         clauses = left
-    if not left:
+    if not clauses:
         yield frozenset(lits)
         return
-    lit = min(left, key=len)[0]
+    lit = min(clauses, key=len)[0]
     for pick in (lit, -lit):
-        yield from _models(left, frozenset((*lits, pick)))
+        yield from _models(clauses, frozenset((*lits, pick)))
 
 
 def solve_clauses(inputs: dict[str, Any]) -> list[str] | str:

@@ -222,6 +222,31 @@ def _tier_clue(
     return [["adj" if gap == 0 else "notadj", a, b]]
 
 
+def _true_clue(
+    rng: random.Random, names: list[str], truth: dict[str, int], difficulty: int
+) -> list[Any]:
+    """A clue drawn like :func:`_random_clue` but true of the order by construction: a
+    position clue names a wrong position unless it is "is in position" (as often as a
+    random position would be right), an order clue is oriented, a distance clue takes the
+    kind or gap the two people have."""
+    n = len(names)
+    if rng.random() < 0.35 - 0.03 * difficulty:
+        who = names[rng.randrange(n)]
+        if rng.randrange(n) == 0:
+            return ["pos", who, truth[who]]
+        wrong = rng.randrange(1, n)
+        return ["notpos", who, wrong + (wrong >= truth[who])]
+    i, j = rng.randrange(n), rng.randrange(n - 1)
+    a, b = names[i], names[j + (j >= i)]
+    kind = rng.choice(_PAIR_KINDS[_TIER[difficulty - 1]])
+    d = truth[b] - truth[a]
+    if kind == "left":
+        return ["left", a, b] if d > 0 else ["left", b, a]
+    if kind == "gap":
+        return ["gap", a, b, abs(d) - 1]
+    return ["adj" if abs(d) == 1 else "notadj", a, b]
+
+
 def _narrowing_clues(
     names: list[str], truth: dict[str, int], difficulty: int, rng: random.Random
 ) -> list[list[Any]]:
@@ -233,9 +258,7 @@ def _narrowing_clues(
     _settle(dom, links, full, list(range(len(names))))
     misses = 0
     while misses < 30:
-        clue = _random_clue(rng, names, difficulty)
-        if not _holds(clue, truth):
-            continue
+        clue = _true_clue(rng, names, truth, difficulty)
         trial, more = _links(names, [clue])
         trial = [a & b for a, b in zip(trial, dom, strict=True)]
         joined = [old + new for old, new in zip(links, more, strict=True)]
