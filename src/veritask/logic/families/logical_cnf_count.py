@@ -131,9 +131,25 @@ def _product_sum(
     return scope, [a + b for a, b in zip(product[:half], product[half:], strict=True)]
 
 
-def _neighbourhood(factors: list[tuple[tuple[int, ...], list[int]]], var: int) -> int:
-    """How many variables share a table with ``var`` (itself included)."""
-    return len({u for scope, _ in factors if var in scope for u in scope})
+def _fewest_neighbours(factors: list[tuple[tuple[int, ...], list[int]]], pending: set[int]) -> int:
+    """The pending variable that shares tables with the fewest variables (lowest on ties)."""
+    near: dict[int, set[int]] = {}
+    for scope, _ in factors:
+        for v in scope:
+            near.setdefault(v, set()).update(scope)
+    return min(sorted(pending), key=lambda v: len(near.get(v, ())))
+
+
+def _clause_table(clause: list[int]) -> tuple[tuple[int, ...], list[int]] | None:
+    """A clause as a 0/1 table over its variables (bit i of a row: the i-th variable true):
+    1 except on the one row that makes every literal false; None for a tautology."""
+    lits = set(clause)
+    if any(-lit in lits for lit in lits):
+        return None
+    scope = tuple(sorted(abs(lit) for lit in lits))
+    table = [1] * (1 << len(scope))
+    table[sum(1 << scope.index(abs(lit)) for lit in lits if lit < 0)] = 0
+    return scope, table
 
 
 def solve_elimination(inputs: dict[str, Any]) -> int:
@@ -141,19 +157,11 @@ def solve_elimination(inputs: dict[str, Any]) -> int:
     variable in the fewest-variable neighbourhood first, multiplying the tables that mention
     it and summing it out. Unmentioned variables double the count."""
     n = int(inputs["n"])
-    factors: list[tuple[tuple[int, ...], list[int]]] = []
-    for clause in inputs["clauses"]:
-        scope = tuple(sorted({abs(lit) for lit in clause}))
-        want = {abs(lit): lit > 0 for lit in clause}
-        table = [
-            int(any(bool(row >> i & 1) == want[v] for i, v in enumerate(scope)))
-            for row in range(1 << len(scope))
-        ]
-        factors.append((scope, table))
-    pending = {abs(lit) for clause in inputs["clauses"] for lit in clause}
+    factors = [t for t in map(_clause_table, inputs["clauses"]) if t is not None]
+    pending = {v for scope, _ in factors for v in scope}
     scalar = 1 << (n - len(pending))
     while pending:
-        var = min(sorted(pending), key=lambda v: _neighbourhood(factors, v))
+        var = _fewest_neighbours(factors, pending)
         pending.discard(var)
         touching = [f for f in factors if var in f[0]]
         factors = [f for f in factors if var not in f[0]]
