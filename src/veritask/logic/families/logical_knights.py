@@ -267,9 +267,15 @@ def _statement_for(
     rng: random.Random, speaker: int, k: int, compound: bool, keep: int, drop: int | None
 ) -> list[Any] | None:
     """A statement the speaker can make under the hidden roles ``keep`` that the roles
-    ``drop`` (if given) cannot: ``None`` after 30 tries."""
+    ``drop`` (if given) cannot, made about a person the two disagree on when it names
+    anyone: ``None`` after 30 tries."""
+    moved = [] if drop is None else [j for j in range(k) if (keep ^ drop) >> j & 1]
     for _ in range(30):
         stmt = _random_statement(rng, speaker, k, compound)
+        about = rng.choice(moved) if moved else speaker
+        named = stmt[1:2] if stmt[0] == "is" else stmt[1:3] if stmt[0] != "count" else [about]
+        if about != speaker and about not in named:
+            stmt[1] = about
         if _truth(stmt, keep) != bool(keep >> speaker & 1):
             continue
         if drop is None or _truth(stmt, drop) != bool(drop >> speaker & 1):
