@@ -202,9 +202,11 @@ def _ruling_out(
     return None
 
 
-_OPEN = 100_000
-"""The generator adds narrowing clues until the position sets left allow at most this many
-placements (their product), then searches for the other orders that still fit."""
+def _open(n: int) -> int:
+    """The generator adds narrowing clues until the position sets left allow at most this
+    many placements (their product), then searches for the other orders that still fit:
+    10^5 for 10 people, fewer for shorter rows."""
+    return int(10 ** (n // 2))
 
 
 def _tier_clue(
@@ -251,7 +253,7 @@ def _narrowing_clues(
     names: list[str], truth: dict[str, int], difficulty: int, rng: random.Random
 ) -> list[list[Any]]:
     """Random clues true of the hidden order, each kept only when propagation narrows some
-    person's position set with it, until the sets allow at most ``_OPEN`` placements."""
+    person's position set with it, until the sets allow at most :func:`_open` placements."""
     clues = _tier_clue(names, truth, difficulty, rng)
     dom, links = _links(names, clues)
     full = (1 << len(names)) - 1
@@ -268,7 +270,7 @@ def _narrowing_clues(
         if trial != dom:
             dom, links, misses = trial, joined, 0
             clues.append(clue)
-            if math.prod(d.bit_count() for d in dom) <= _OPEN:
+            if math.prod(d.bit_count() for d in dom) <= _open(len(names)):
                 break
     return clues
 
