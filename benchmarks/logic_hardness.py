@@ -1,6 +1,7 @@
 """Logic hardness benchmark: the measured difficulty per level, copyable answers, level shapes.
 
-Run: ``nice .venv/bin/python benchmarks/logic_hardness.py [--per-level 500] [--json out.json]``
+Run: ``nice .venv/bin/python benchmarks/logic_hardness.py [--per-level 500] [--json out.json]
+[--families a,b]`` (``--families``: only these family ids).
 
 For every built-in family, ``per-level`` instances at each difficulty 1-10 (split ``bench``,
 seed 0) through ``make_instance``. Per family it prints:
@@ -71,8 +72,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-level", type=int, default=500)
     parser.add_argument("--json", default=None, help="also write the figures here")
+    parser.add_argument(
+        "--families", default=None, help="comma-separated family ids (default: every family)"
+    )
     args = parser.parse_args()
-    rows = [measure(fid, args.per_level) for fid in sorted(builtin_families())]
+    known = builtin_families()
+    chosen = sorted(known) if args.families is None else args.families.split(",")
+    unknown = [fid for fid in chosen if fid not in known]
+    if unknown:
+        parser.error(f"unknown families: {', '.join(unknown)}")
+    rows = [measure(fid, args.per_level) for fid in chosen]
     print(f"{args.per_level} instances per level, split 'bench', seed 0\n")
     print(
         "| family | quantity | L1 | L5 | L10 | L10 goal met | max copyable | max copy gain"
