@@ -31,7 +31,9 @@ FOLLOW_TRIES = 4
 
 def chained(explorer: SymbolicExplorer, episode: Episode, max_goals: int, chain: float) -> Episode:
     """``episode`` with more requests of its user, while a draw under ``chain`` asks for one
-    and fewer than ``max_goals`` are made. A refusal task is returned as it is.
+    and fewer than ``max_goals`` are made. A refusal task, and one whose last request is refused
+    on the state the user's own earlier requests made (the user stops there), are returned as
+    they are.
 
     Args:
         explorer: The Explorer that made ``episode``; its witness and state are the episode's.
@@ -42,8 +44,8 @@ def chained(explorer: SymbolicExplorer, episode: Episode, max_goals: int, chain:
     Returns:
         The same episode, its witness and goals extended.
     """
-    if episode.refusal is not None:
-        return episode
+    if episode.refusal is not None or (episode.declined is not None and episode.declined_at):
+        return episode  # a refusal, or a last request refused after the user's own: it ends
     goals = list(episode.subgoals)
     while goals and len(goals) < max_goals and explorer.rng.random() < chain:
         more = next_goals(explorer, goals, episode.actor)
