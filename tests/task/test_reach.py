@@ -15,6 +15,7 @@ from veritask.task._reach import (
     uncovered,
     unreachable,
 )
+from veritask.task._report import _write_tools
 
 
 def _reserved_mock() -> DomainSpec:
@@ -99,3 +100,11 @@ def test_built_in_domains_rule_out_only_what_they_reserve(domain: str) -> None:
     rules, tools = unreachable(load_domain(domain))
     assert rules == {}
     assert set(tools) == ({"insert_approvals"} if domain == "retail" else set())
+
+
+def test_tool_coverage_counts_only_the_tools_a_task_can_call() -> None:
+    # a tool the spec reserves for the system is no actor's: it leaves the denominator
+    assert _write_tools(_reserved_mock()) == {"update_loans"}
+    retail = _write_tools(load_domain("retail"))
+    assert "insert_approvals" not in retail and "update_approvals" in retail
+    assert "insert_devices" in _write_tools(load_domain("telecom"))  # the customer's own tool
