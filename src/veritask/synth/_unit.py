@@ -153,6 +153,17 @@ class UnitWorker:
             return None
         return self.standing[(round_ // 2 + retry) % len(self.standing)]
 
+    def _slot(self, where: tuple[int, int, int], retry: int, refusal_ok: bool) -> Rule | None:
+        """The rule the task at ``where`` (unit, seed, task index) aims at on its ``retry``-th
+        try, with ``want`` set to the archetypes it may take."""
+        unit, seed, index = where
+        standing = self._refusal_aim(unit, retry) if refusal_ok else None
+        self.want = self._wanted(slot_archetype(index, seed, self.mix), retry)
+        if standing is not None and len(set(schedule(self.mix))) > 1:
+            # a refusal on the user's own standing takes any archetype its package carries
+            self.want += [a for a in ARCHETYPES if a not in self.want]
+        return standing or self._aim(index, retry)
+
     def _episode(
         self,
         scene: Scene,
@@ -289,12 +300,7 @@ class UnitWorker:
             index = first_index + len(packages)
             rng = random.Random(derive_seed(scene_seed, "task", attempt))
             refusal_ok = refusals == 0 and unit % REFUSAL_EVERY == 0 and len(packages) >= refusal_at
-            standing = self._refusal_aim(unit, retry) if refusal_ok else None
-            aim = standing or self._aim(index, retry)
-            self.want = self._wanted(slot_archetype(index, seed, self.mix), retry)
-            if standing is not None and len(set(schedule(self.mix))) > 1:
-                # a refusal on the user's own standing takes any archetype its package carries
-                self.want += [a for a in ARCHETYPES if a not in self.want]
+            aim = self._slot((unit, seed, index), retry, refusal_ok)
             attempt += 1
             retry += 1
             episode = self._episode(scene, env, view, rng, aim, refusal_ok)
