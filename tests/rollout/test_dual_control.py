@@ -97,7 +97,7 @@ def test_the_agent_cannot_call_the_users_tools(domain: CompiledDomain) -> None:
         offered = {t["function"]["name"] for t in session.tools}
         assert not offered & user_tool_names(domain.spec)
         before = session.env.image()
-        result = session.call("update_devices", {"id": "d_lin", "roaming": 1})
+        result = session.call("update_devices", {"id": 3, "roaming": 1})
         assert not result.ok and result.error is not None
         assert result.error.code == USER_TOOL_CODE
         assert session.env.image() == before  # refused before the database was touched
@@ -108,14 +108,14 @@ def test_the_users_calls_run_with_the_engines_guarantees(domain: CompiledDomain)
         before = session.env.image()
         call = {
             "id": "u1",
-            "function": {"name": "update_devices", "arguments": '{"id": "d_ana", "roaming": 1}'},
+            "function": {"name": "update_devices", "arguments": '{"id": 1, "roaming": 1}'},
         }
         message, refused = session.step(call, 3, by_user=True)
         assert not refused.ok and refused.error is not None
         assert refused.error.violated_rule == "ROAMING_NEEDS_COVER"
         assert session.env.image() == before  # the savepoint rolled the refusal back
         assert json.loads(message["content"])["error"]["code"] == "NOT_ENTITLED"
-        ok = session.call("update_devices", {"id": "d_lin", "roaming": 1}, by_user=True)
+        ok = session.call("update_devices", {"id": 3, "roaming": 1}, by_user=True)
         assert ok.ok and ok.result["roaming"] == 1
         assert [s.by for s in session.steps] == ["user", "user"]
         assert session.steps[0].model_dump()["by"] == "user"

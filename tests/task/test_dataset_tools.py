@@ -402,7 +402,8 @@ def test_report_numbers(built: Built) -> None:
         "uncovered": {
             "mock": {
                 "rules": {
-                    r: "not reached" for r in ("LOAN_QUOTA", "RETURN_FINAL", "RETURN_STEP_REQUIRED")
+                    r: "not reached: not sampled"
+                    for r in ("LOAN_QUOTA", "RETURN_FINAL", "RETURN_STEP_REQUIRED")
                 },
                 "tools": {},
             }

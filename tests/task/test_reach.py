@@ -7,7 +7,15 @@ import pytest
 
 from veritask.domains import builtin_domains, load_domain
 from veritask.policy import Call, DomainSpec, Example, Rule
-from veritask.task._reach import NOT_REACHED, UNREACHABLE, uncovered, unreachable
+from veritask.task._reach import (
+    NO_PROCEDURE,
+    NOT_REACHED,
+    NOT_SAMPLED,
+    UNREACHABLE,
+    uncovered,
+    unreachable,
+)
+from veritask.task._report import _write_tools
 
 
 def _reserved_mock() -> DomainSpec:
@@ -57,13 +65,28 @@ def test_a_reserved_tool_its_shadowed_rules_and_a_rule_without_a_tool() -> None:
 def test_uncovered_says_why_for_each_rule_and_tool() -> None:
     spec = _reserved_mock()
     missing = uncovered(spec, exercised={"LOAN_BY_SYSTEM"}, called=set())
-    assert missing["rules"]["RETURN_FINAL"] == NOT_REACHED
+    assert missing["rules"]["RETURN_FINAL"] == NOT_SAMPLED
     assert missing["rules"]["MEMBER_ACTIVE"].startswith(UNREACHABLE)
     assert "LOAN_BY_SYSTEM" not in missing["rules"]
     assert missing["tools"] == {
         "insert_loans": unreachable(spec)[1]["insert_loans"],
-        "update_loans": NOT_REACHED,
+        "update_loans": NOT_SAMPLED,
     }
+
+
+def test_not_reached_says_whether_a_procedure_could_reach_it() -> None:
+    # the library lends but has no procedure that returns: nothing the generator makes updates
+    # a loan, so the rules on returns and the update tool are not reached for that reason
+    spec = load_domain("mock")
+    spec = spec.model_copy(
+        update={"transactions": [t for t in spec.transactions if t.tool == "insert_loans"]}
+    )
+    missing = uncovered(spec, exercised=set(), called=set())
+    assert missing["tools"] == {"insert_loans": NOT_SAMPLED, "update_loans": NO_PROCEDURE}
+    on_update = {r.id for r in spec.rules if r.on == ["update"]}
+    assert on_update and all(missing["rules"][r] == NO_PROCEDURE for r in on_update)
+    assert missing["rules"]["MEMBER_ACTIVE"] == NOT_SAMPLED
+    assert all(why.startswith(NOT_REACHED) for why in missing["rules"].values())
 
 
 def test_a_system_control_rule_some_example_passes_reserves_nothing() -> None:
@@ -77,3 +100,11 @@ def test_built_in_domains_rule_out_only_what_they_reserve(domain: str) -> None:
     rules, tools = unreachable(load_domain(domain))
     assert rules == {}
     assert set(tools) == ({"insert_approvals"} if domain == "retail" else set())
+
+
+def test_tool_coverage_counts_only_the_tools_a_task_can_call() -> None:
+    # a tool the spec reserves for the system is no actor's: it leaves the denominator
+    assert _write_tools(_reserved_mock()) == {"update_loans"}
+    retail = _write_tools(load_domain("retail"))
+    assert "insert_approvals" not in retail and "update_approvals" in retail
+    assert "insert_devices" in _write_tools(load_domain("telecom"))  # the customer's own tool

@@ -20,9 +20,10 @@ from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment, Snapshot, data_calls
 from veritask.model import CostLedger
 from veritask.pipeline import Unit
-from veritask.policy import Rule, render_wiki
+from veritask.policy import Rule, Transaction, render_wiki
 from veritask.synth._analysis import DomainModel
 from veritask.synth._cast import CastBuilder, schedule, slot_archetype
+from veritask.synth._chain import chained
 from veritask.synth._designer import DesignError, Scene, SymbolicSetDesigner, faker_for
 from veritask.synth._escalation import escalation_order
 from veritask.synth._explorer import Episode, SymbolicExplorer
@@ -30,6 +31,7 @@ from veritask.synth._fused import CrossServiceExplorer, fused_services
 from veritask.synth._persona import PERSONA_TAG, persona_text
 from veritask.synth._projector import Projection, SymbolicProjector
 from veritask.synth._sampler import Sampler, StateView
+from veritask.synth._standing import standing_rules
 from veritask.task import (
     ARCHETYPES,
     Archetype,
@@ -54,6 +56,11 @@ PRISTINE_EVERY = 4
 REFUSAL_EVERY = 3
 """At most one refusal task in every third unit (under 5% of a run)."""
 
+
+MAX_GOALS = 3
+"""The most requests (goals) one task makes."""
+CHAIN = 0.5
+"""The chance that the user adds one more request after each (``_chain``)."""
 
 EVEN_FIRST = 2
 """Cast members tried for an aimed task before the users its rule's examples name."""
@@ -114,6 +121,8 @@ class UnitWorker:
         self.policy = render_wiki(self.spec)
         self.spec_hash = self.spec.spec_hash()
         self.rules: list[Rule] = list(self.spec.rules)
+        self.standing = standing_rules(self.spec)
+        """The rules only a refused task meets (see ``_refusal_aim``)."""
         self.checker = Environment(self.domain)
         self.fused = fused_services(self.spec)
         self.uses: Counter[Any] = Counter()
@@ -134,6 +143,26 @@ class UnitWorker:
         if not self.rules:
             return None
         return self.rules[rotation(task_index, retry, len(self.rules))]
+
+    def _refusal_aim(self, unit: int, retry: int) -> Rule | None:
+        """The rule a task that may be refused aims at first: in every other unit that may
+        make a refusal, the rules about the user's own standing (``_standing``) in a rotation of
+        their own, one per retry; None when the task aims as any other."""
+        round_ = unit // REFUSAL_EVERY
+        if not self.standing or round_ % 2 or retry >= len(self.standing):
+            return None
+        return self.standing[(round_ // 2 + retry) % len(self.standing)]
+
+    def _slot(self, where: tuple[int, int, int], retry: int, refusal_ok: bool) -> Rule | None:
+        """The rule the task at ``where`` (unit, seed, task index) aims at on its ``retry``-th
+        try, with ``want`` set to the archetypes it may take."""
+        unit, seed, index = where
+        standing = self._refusal_aim(unit, retry) if refusal_ok else None
+        self.want = self._wanted(slot_archetype(index, seed, self.mix), retry)
+        if standing is not None and len(set(schedule(self.mix))) > 1:
+            # a refusal on the user's own standing takes any archetype its package carries
+            self.want += [a for a in ARCHETYPES if a not in self.want]
+        return standing or self._aim(index, retry)
 
     def _episode(
         self,
@@ -159,14 +188,31 @@ class UnitWorker:
                     env.restore(scene.origin)
                     view.invalidate()
                     view.now = None  # a new task: its clock starts afresh
-                    episode = explorer.explore(
-                        actor, tx, aim, max_goals=3, chain=0.5, allow_refusal=allow
-                    )
+                    episode = self._explored(explorer, actor, tx, aim, allow)
                     if episode is not None and (
                         not aimed or aim is None or aim.id in episode.rejected
                     ):
                         return episode
         return None
+
+    def _explored(
+        self,
+        explorer: SymbolicExplorer,
+        actor: Any,
+        tx: Transaction,
+        aim: Rule | None,
+        allow_refusal: bool,
+    ) -> Episode | None:
+        """One episode of ``actor``: the first request, then (see ``_chain``) the requests
+        the user adds in the same visit. A fused spec's Explorer adds its own."""
+        if self.fused is not None:
+            return explorer.explore(
+                actor, tx, aim, max_goals=MAX_GOALS, chain=CHAIN, allow_refusal=allow_refusal
+            )
+        episode = explorer.explore(
+            actor, tx, aim, max_goals=1, chain=0.0, allow_refusal=allow_refusal
+        )
+        return None if episode is None else chained(explorer, episode, MAX_GOALS, CHAIN)
 
     def _explorer(
         self, env: Environment, view: StateView, sampler: Sampler, rng: random.Random
@@ -253,11 +299,10 @@ class UnitWorker:
         while len(packages) < count and attempt < ATTEMPTS_PER_TASK * count:
             index = first_index + len(packages)
             rng = random.Random(derive_seed(scene_seed, "task", attempt))
-            aim = self._aim(index, retry)
-            self.want = self._wanted(slot_archetype(index, seed, self.mix), retry)
+            refusal_ok = refusals == 0 and unit % REFUSAL_EVERY == 0 and len(packages) >= refusal_at
+            aim = self._slot((unit, seed, index), retry, refusal_ok)
             attempt += 1
             retry += 1
-            refusal_ok = refusals == 0 and unit % REFUSAL_EVERY == 0 and len(packages) >= refusal_at
             episode = self._episode(scene, env, view, rng, aim, refusal_ok)
             reason = self._admit(episode, env, origin_snap, seen, replayer)
             if reason is not None:

@@ -1,8 +1,10 @@
 """Why a rule or a write tool a dataset never exercised was not reached, read from the spec.
 
 Coverage counts the rules some task collides with and the write tools some witness calls
-successfully. What is left is either *not reached* (the generator could, a larger or another run
-may) or *unreachable by construction*, which the spec itself says:
+successfully. What is left is either *not reached*, with why (*no procedure uses it*: no
+transaction calls a tool that could meet it, so the generator never will; or *not sampled*: a
+procedure could, a larger or another run may), or *unreachable by construction*, which the spec
+itself says:
 
 - **no tool**: no write tool changes the rule's table with the rule's event (a read-only table),
   so no request can ever meet the rule;
@@ -21,7 +23,13 @@ from __future__ import annotations
 from veritask.policy import DomainSpec, Rule, ToolSpec, build_tools
 
 NOT_REACHED = "not reached"
-"""The reason of an uncovered rule or tool the spec does not rule out."""
+"""The prefix of the reason of an uncovered rule or tool the spec does not rule out."""
+NO_PROCEDURE = f"{NOT_REACHED}: no procedure uses it"
+"""Not reached, and no transaction (procedure) of the spec calls a tool that could meet it: the
+generator makes requests through procedures only, so it never will."""
+NOT_SAMPLED = f"{NOT_REACHED}: not sampled"
+"""Not reached, though a procedure could meet it: no task of this run did (a larger or another
+run may; a rule that only a refused task meets is met only in the units that may refuse)."""
 UNREACHABLE = "unreachable by construction"
 """The prefix of the reason of one the spec rules out."""
 
@@ -104,11 +112,31 @@ def uncovered(spec: DomainSpec, exercised: set[str], called: set[str]) -> dict[s
 
     Returns:
         ``{"rules": {id: reason}, "tools": {name: reason}}`` in spec order; a reason is
-        :data:`NOT_REACHED` or starts with :data:`UNREACHABLE`.
+        :data:`NOT_SAMPLED` or :data:`NO_PROCEDURE` (both start with :data:`NOT_REACHED`), or
+        starts with :data:`UNREACHABLE`.
     """
     rules, tools = unreachable(spec)
-    writes = [n for n, t in build_tools(spec).items() if t.kind in ("insert", "update")]
+    built = build_tools(spec)
+    writes = [n for n, t in built.items() if t.kind in ("insert", "update")]
+    used = {tx.tool for tx in spec.transactions}
+    if not spec.transactions:  # a spec without procedures: one is derived per write tool
+        used = set(writes)
     return {
-        "rules": {r.id: rules.get(r.id, NOT_REACHED) for r in spec.rules if r.id not in exercised},
-        "tools": {n: tools.get(n, NOT_REACHED) for n in writes if n not in called},
+        "rules": {
+            r.id: rules.get(r.id) or _why_not(r, built, used)
+            for r in spec.rules
+            if r.id not in exercised
+        },
+        "tools": {
+            n: tools.get(n) or (NOT_SAMPLED if n in used else NO_PROCEDURE)
+            for n in writes
+            if n not in called
+        },
     }
+
+
+def _why_not(rule: Rule, tools: dict[str, ToolSpec], used: set[str]) -> str:
+    """Why a rule the spec does not rule out was not reached: no procedure calls a tool that
+    writes its table on one of its events, or (else) it was not sampled."""
+    meets = {n for n, t in tools.items() if t.table == rule.table and str(t.kind) in rule.on}
+    return NOT_SAMPLED if meets & used else NO_PROCEDURE

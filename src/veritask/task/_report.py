@@ -13,7 +13,7 @@ from veritask.task._dataset import DatasetDir, load_dataset
 from veritask.task._dual import dual_section
 from veritask.task._lint import repeated_texts, standing_cast
 from veritask.task._package import ARCHETYPES, TAGS, TaskPackage
-from veritask.task._reach import uncovered
+from veritask.task._reach import uncovered, unreachable
 
 _DIFFICULTIES = ("L1", "L2", "L3")
 
@@ -23,7 +23,15 @@ def _share(part: int, whole: int) -> float:
 
 
 def _write_tools(spec: DomainSpec) -> set[str]:
-    return {name for name, tool in build_tools(spec).items() if tool.kind in ("insert", "update")}
+    """The write tools some actor of a task can call: every ``insert_*`` / ``update_*`` tool
+    but those the spec reserves for the system (``veritask.task._reach``: no request of the
+    agent or the user can ever get one through, so a task cannot use it)."""
+    reserved = set(unreachable(spec)[1])
+    return {
+        name
+        for name, tool in build_tools(spec).items()
+        if tool.kind in ("insert", "update") and name not in reserved
+    }
 
 
 def _coverage(found: set[str], available: set[str]) -> float:
@@ -170,7 +178,9 @@ def report_dataset(
       (``boundary_hits > 0``).
     * ``rule_coverage``: rules in any package's ``rules_exercised`` over the spec's rules.
     * ``tool_coverage``: write tools (``insert_*`` / ``update_*``) some witness called
-      successfully over the write tools of the domain.
+      successfully over the write tools some actor of a task can call: a tool the spec
+      reserves for the system (``veritask.task._reach``) is not counted; ``uncovered`` still
+      lists it, with that reason.
     * ``refusal_share``: share of refusal tasks; ``dual_control`` (domains with user tools or a
       hand-off only): ``veritask.task._dual.dual_report``.
     * ``repeated_texts``: packages repeating an earlier one's text on another origin.
