@@ -24,7 +24,8 @@ from veritask.env._datacalls import INTERRUPTED, in_data_calls, retry_interrupte
 from veritask.env._fastpath import compile_checks, compile_row
 from veritask.env._image import read_database
 from veritask.env._notebook import bind_new_old
-from veritask.env._procedural import register_functions, run_procedure
+from veritask.env._procedural import register_functions
+from veritask.env._procrun import run_procedure
 from veritask.env._result import ToolError, ToolResult, accepted, failure, schema_error
 from veritask.env._state import (
     Layout,
