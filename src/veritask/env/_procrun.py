@@ -11,6 +11,7 @@ statements it runs, their order and the values it binds are unchanged (docs/desi
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -102,7 +103,12 @@ def _binder(refs: tuple[Ref, ...]) -> Binder:
         return lambda _variables: {}
     if len(names) == 1:
         ((name, get),) = names
-        return lambda variables: {name: _bindable(get(variables))}
+
+        def bind_one(variables: dict[str, Any]) -> dict[str, Any]:
+            value = get(variables)  # ``_bindable`` inlined: most statements bind one value
+            return {name: json.dumps(value) if isinstance(value, list | dict) else value}
+
+        return bind_one
     return lambda variables: {name: _bindable(get(variables)) for name, get in names}
 
 
