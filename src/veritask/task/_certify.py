@@ -120,10 +120,12 @@ def end_certificate(env: Environment, target: bytes | Snapshot) -> Certificate:
     """The certificate of a witness already replayed into ``env`` (every call as recorded):
     certified when the state is at distance 0 from ``target``.
 
-    A state byte-identical to the target holds the same rows, so it is at distance 0 without a
-    diff; any other state is diffed (equal rows can sit in other pages)."""
+    A target whose tracked changes are known already (a snapshot taken from an environment) is
+    diffed on the rows either side touched, which costs less than copying out the whole image.
+    Otherwise a state byte-identical to the target holds the same rows, so it is at distance 0
+    without a diff; any other state is diffed (equal rows can sit in other pages)."""
     snap = target if isinstance(target, Snapshot) else Snapshot(target, env.domain.layout)
-    if env.image() == snap.data:
+    if snap.known_tracked is None and env.image() == snap.data:
         return Certificate(True)
     try:
         d = env.diff(snap)
