@@ -204,8 +204,9 @@ def test_a_rookie_at_an_omission_boundary_leaves_out_what_its_rule_tests(
 
 
 def test_a_short_archetype_goes_before_the_slot_and_one_name_stays_alone() -> None:
-    built = {"mismatch": 4, "entangled": 0, "rookie": 3, "edge": 3}
+    built = {"mismatch": 5, "entangled": 0, "rookie": 3, "edge": 2}
     assert wanted("mismatch", 0, built, None, 6)[:2] == ["entangled", "mismatch"]
+    assert wanted("edge", 0, built, None, 6)[0] == "edge"  # short itself: keeps its slot
     assert wanted("edge", 0, {a: 2 for a in ARCHETYPES}, None, 6)[0] == "edge"
     assert wanted("edge", 0, built, {"edge": 1}, 6) == ["edge"]
 

@@ -82,6 +82,10 @@ def slot_archetype(index: int, seed: int, mix: Mapping[str, float] | None = None
     return order[index % len(block)]
 
 
+PREEMPT = 1
+"""Packages an archetype must be short of in a unit before it goes ahead of a slot's own."""
+
+
 def wanted(
     slot: Archetype,
     retry: int,
@@ -89,8 +93,9 @@ def wanted(
     mix: Mapping[str, float] | None,
     repick_after: int,
 ) -> list[Archetype]:
-    """The archetypes a slot may take, in order of preference: those the unit is short of by
-    a whole package or more against the mix (the shortest first), then the slot's own, then
+    """The archetypes a slot may take, in order of preference: when the unit already has its
+    share of the slot's own archetype, those it is short of by ``PREEMPT`` packages or more
+    against the mix (the shortest first); then the slot's own; then
     those short of less (after ``repick_after`` tries, any), the unit's rarest first. An
     archetype few episodes can carry (an Entangled user needs interlocking records) is then
     taken whenever an episode carries it, not only in its own slots, so the mix holds.
@@ -101,7 +106,8 @@ def wanted(
     made = sum(built.values()) + 1
     deficit = {a: made * weights.count(a) / len(weights) - built.get(a, 0) for a in ARCHETYPES}
     first = sorted(
-        (a for a in ARCHETYPES if a != slot and deficit[a] >= 1), key=lambda a: -deficit[a]
+        (a for a in ARCHETYPES if a != slot and deficit[a] >= PREEMPT and deficit[slot] <= 0),
+        key=lambda a: -deficit[a],
     )
     short = [
         a for a in ARCHETYPES

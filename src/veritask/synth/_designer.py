@@ -134,7 +134,9 @@ class SymbolicSetDesigner:
     ) -> None:
         """Cast assembly: each of the spec's own users who owns no record of a table a
         procedure changes gets one, made through the domain's insert procedure (a user the
-        policy refuses one, such as an inactive account, keeps none)."""
+        policy refuses one, such as an inactive account, keeps none). A record whose making
+        changes a row nobody owns (a book lent out, a seat taken) is undone: the resources the
+        tasks compete for stay as the seed and the injection left them."""
         actor_table = self.model.spec.table(self.model.actor)
         standing = [row_key(actor_table, r) for r in self.model.spec.seed.get(self.model.actor, [])]
         tables = self._assembled_tables()
@@ -142,12 +144,17 @@ class SymbolicSetDesigner:
             return
         explorer = SymbolicExplorer(self.model, env, view, sampler, rng)
         explorer.grounding = False
+        shared = [t.name for t in self.model.spec.tables if not self.model.owned(t.name)]
         for table, tx in tables:
             for actor in standing:
                 if any(view.owner(table, r) == actor for r in view.rows(table)):
                     continue
+                before = env.snapshot()
+                common = [env.rows(t) for t in shared]
                 explorer.witness = []
                 explorer.achieve(tx, actor, aim=None)
+                if [env.rows(t) for t in shared] != common:
+                    env.restore(before)  # it used up a shared resource (a book lent out)
                 view.invalidate()
 
     def _quota_rules(self) -> list[Rule]:
