@@ -303,8 +303,10 @@ class CastBuilder:
         return out
 
     def entangled_owners(self, origin: bytes) -> set[str]:
-        """Users with two records that interlock (hanging from one record, or sharing one of
-        the user's limits): the Entangled users of a scene, whom an Entangled slot tries first."""
+        """Users with a record another one can interlock with (hanging from one record, or
+        sharing one of the user's limits): a new record under it, or a write on another of
+        its siblings, makes the pair. The Entangled users of a scene, whom an Entangled slot
+        tries first (while the unit's cast stays even, ``fair_first``)."""
         key = hash(origin)
         if key not in self._owners:
             self.env.restore(origin)
@@ -318,8 +320,8 @@ class CastBuilder:
                         if r.get(col.name) is not None:
                             counts[(parent, r[col.name])] += 1
             owners = set()
-            for (parent, pkey), n in counts.items():
-                row = self._get(parent, pkey) if n >= 2 else None
+            for parent, pkey in counts:  # one record is enough: the request's write is the other
+                row = self._get(parent, pkey)
                 if row is not None:
                     owners.add(str(self._owner(parent, row)))
             self._owners = {key: owners}
