@@ -69,6 +69,7 @@ def run(domain: str, n: int, seed: int, root: Path) -> dict[str, Any]:
         "domain": domain,
         "tasks": tasks,
         "seconds": round(took, 1),
+        "total": round(time.perf_counter() - t0, 1),
         "certified": check["certified"],
         "grounded": check["grounded"],
         "pass1": solved / tasks if tasks else 0.0,
@@ -78,6 +79,9 @@ def run(domain: str, n: int, seed: int, root: Path) -> dict[str, Any]:
         "kinds": report["boundaries"]["kinds"],
         "kinds_in_spec": sorted(kinds),
         "categories": report["boundaries"]["categories"],
+        "categories_in_spec": sorted({r.category for r in spec.rules}),
+        "preference": report["tags"].get("preference", 0),
+        "cast": report["cast"]["max_over_uniform"],
     }
 
 
@@ -91,6 +95,9 @@ def misses(r: dict[str, Any]) -> list[str]:
         "constructions": r["built"] == n,
         "archetypes >= 15%": min(r["shares"].values()) >= 0.15,
         "every boundary kind": set(r["kinds_in_spec"]) <= set(r["kinds"]),
+        "every rule category": set(r["categories_in_spec"]) <= set(r["categories"]),
+        "preference >= 10%": r["preference"] >= 0.1 * n,
+        "cast <= 2x uniform": r["cast"] <= 2.0,
     }
     return [name for name, ok in checks.items() if not ok]
 
@@ -100,12 +107,17 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--domains", nargs="*", default=None)
+    parser.add_argument("--keep", type=Path, default=None, help="write datasets here, kept")
     args = parser.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="cast-bench-"))
-    header = "| domain | tasks | s | certified | grounded | pass^1 | built | " + " | ".join(
-        ARCHETYPES
+    root = args.keep or Path(tempfile.mkdtemp(prefix="cast-bench-"))
+    header = (
+        "| domain | tasks | generate s | total s | certified | grounded | pass^1 | built | "
+        + " | ".join(ARCHETYPES)
     )
-    print(header + " | boundary kinds (seeded / in spec) | rule categories | misses |")
+    print(
+        header + " | preference | cast max/uniform | boundary kinds (seeded / in spec) | "
+        "rule categories (seeded / in spec) | misses |"
+    )
     failed = False
     try:
         for domain in args.domains or builtin_domains():
@@ -116,16 +128,19 @@ def main() -> None:
             kinds = ", ".join(f"{k} {v}" for k, v in r["kinds"].items())
             cats = ", ".join(f"{k} {v}" for k, v in r["categories"].items())
             print(
-                f"| {domain} | {r['tasks']} | {r['seconds']} | {r['certified']} | "
-                f"{r['grounded']} | {r['pass1']:.3f} | {r['built']} | {shares} | {kinds} "
-                f"({len(r['kinds'])}/{len(r['kinds_in_spec'])}) | {cats} | "
+                f"| {domain} | {r['tasks']} | {r['seconds']} | {r['total']} | {r['certified']} | "
+                f"{r['grounded']} | {r['pass1']:.3f} | {r['built']} | {shares} | "
+                f"{r['preference']} ({r['preference'] / max(r['tasks'], 1):.1%}) | "
+                f"{r['cast']:.2f} | {kinds} ({len(r['kinds'])}/{len(r['kinds_in_spec'])}) | "
+                f"{cats} ({len(r['categories'])}/{len(r['categories_in_spec'])}) | "
                 f"{', '.join(miss) or '-'} |",
                 flush=True,
             )
             for p in r["problems"]:
                 print(f"  construction: {p}", flush=True)
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
     sys.exit(1 if failed else 0)
 
 

@@ -12,15 +12,20 @@ from click.testing import CliRunner
 
 from veritask._cli.main import cli
 from veritask.domains import load_domain
-from veritask.env import CompiledDomain
+from veritask.env import CompiledDomain, Environment
 from veritask.synth import DomainModel, generate
+from veritask.synth._boundaries import OMISSION
 from veritask.synth._cast import (
     CastBuilder,
     check_mix,
     construction_problem,
+    fair_first,
     schedule,
     slot_archetype,
+    wanted,
 )
+from veritask.synth._designer import SymbolicSetDesigner
+from veritask.synth._sampler import StateView
 from veritask.task import ARCHETYPES, DatasetDir, TaskPackage, load_dataset, report_dataset
 
 RUNS = [("mock", 0), ("mock", 1), ("gym", 0)]
@@ -164,8 +169,76 @@ def test_report_shows_the_mix_and_boundaries_per_kind_and_category(
     assert arch["built"] == len(packages)
     assert sum(arch["counts"].values()) == sum(1 for p in packages if not p.refusal)
     edges = [p for p in packages if p.user_profile.archetype == "edge"]
-    assert sum(report["boundaries"]["kinds"].values()) == len(edges)
-    assert sum(report["boundaries"]["categories"].values()) == len(edges)
+    omissions = [
+        p for p in packages if p.construction is not None and p.construction.boundary == OMISSION
+    ]
+    assert all(p.user_profile.archetype == "rookie" for p in omissions)
+    seeded = len(edges) + len(omissions)
+    assert sum(report["boundaries"]["kinds"].values()) == seeded
+    assert report["boundaries"]["kinds"].get(OMISSION, 0) == len(omissions)
+    assert sum(report["boundaries"]["categories"].values()) == seeded
+
+
+def test_a_rookie_at_an_omission_boundary_leaves_out_what_its_rule_tests(
+    datasets: dict[tuple[str, int], Path],
+) -> None:
+    found = [
+        (domain, path, p)
+        for (domain, _), path in datasets.items()
+        for p in load_dataset(path)
+        if p.construction is not None and p.construction.boundary == OMISSION
+    ]
+    assert found  # gym and mock have calculation and integrity rules on omitted values
+    for domain, path, pkg in found:
+        built = pkg.construction
+        assert built is not None and built.rule is not None and built.call is not None
+        builder = _builder(domain)
+        assert set(builder.boundaries.decided(built.rule)) & set(built.omitted)
+        origin = DatasetDir(path).read_state(pkg.origin)
+        assert construction_problem(builder, pkg, origin) is None
+        wrong = built.model_copy(update={"omitted": ["no_such_column"]})
+        problem = construction_problem(
+            builder, pkg.model_copy(update={"construction": wrong}), origin
+        )
+        assert problem is not None
+
+
+def test_a_short_archetype_goes_before_the_slot_and_one_name_stays_alone() -> None:
+    built = {"mismatch": 5, "entangled": 0, "rookie": 3, "edge": 2}
+    assert wanted("mismatch", 0, built, None, 6)[:2] == ["entangled", "mismatch"]
+    assert wanted("edge", 0, built, None, 6)[0] == "edge"  # short itself: keeps its slot
+    assert wanted("edge", 0, {a: 2 for a in ARCHETYPES}, None, 6)[0] == "edge"
+    assert wanted("edge", 0, built, {"edge": 1}, 6) == ["edge"]
+
+
+def test_preferred_users_come_first_only_while_the_cast_stays_even() -> None:
+    actors = ["a", "b", "c", "d"]
+    assert fair_first(actors, {}, ["d"]) == ["d", "a", "b", "c"]
+    assert fair_first(actors, {}, ["d"], after=2) == ["a", "b", "d", "c"]
+    # "d" has two tasks more than the least-used user: it keeps its place in the draw
+    assert fair_first(actors, {"d": 2}, ["d"]) == actors
+    assert fair_first(actors, {"d": 1}, ["d"]) == ["d", "a", "b", "c"]
+
+
+def test_cast_assembly_gives_every_standing_user_records_to_act_on() -> None:
+    spec = load_domain("travel")
+    model = DomainModel.from_spec(spec)
+    domain = CompiledDomain.from_spec(spec)
+    designer = SymbolicSetDesigner(domain, model)
+    scene = designer.design(0, 11)
+    env = Environment(domain, scene.origin)
+    view = StateView(model, env)
+    owners = {view.owner("travel_requests", r) for r in view.rows("travel_requests")}
+    bookers = {view.owner("hotel_bookings", r) for r in view.rows("hotel_bookings")}
+    active = {u["id"] for u in spec.seed["users"] if u["active"] == 1}
+    seeded = {view.owner("travel_requests", r) for r in spec.seed["travel_requests"]}
+    # the seed gives requests to 7 users; assembly reaches the active ones it left out,
+    # except those the policy refuses (a user of an inactive company)
+    assert owners > seeded
+    assert "u_beta_mgr_01" in owners and "u_beta_mgr_01" in bookers
+    assert "u_staff_inactive" not in owners and "u_gamma_01" not in owners
+    assert len(bookers & active) >= 6
+    env.close()
 
 
 def test_a_plan_can_ask_for_one_archetype(tmp_path: Path) -> None:

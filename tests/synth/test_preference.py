@@ -11,10 +11,12 @@ import pytest
 from pydantic import ValidationError
 
 from veritask.agent import FaithfulAgent, ScriptedUser
+from veritask.domains import load_domain
 from veritask.env import CompiledDomain, Environment
 from veritask.rollout import EpisodeTask, run_episode
-from veritask.synth import generate
-from veritask.synth._preference import PREFERENCE_TAG, has_preference
+from veritask.synth import DomainModel, generate
+from veritask.synth._preference import PREFERENCE_TAG, has_preference, made_order
+from veritask.synth._refs import preferred_words
 from veritask.task import (
     Ask,
     DatasetDir,
@@ -89,9 +91,13 @@ def test_preference_packages_are_tagged_grounded_and_read_in_the_witness(
         reads = [c for c in pkg.witness if c.tool.startswith("query_") and "order_by" in c.args]
         assert reads, pkg.id
         for ref in _preferred(pkg):
-            words = "lowest" if ref.prefer and ref.prefer.order == "min" else "highest"
-            time = "earliest" if ref.prefer and ref.prefer.order == "min" else "latest"
-            assert words in pkg.task_description or time in pkg.task_description
+            first = ref.prefer is not None and ref.prefer.order == "min"
+            said = (
+                ("lowest", "earliest", "made first")
+                if first
+                else ("highest", "latest", "made most recently")
+            )
+            assert any(w in pkg.task_description for w in said)
         assert grounding(pkg, env, ds.read_state(pkg.origin)) == [], pkg.id
     env.close()
 
@@ -139,3 +145,12 @@ def test_the_faithful_agent_finds_the_preferred_record(
         )
         traj = asyncio.run(run_episode(task, FaithfulAgent(domain.spec), ScriptedUser(pkg)))
         assert traj.final_distance == 0, pkg.id
+
+
+def test_the_order_records_were_made_in_reads_as_made_first_or_most_recently() -> None:
+    spec = load_domain("telecom")
+    tickets, zones = spec.table("tickets"), spec.table("zones")
+    assert made_order(tickets.column("id"))
+    assert not made_order(zones.column("id"))  # a text code, not an order of making
+    ref = RowRef(table="tickets", match={}, prefer=Preference(column="id", order="max"))
+    assert preferred_words(DomainModel.from_spec(spec), ref) == " made most recently"

@@ -37,6 +37,8 @@ from veritask.synth._values import is_time
 
 BoundaryKind = Literal["quota", "state", "flag", "window", "numeric", "multi"]
 BOUNDARY_KINDS: tuple[BoundaryKind, ...] = ("quota", "state", "flag", "window", "numeric", "multi")
+OMISSION = "omission"
+"""The boundary of a Rookie request that leaves out a value a rule tests (``decided_columns``)."""
 Where = Literal["new", "old", "stored"]
 MAX_INPUTS = 4
 PAIR_MOVES = 2
@@ -119,6 +121,34 @@ def _ordered(node: exp.Column) -> bool:
     while parent is not None and not isinstance(parent, exp.Predicate):
         parent = parent.parent
     return isinstance(parent, _ORDERED)
+
+
+_DECIDED = (exp.Is, exp.EQ, exp.NEQ, exp.In)
+
+
+def decided_columns(spec: DomainSpec, rule: Rule) -> set[str]:
+    """Columns of the request (``NEW.col``, not a key or a link) the rule tests for presence
+    or for one required value (``IS NULL``, ``=``, ``!=``, ``IN``): leaving the value out, or
+    giving another, is one omission from the violation. A Rookie request that does not state
+    such a column sits at that boundary (``_cast``); no single change of the state reaches it."""
+    try:
+        tree = sqlglot.parse_one(predicate(rule), read="sqlite")
+    except SqlglotError:
+        return set()
+    table = spec.table(rule.table)
+    out = set()
+    for node in tree.find_all(exp.Column):
+        if node.table.upper() != "NEW" or node.name not in table.column_names:
+            continue
+        col = table.column(node.name)
+        if col.primary_key or col.references or node.find_ancestor(exp.Select) is not None:
+            continue
+        parent = node.parent
+        while parent is not None and not isinstance(parent, exp.Predicate):
+            parent = parent.parent
+        if isinstance(parent, _DECIDED):
+            out.add(col.name)
+    return out
 
 
 def _input_kind(rule: Rule, table: str, col: Column, node: exp.Column) -> BoundaryKind | None:
@@ -283,6 +313,61 @@ class Boundaries:
         if key not in _SHAPES:
             _SHAPES[key] = ({r.id: shape(spec, r) for r in spec.rules}, {})
         self.shapes, self._pair_cache = _SHAPES[key]
+        self._decided: dict[str, set[str]] = {}
+        self._omitted: dict[str, list[str]] = {}
+
+    def decided(self, rule_id: str) -> set[str]:
+        """The request columns a rule tests for presence or a required value (cached)."""
+        if rule_id not in self._decided:
+            self._decided[rule_id] = decided_columns(self.spec, self.spec.rule(rule_id))
+        return self._decided[rule_id]
+
+    def omission(
+        self, env: Environment, tool: str, args: dict[str, Any], omitted: list[str]
+    ) -> list[tuple[str, str]]:
+        """(rule, column) pairs: the rules a write call (on the state ``env`` holds) sits one
+        omission from, through a column the request leaves out. The call passes the rule, and
+        the rule's predicate turns true when that column is left out (NULL) or, for an enum,
+        given another of its values: the value the agent supplies is the one the rule needs."""
+        spec = env.domain.tools.get(tool)
+        if spec is None or spec.kind not in ("insert", "update"):
+            return []
+        out = []
+        for sh in self.shapes.values():
+            rule = sh.rule
+            cols = self.decided(rule.id) & set(omitted)
+            if not cols or rule.table != spec.table or spec.kind not in rule.on:
+                continue
+            if _true(env.evaluate(sh.predicate, tool, args)):
+                continue
+            for col in sorted(cols):
+                if any(_true(env.evaluate(v, tool, args)) for v in self._left_out(sh, col)):
+                    out.append((rule.id, col))
+                    break
+        return out
+
+    def _left_out(self, sh: RuleShape, column: str) -> list[str]:
+        """The predicate with ``NEW.column`` left out (NULL), then with each other value of
+        its enum (built once per rule and column)."""
+        key = f"{sh.rule.id}\x00{column}"
+        if key not in self._omitted:
+            col = self.spec.table(sh.rule.table).column(column)
+            values: list[exp.Expr] = [exp.Null()]
+            values += [
+                exp.Literal.string(v) if isinstance(v, str) else exp.Literal.number(v)
+                for v in col.enum or []
+            ]
+            tree = sqlglot.parse_one(sh.predicate, read="sqlite")
+            out = []
+            for value in values:
+
+                def put(node: exp.Expr, value: exp.Expr = value) -> exp.Expr:
+                    hit = isinstance(node, exp.Column) and node.table.upper() == "NEW"
+                    return value.copy() if hit and node.name == column else node
+
+                out.append(tree.copy().transform(put, copy=False).sql(dialect="sqlite"))
+            self._omitted[key] = out
+        return self._omitted[key]
 
     def kind(self, rule_id: str) -> BoundaryKind | None:
         """The boundary kind of a rule (None: its predicate moves with no stored or timed input)."""

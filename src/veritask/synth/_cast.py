@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from veritask._util import derive_seed
 from veritask.env import CompiledDomain, Environment
 from veritask.synth._analysis import DomainModel, column_words, row_key
-from veritask.synth._boundaries import Adjacency, Boundaries
+from veritask.synth._boundaries import OMISSION, Adjacency, Boundaries
 from veritask.synth._refs import ref_text
 from veritask.task import (
     ARCHETYPES,
@@ -82,6 +82,58 @@ def slot_archetype(index: int, seed: int, mix: Mapping[str, float] | None = None
     return order[index % len(block)]
 
 
+PREEMPT = 1
+"""Packages an archetype must be short of in a unit before it goes ahead of a slot's own."""
+
+
+def wanted(
+    slot: Archetype,
+    retry: int,
+    built: Mapping[str, int],
+    mix: Mapping[str, float] | None,
+    repick_after: int,
+) -> list[Archetype]:
+    """The archetypes a slot may take, in order of preference: when the unit already has its
+    share of the slot's own archetype, those it is short of by ``PREEMPT`` packages or more
+    against the mix (the shortest first); then the slot's own; then
+    those short of less (after ``repick_after`` tries, any), the unit's rarest first. An
+    archetype few episodes can carry (an Entangled user needs interlocking records) is then
+    taken whenever an episode carries it, not only in its own slots, so the mix holds.
+    A plan that asks for one archetype gets only that one."""
+    weights = schedule(mix)
+    if len(set(weights)) == 1:
+        return [slot]
+    made = sum(built.values()) + 1
+    deficit = {a: made * weights.count(a) / len(weights) - built.get(a, 0) for a in ARCHETYPES}
+    first = sorted(
+        (a for a in ARCHETYPES if a != slot and deficit[a] >= PREEMPT and deficit[slot] <= 0),
+        key=lambda a: -deficit[a],
+    )
+    short = [
+        a for a in ARCHETYPES
+        if a != slot and a not in first and (retry >= repick_after or deficit[a] > 0)
+    ]  # fmt: skip
+    return [*first, slot, *sorted(short, key=lambda a: built.get(a, 0))]
+
+
+FAIR_SLACK = 1
+"""Tasks a user may have in a unit above its least-used user and still be moved to the front."""
+
+
+def fair_first(
+    actors: list[Any], uses: Mapping[Any, int], preferred: Collection[Any], after: int = 0
+) -> list[Any]:
+    """``actors`` (already in draw order) with the ``preferred`` ones moved to position
+    ``after``, except those with more than ``FAIR_SLACK`` tasks above the unit's least-used
+    user: they keep their place in the draw order. A user the spec's examples name, or one
+    whose records suit the slot, is then drawn first only while the unit's cast stays even,
+    so no user takes the tasks every other one could also carry."""
+    least = min((uses.get(a, 0) for a in actors), default=0)
+    front = [a for a in actors if a in preferred and uses.get(a, 0) <= least + FAIR_SLACK]
+    rest = [a for a in actors if a not in front]
+    return rest[:after] + front + rest[after:]
+
+
 def _match(view_rows: list[dict[str, Any]], ref: RowRef) -> dict[str, Any] | None:
     """The one row of ``view_rows`` a ref's plain values pick out (None: none or several)."""
     plain = {c: v for c, v in ref.match.items() if not isinstance(v, RowRef)}
@@ -111,12 +163,15 @@ class CastBuilder:
         self.env = Environment(domain)
         self.kinds: Counter[str] = Counter()
         """Edge constructions per boundary kind so far (the rarest kind is placed first)."""
+        self.categories: Counter[str] = Counter()
+        """Boundary-seeded constructions per rule category so far (the rarest goes first)."""
         self._owners: dict[int, set[str]] = {}
 
     def reset(self) -> None:
         """Forget the boundary kinds placed so far (at the start of each unit, so a unit's
         packages depend on the unit alone and a resumed run gives the same bytes)."""
         self.kinds = Counter()
+        self.categories = Counter()
 
     def close(self) -> None:
         """Release the scratch database."""
@@ -160,7 +215,7 @@ class CastBuilder:
         if archetype == "entangled":
             return self._entangled(pkg)
         if archetype == "rookie":
-            return self._rookie(pkg)
+            return self._rookie(pkg, origin)
         return self._edge(pkg, origin, edge_rows or {})
 
     def _mismatch(self, pkg: TaskPackage) -> Construction | None:
@@ -248,8 +303,10 @@ class CastBuilder:
         return out
 
     def entangled_owners(self, origin: bytes) -> set[str]:
-        """Users with two records that interlock (hanging from one record, or sharing one of
-        the user's limits): the Entangled users of a scene, whom an Entangled slot tries first."""
+        """Users with a record another one can interlock with (hanging from one record, or
+        sharing one of the user's limits): a new record under it, or a write on another of
+        its siblings, makes the pair. The Entangled users of a scene, whom an Entangled slot
+        tries first (while the unit's cast stays even, ``fair_first``)."""
         key = hash(origin)
         if key not in self._owners:
             self.env.restore(origin)
@@ -263,8 +320,8 @@ class CastBuilder:
                         if r.get(col.name) is not None:
                             counts[(parent, r[col.name])] += 1
             owners = set()
-            for (parent, pkey), n in counts.items():
-                row = self._get(parent, pkey) if n >= 2 else None
+            for parent, pkey in counts:  # one record is enough: the request's write is the other
+                row = self._get(parent, pkey)
                 if row is not None:
                     owners.add(str(self._owner(parent, row)))
             self._owners = {key: owners}
@@ -346,24 +403,42 @@ class CastBuilder:
                         return Construction(archetype="entangled", what=what, rows=rows, call=i)
         return None
 
-    def _rookie(self, pkg: TaskPackage) -> Construction | None:
+    def _rookie(self, pkg: TaskPackage, origin: bytes) -> Construction | None:
         asks = _asks(pkg.task)
+        found: list[tuple[int, list[str], str | None]] = []
+        self.env.restore(origin)
         for i, call in enumerate(pkg.witness):
-            if not call.ok or not self.model.writes(call.tool):
-                continue
             same = [a for a in asks if a.tool == call.tool]
-            if not same:
-                continue
-            stated = {c for a in same for c in (*a.values, *a.refs)}
-            key = self.model.tool(call.tool).key
-            omitted = [
-                c for c in call.args
-                if c not in stated and c != key and not self._actor_link(call.tool, c)
-            ]  # fmt: skip
-            if omitted:
-                what = f"the request leaves out {', '.join(omitted)}, which the agent must work out"
-                return Construction(archetype="rookie", what=what, omitted=omitted, call=i)
-        return self._rookie_lookup(pkg, asks)
+            if call.ok and self.model.writes(call.tool) and same:
+                stated = {c for a in same for c in (*a.values, *a.refs)}
+                key = self.model.tool(call.tool).key
+                omitted = [
+                    c for c in call.args
+                    if c not in stated and c != key and not self._actor_link(call.tool, c)
+                ]  # fmt: skip
+                if omitted:
+                    found.append((i, omitted, self._omission_rule(call.tool, call.args, omitted)))
+            self.env.call(call.tool, call.args)
+        if not found:
+            self.env.restore(origin)
+            return self._rookie_lookup(pkg, asks)
+        i, omitted, rule = min(found, key=lambda f: f[2] is None)  # at a boundary first
+        what = f"the request leaves out {', '.join(omitted)}, which the agent must work out"
+        if rule is None:
+            return Construction(archetype="rookie", what=what, omitted=omitted, call=i)
+        self.categories[self.model.spec.rule(rule).category] += 1
+        return Construction(
+            archetype="rookie", what=what, omitted=omitted, call=i, rule=rule,
+            boundary=OMISSION, detail=f"leaving out {', '.join(omitted)} breaks {rule}",
+        )  # fmt: skip
+
+    def _omission_rule(self, tool: str, args: dict[str, Any], omitted: list[str]) -> str | None:
+        """The rule a write (on the state the scratch database holds) sits one omission
+        from, the least-seeded rule category first; None when there is none."""
+        rules = [r for r, _ in self.boundaries.omission(self.env, tool, args, omitted)]
+        if not rules:
+            return None
+        return min(rules, key=lambda r: self.categories[self.model.spec.rule(r).category])
 
     def _rookie_lookup(self, pkg: TaskPackage, asks: list[Ask]) -> Construction | None:
         """A Rookie who names a record by its label, never by its id: the agent looks the id
@@ -426,8 +501,13 @@ class CastBuilder:
             self.env.call(call.tool, call.args)
         if not found:
             return None
-        best = min(found, key=lambda f: (self.kinds[f[1].kind], f[1].rule not in hit, f[0]))
+
+        def placed(f: tuple[int, Adjacency]) -> int:
+            return self.kinds[f[1].kind] + self.categories[self.model.spec.rule(f[1].rule).category]
+
+        best = min(found, key=lambda f: (placed(f), f[1].rule not in hit, f[0]))
         self.kinds[best[1].kind] += 1
+        self.categories[self.model.spec.rule(best[1].rule).category] += 1
         return best
 
 
@@ -505,7 +585,9 @@ def _check_entangled(
     return None
 
 
-def _check_rookie(b: CastBuilder, pkg: TaskPackage, built: Construction, _o: bytes) -> str | None:
+def _check_rookie(
+    b: CastBuilder, pkg: TaskPackage, built: Construction, origin: bytes
+) -> str | None:
     if built.call is None or not built.omitted:
         return "no omitted detail"
     call = pkg.witness[built.call]
@@ -518,7 +600,22 @@ def _check_rookie(b: CastBuilder, pkg: TaskPackage, built: Construction, _o: byt
     for ask in _asks(pkg.task):
         if ask.tool == call.tool and set(built.omitted) & (set(ask.values) | set(ask.refs)):
             return "the request states the omitted detail"
-    return None
+    return None if built.rule is None else _check_omission(b, pkg, built, origin)
+
+
+def _check_omission(
+    b: CastBuilder, pkg: TaskPackage, built: Construction, origin: bytes
+) -> str | None:
+    """Whether the write sits one omission from ``built.rule`` on the state it met."""
+    assert built.call is not None
+    b.env.restore(origin)
+    for call in pkg.witness[: built.call]:
+        b.env.call(call.tool, call.args)
+    call = pkg.witness[built.call]
+    rules = {r for r, _ in b.boundaries.omission(b.env, call.tool, call.args, built.omitted)}
+    return (
+        None if built.rule in rules else f"call {built.call} is not one omission from {built.rule}"
+    )
 
 
 def _check_edge(b: CastBuilder, pkg: TaskPackage, built: Construction, origin: bytes) -> str | None:

@@ -4,8 +4,11 @@ Phase 1, resource injection (``_inject.py``): perturbed clones, substitutes, del
 trade-offs (a cheaper option a rule rejects next to the compliant one) and high-cardinality
 noise (near-identical records in a volume the spec or the plan sets).
 Phase 2, cast assembly and boundary-adjacent seeding: history is written through the domain's own
-write tools, so counters and effects stay consistent, and every quota a rule guards is driven to
-N-1 for some of the cast. The state is then rebased: it is the root the tasks are diffed against.
+write tools, so counters and effects stay consistent. Cast assembly gives each standing user (the
+spec's own actors) a record in every table a procedure changes that they own none of
+(``_assemble``), so every user is eligible for the procedures on it and the cast can be drawn
+evenly; then every quota a rule guards is driven to N-1 for some of the cast. The state is then
+rebased: it is the root the tasks are diffed against.
 """
 
 from __future__ import annotations
@@ -77,6 +80,8 @@ class SymbolicSetDesigner:
         actors = [
             row_key(self.model.spec.table(self.model.actor), r) for r in view.rows(self.model.actor)
         ]
+        if fill:
+            self._assemble(env, view, sampler, rng)
         edge = self._boundary(env, view, sampler, rng) if fill else {}
         env.rebase()
         origin = env.snapshot().data
@@ -98,6 +103,59 @@ class SymbolicSetDesigner:
             raise DesignError(f"the seed rows do not load: {exc}") from None
 
     # -- phase 2 ---------------------------------------------------------------------------
+
+    def _assembled_tables(self) -> list[tuple[str, Transaction]]:
+        """(table, insert procedure) of every owned table some update procedure changes, and
+        of the tables on their way to the user, nearest the user first."""
+        model = self.model
+        updated = {
+            model.tool(tx.tool).table
+            for tx in model.write_transactions
+            if model.tool(tx.tool).kind == "update"
+        }
+        tables = {t for t in updated if t != model.actor and model.owned(t)}
+        tables |= {p for t in tables for _, p in model.owner_path[t] if p != model.actor}
+        out = []
+        for table in sorted(tables, key=lambda t: (len(model.owner_path[t]), t)):
+            tx = next(
+                (
+                    tx
+                    for tx in model.write_transactions
+                    if model.tool(tx.tool).kind == "insert" and model.tool(tx.tool).table == table
+                ),
+                None,
+            )
+            if tx is not None:
+                out.append((table, tx))
+        return out
+
+    def _assemble(
+        self, env: Environment, view: StateView, sampler: Sampler, rng: random.Random
+    ) -> None:
+        """Cast assembly: each of the spec's own users who owns no record of a table a
+        procedure changes gets one, made through the domain's insert procedure (a user the
+        policy refuses one, such as an inactive account, keeps none). A record whose making
+        changes a row nobody owns (a book lent out, a seat taken) is undone: the resources the
+        tasks compete for stay as the seed and the injection left them."""
+        actor_table = self.model.spec.table(self.model.actor)
+        standing = [row_key(actor_table, r) for r in self.model.spec.seed.get(self.model.actor, [])]
+        tables = self._assembled_tables()
+        if not tables or not standing:
+            return
+        explorer = SymbolicExplorer(self.model, env, view, sampler, rng)
+        explorer.grounding = False
+        shared = [t.name for t in self.model.spec.tables if not self.model.owned(t.name)]
+        for table, tx in tables:
+            for actor in standing:
+                if any(view.owner(table, r) == actor for r in view.rows(table)):
+                    continue
+                before = env.snapshot()
+                common = [env.rows(t) for t in shared]
+                explorer.witness = []
+                explorer.achieve(tx, actor, aim=None)
+                if [env.rows(t) for t in shared] != common:
+                    env.restore(before)  # it used up a shared resource (a book lent out)
+                view.invalidate()
 
     def _quota_rules(self) -> list[Rule]:
         return [

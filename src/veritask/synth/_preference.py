@@ -130,10 +130,12 @@ def _base(
 
 def _ranked(maker: AskMaker, table: Table) -> list[Column]:
     """Attributes a user can prefer a least or greatest value of: numbers and time points
-    they can see (not keys, links, computed or agent-decided columns, not flags)."""
+    they can see (not keys, links, computed or agent-decided columns, not flags), and on the
+    user's own records the order they were made in (an autoincrement key: "your ticket made
+    most recently"; the user knows the order, never the key)."""
     hidden = maker.hidden(table.name)
     label = maker.model.label.get(table.name)
-    return [
+    out = [
         c
         for c in table.columns
         if c.name not in hidden
@@ -143,6 +145,14 @@ def _ranked(maker: AskMaker, table: Table) -> list[Column]:
         and c.type in ("INTEGER", "REAL")
         and (is_time(c) or not c.name.startswith(("is_", "has_")))
     ]
+    if maker.model.owner_path.get(table.name):
+        out += [c for c in table.columns if made_order(c)]
+    return out
+
+
+def made_order(column: Column) -> bool:
+    """Whether a column is the order records were made in (an autoincrement integer key)."""
+    return column.primary_key and column.autoincrement and column.type == "INTEGER"
 
 
 def _filters(
@@ -185,6 +195,7 @@ __all__ = [
     "PREFERENCE_TAG",
     "SHARE",
     "has_preference",
+    "made_order",
     "prefer",
     "read_args",
 ]

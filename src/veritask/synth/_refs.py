@@ -235,6 +235,8 @@ def preferred_words(model: DomainModel, ref: RowRef) -> str:
     if ref.prefer is None:
         return ""
     column = model.spec.table(ref.table).column(ref.prefer.column)
+    if column.primary_key and column.autoincrement:  # the order records were made in
+        return " made " + ("first" if ref.prefer.order == "min" else "most recently")
     if is_time(column):
         most = "earliest" if ref.prefer.order == "min" else "latest"
     else:

@@ -22,7 +22,7 @@ from veritask.model import CostLedger
 from veritask.pipeline import Unit
 from veritask.policy import Rule, Transaction, render_wiki
 from veritask.synth._analysis import DomainModel
-from veritask.synth._cast import CastBuilder, schedule, slot_archetype
+from veritask.synth._cast import CastBuilder, fair_first, schedule, slot_archetype, wanted
 from veritask.synth._chain import chained
 from veritask.synth._designer import DesignError, Scene, SymbolicSetDesigner, faker_for
 from veritask.synth._escalation import escalation_order
@@ -246,7 +246,7 @@ class UnitWorker:
             actors.sort(key=lambda a: self.uses[a])
         if self.want[:1] == ["entangled"]:
             tied = self.cast.entangled_owners(scene.origin)
-            actors.sort(key=lambda a: str(a) not in tied)
+            actors = fair_first(actors, self.uses, [a for a in actors if str(a) in tied])
         if aim is None:
             return actors
         env.restore(scene.origin)
@@ -258,8 +258,7 @@ class UnitWorker:
             if c.expect == aim.id
         ]
         named = [a for a in dict.fromkeys(named) if a is not None and a in actors]
-        others = [a for a in actors if a not in named]
-        order = others[:EVEN_FIRST] + named + others[EVEN_FIRST:]
+        order = fair_first(actors, self.uses, named, after=EVEN_FIRST)
         if scene.edge.get(aim.id) and aim.threshold is not None:
             parent = aim.threshold.quantity.split(".")[0]
             owners = [
@@ -439,19 +438,8 @@ class UnitWorker:
         return self._cast_in(pkg, scene, internal)
 
     def _wanted(self, slot: Archetype, retry: int) -> list[Archetype]:
-        """The slot's archetype first, then those the unit has fewer of than the mix asks
-        for (after ``REPICK_AFTER`` tries, any), the unit's rarest first."""
-        weights = schedule(self.mix)
-        if len(set(weights)) == 1:
-            return [slot]  # a plan that asks for one archetype gets only that one
-        made = sum(self.built.values()) + 1
-        short = [
-            a
-            for a in ARCHETYPES
-            if a != slot
-            and (retry >= REPICK_AFTER or self.built[a] < made * weights.count(a) / len(weights))
-        ]
-        return [slot, *sorted(short, key=lambda a: self.built[a])]
+        """The archetypes the slot may take, in order: see ``veritask.synth._cast.wanted``."""
+        return wanted(slot, retry, self.built, self.mix, REPICK_AFTER)
 
     def _cast_in(self, pkg: TaskPackage, scene: Scene, internal: set[str]) -> TaskPackage:
         """The package with its user's archetype built (Unbuilt when it carries none wanted)."""

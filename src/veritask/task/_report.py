@@ -121,14 +121,16 @@ def _archetypes(packages: Sequence[TaskPackage]) -> dict[str, Any]:
 def _boundaries(
     packages: Sequence[TaskPackage], spec_of: Callable[[str], DomainSpec]
 ) -> dict[str, Any]:
-    """Boundary-seeded packages (an Edge construction: a witness call one change from a rule)
-    per boundary kind and per rule category, as counts and as densities over all tasks."""
+    """Boundary-seeded packages per boundary kind and per rule category, as counts and as
+    densities over all tasks: an Edge construction (a witness call one change from a rule), or
+    a Rookie one whose request leaves out a value a rule tests (kind ``omission``: one
+    omission from the violation)."""
     n = len(packages)
     kinds: Counter[str] = Counter()
     categories: Counter[str] = Counter()
     for pkg in packages:
         built = pkg.construction
-        if built is None or built.archetype != "edge" or built.rule is None:
+        if built is None or built.archetype not in ("edge", "rookie") or built.rule is None:
             continue
         kinds[built.boundary or "unknown"] += 1
         spec = spec_of(pkg.domain)
