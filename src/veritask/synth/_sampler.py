@@ -10,8 +10,8 @@ from typing import Any
 from faker import Faker
 
 from veritask.env import Environment
-from veritask.policy import Column, Table, Transaction
-from veritask.synth._analysis import DomainModel, row_key, target_key
+from veritask.policy import Column, Rule, Table, Transaction
+from veritask.synth._analysis import DomainModel, implicated_columns, row_key, target_key
 from veritask.synth._values import free_text, is_time, keep_time_order, kind_variant
 from veritask.task import Ask, clock_column, intent_columns
 
@@ -145,12 +145,31 @@ class Sampler:
         parent, key = col.references.split(".")
         if parent == self.model.actor and on_path:
             return [actor]
-        rows = (
-            self.view.owned_rows(parent, actor)
-            if self.model.owned(parent) and parent != self.model.actor
-            else self.view.rows(parent)
+        if not self.model.owned(parent) or parent == self.model.actor:
+            return [r[key] for r in self.view.rows(parent)]
+        if self.other_role(col):
+            # an approver decides others' claims, never their own
+            return [r[key] for r in self.view.rows(parent) if self.view.owner(parent, r) != actor]
+        return [r[key] for r in self.view.owned_rows(parent, actor)]
+
+    def other_role(self, col: Column) -> bool:
+        """True when the row a write makes acts on ``col``'s record in another role than the
+        one that owns it: both tables belong to the actor directly, through columns of
+        different names (a decision's ``approver_id``, the claim's ``claimant_id``). Separation
+        of duties follows: the records offered are other people's."""
+        assert col.references is not None
+        parent = col.references.split(".")[0]
+        table = next(
+            (t.name for t in self.model.spec.tables if any(c is col for c in t.columns)), None
         )
-        return [r[key] for r in rows]
+        mine = self.model.owner_path.get(table or "", [])
+        theirs = self.model.owner_path.get(parent, [])
+        return (
+            len(mine) == 1
+            and len(theirs) == 1
+            and mine[0][1] == theirs[0][1] == self.model.actor
+            and mine[0][0] != theirs[0][0]
+        )
 
     _pool_gen = -1
 
@@ -313,15 +332,42 @@ class Sampler:
                     return None
                 continue
             args[name] = value
-        keep_time_order(self.model.value_rules.order.get(table.name, []), args, target, decided)
+        if tool.kind != "insert":
+            keep_time_order(self.model.value_rules.order.get(table.name, []), args, target, decided)
         return self.cohere(tx, args)
+
+    def vary(
+        self, tx: Transaction, rule: Rule, example: dict[str, Any], actor: Any
+    ) -> dict[str, Any]:
+        """A spec example for ``rule`` (an explicit null: "left out") with the values the rule
+        does not read drawn anew: the example seeds the request, the dataset does not replay
+        it. Kept: what the rule reads, the record acted on, who acts, what the agent decides
+        and enum choices (often what the procedure is for)."""
+        tool = self.model.tool(tx.tool)
+        table = self.model.spec.table(tool.table)
+        key = target_key(tool)
+        target = self.view.get(table.name, example.get(key)) if key is not None else None
+        keep = set(implicated_columns(rule)) | self.model.agent_decides(tx)
+        keep |= {c for c, _ in self.model.owner_path.get(table.name, [])} | {key or ""}
+        out = {k: v for k, v in example.items() if v is not None}
+        for name in [n for n in out if n not in keep and n in table.column_names]:
+            col = table.column(name)
+            if col.enum is None and not col.primary_key:
+                value = self.value(tx, col, actor, target, naive=False)
+                out[name] = out[name] if value is None else value
+        return self.cohere(tx, out)
 
     def cohere(self, tx: Transaction, args: dict[str, Any]) -> dict[str, Any]:
         """``args`` (changed in place) with its free text agreeing with the rest of an
         inserted row (see ``_cohere``)."""
         tool = self.model.tool(tx.tool)
         if tool.kind == "insert":
-            self._cohere(tx, self.model.spec.table(tool.table), args)
+            table = self.model.spec.table(tool.table)
+            # a walk toward a rule may have moved one time of the row past another: an
+            # expense is incurred before its claim is filed, whatever the walk aims at
+            order = self.model.value_rules.order.get(table.name, [])
+            keep_time_order(order, args, None, self.model.agent_decides(tx))
+            self._cohere(tx, table, args)
         return args
 
     def _cohere(self, tx: Transaction, table: Table, args: dict[str, Any]) -> None:
@@ -379,8 +425,8 @@ class Sampler:
         best: float = 0.0
         texts: list[str] = []
         for row in self.view.rows(table.name):
-            text = row.get(name)
-            if not isinstance(text, str) or not text.strip():
+            text = self._agreeing(row.get(name), refs, args)
+            if text is None:
                 continue
             score = sum(self._kin(c, row.get(c.name), args[c.name]) for c in refs)
             if score > best:
@@ -388,6 +434,36 @@ class Sampler:
             elif score == best and score > 0:
                 texts.append(text)
         return sorted(set(texts))
+
+    def _agreeing(self, text: Any, refs: list[Column], args: dict[str, Any]) -> str | None:
+        """``text`` made true of the records ``args`` references: a word that names another
+        value of one of their enum attributes ('Front brakes' for a part whose position is
+        REAR) becomes the record's own value when its name says that value ('Rear brake
+        pads'), else the text is unusable (None)."""
+        if not isinstance(text, str) or not text.strip():
+            return None
+        out: str = text
+        for col in refs:
+            assert col.references is not None
+            parent = col.references.split(".")[0]
+            row = self.view.get(parent, args[col.name])
+            if row is None:
+                continue
+            label = str(row.get(self.model.label.get(parent) or "", "")).lower()
+            ptable = self.model.spec.table(parent)
+            for attr in [ptable.column(c) for c in intent_columns(ptable)]:
+                own = row.get(attr.name)
+                others = [v for v in attr.enum or [] if isinstance(v, str) and v != own]
+                for other in [o for o in others if len(o) >= 3]:
+                    hit = re.search(rf"\b{re.escape(other)}\b", out, re.I)
+                    if hit is None:
+                        continue
+                    if not isinstance(own, str) or own.lower() not in label.split():
+                        return None
+                    word = own.lower()
+                    word = word.capitalize() if hit.group(0)[:1].isupper() else word
+                    out = out[: hit.start()] + word + out[hit.end() :]
+        return out
 
     def _kin(self, col: Column, have: Any, want: Any) -> float:
         """How far the record ``have`` is of the kind of ``want``: 1 for the same record;
