@@ -66,17 +66,19 @@ def test_a_cloned_user_brings_look_alikes_of_their_own_records() -> None:
     assert len(plates) == len(set(plates))
 
 
-def test_an_approver_is_offered_other_peoples_claims_only() -> None:
-    """A decision is made by its approver on someone else's claim: the claims offered to a
-    staff member deciding are never their own (separation of duties)."""
+def test_an_approver_is_offered_the_claims_assigned_to_them_never_their_own() -> None:
+    """A decision is made by a claim's approver on someone else's claim (separation of
+    duties): the claims offered to a staff member deciding are those routed to them, not their
+    own; an employee no claim is routed to is offered none."""
     model, sampler = _sampler("expense_desk")
-    decisions = model.spec.table("decisions")
-    claim_id = decisions.column("claim_id")
+    claim_id = model.spec.table("decisions").column("claim_id")
     assert sampler.other_role(claim_id)
-    for actor in ("s_raj", "s_lena", "s_marco"):
+    seeded = model.spec.seed["claims"]
+    for actor in ("s_marco", "s_farah", "s_raj"):
         offered = sampler.fk_candidates(claim_id, actor, on_path=False)
-        owners = {r["id"]: r["claimant_id"] for r in model.spec.seed["claims"]}
-        assert offered and all(owners[c] != actor for c in offered), (actor, offered)
+        assigned = [c["id"] for c in seeded if c["approver_id"] == actor != c["claimant_id"]]
+        assert offered == assigned, (actor, offered)
+    assert sampler.fk_candidates(claim_id, "s_marco", on_path=False)
     # a claimant files for themselves: the claims table's own path is unchanged
     claimant = model.spec.table("claims").column("claimant_id")
     assert sampler.fk_candidates(claimant, "s_raj", on_path=True) == ["s_raj"]

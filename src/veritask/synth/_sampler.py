@@ -148,9 +148,22 @@ class Sampler:
         if not self.model.owned(parent) or parent == self.model.actor:
             return [r[key] for r in self.view.rows(parent)]
         if self.other_role(col):
-            # an approver decides others' claims, never their own
-            return [r[key] for r in self.view.rows(parent) if self.view.owner(parent, r) != actor]
+            # an approver decides the claims assigned to them, never their own
+            others = [r for r in self.view.rows(parent) if self.view.owner(parent, r) != actor]
+            role = self._role_column(col)
+            mine = [r for r in others if role is not None and r.get(role) == actor]
+            return [r[key] for r in (mine if role is not None else others)]
         return [r[key] for r in self.view.owned_rows(parent, actor)]
+
+    def _role_column(self, col: Column) -> str | None:
+        """The column of ``col``'s record that names the actor in the role the writing row
+        acts in (a claim's ``approver_id`` for a decision's ``approver_id``), if it has one."""
+        assert col.references is not None
+        parent = self.model.spec.table(col.references.split(".")[0])
+        table = next(t for t in self.model.spec.tables if any(c is col for c in t.columns))
+        own = self.model.owner_path[table.name][0][0]
+        ref = parent.column(own).references if own in parent.column_names else None
+        return own if ref is not None and ref.split(".")[0] == self.model.actor else None
 
     def other_role(self, col: Column) -> bool:
         """True when the row a write makes acts on ``col``'s record in another role than the
@@ -422,9 +435,33 @@ class Sampler:
         ]
         if not refs:
             return []
+        authored = self._authored(table)
+        for rows in (authored, self.view.rows(table.name)):
+            texts = self._best_texts(rows, name, refs, args)
+            if texts:
+                return texts
+        return []
+
+    def _authored(self, table: Table) -> list[dict[str, Any]]:
+        """The rows of ``table`` the spec's author wrote: its seed rows and the rows its
+        examples write. Rows made since (history a repair moved to another category) may
+        pair a text with the wrong record."""
+        rows = list(self.model.spec.seed.get(table.name, []))
+        for rule in self.model.spec.rules:
+            for example in rule.examples:
+                for call in example.calls:
+                    tool = self.model.tools.get(call.tool)
+                    if tool is not None and tool.kind == "insert" and tool.table == table.name:
+                        rows.append(call.args)
+        return rows
+
+    def _best_texts(
+        self, rows: list[dict[str, Any]], name: str, refs: list[Column], args: dict[str, Any]
+    ) -> list[str]:
+        """The texts of ``name`` among ``rows`` sharing most of the request's references."""
         best: float = 0.0
         texts: list[str] = []
-        for row in self.view.rows(table.name):
+        for row in rows:
             text = self._agreeing(row.get(name), refs, args)
             if text is None:
                 continue
