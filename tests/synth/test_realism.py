@@ -126,3 +126,13 @@ def test_free_text_never_names_another_value_of_what_it_describes() -> None:
     sampler.cohere(tx, args | {"quantity": 1, "total": 41, "ordered_step": 4})
     jobs = {sampler.cohere(tx, dict(args))["job"] for _ in range(10)}
     assert "Front brakes for a customer car" not in jobs
+
+
+def test_a_new_booking_does_not_copy_the_users_own_trip_on_that_sailing() -> None:
+    """Ana holds 'Weekend at the cottage' on IF101; a new booking of hers on IF101 is named
+    after other passengers' trips there ('Moving the kids to camp'), not the same trip again."""
+    model, sampler = _sampler("ferry_desk")
+    tx = next(t for t in model.write_transactions if t.id == "book_crossing")
+    args = {"passenger_id": "p_ana", "trip_name": "x", "sailing_code": "IF101"}
+    names = {sampler.cohere(tx, dict(args))["trip_name"] for _ in range(8)}
+    assert names and "Weekend at the cottage" not in names

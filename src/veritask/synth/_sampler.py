@@ -436,10 +436,12 @@ class Sampler:
         if not refs:
             return []
         authored = self._authored(table)
-        for rows in (authored, self.view.rows(table.name)):
-            texts = self._best_texts(rows, name, refs, args)
-            if texts:
-                return texts
+        mine = [c for c, _ in self.model.owner_path.get(table.name, [])[:1]]
+        for owners in (mine, []):  # other users' texts first: not the same trip again
+            for rows in (authored, self.view.rows(table.name)):
+                texts = self._best_texts(rows, name, refs, args, owners)
+                if texts:
+                    return texts
         return []
 
     def _authored(self, table: Table) -> list[dict[str, Any]]:
@@ -456,15 +458,23 @@ class Sampler:
         return rows
 
     def _best_texts(
-        self, rows: list[dict[str, Any]], name: str, refs: list[Column], args: dict[str, Any]
+        self,
+        rows: list[dict[str, Any]],
+        name: str,
+        refs: list[Column],
+        args: dict[str, Any],
+        mine: list[str],
     ) -> list[str]:
-        """The texts of ``name`` among ``rows`` sharing most of the request's references."""
+        """The texts of ``name`` among ``rows`` sharing most of the request's references,
+        other users' rows only (``mine``: the columns that say whose a row is)."""
         best: float = 0.0
         texts: list[str] = []
         for row in rows:
             text = self._agreeing(row.get(name), refs, args)
             if text is None:
                 continue
+            if any(args.get(c) is not None and row.get(c) == args.get(c) for c in mine):
+                continue  # the user's own record: a new one is not the same trip again
             score = sum(self._kin(c, row.get(c.name), args[c.name]) for c in refs)
             if score > best:
                 best, texts = score, [text]
