@@ -16,6 +16,9 @@ from veritask.synth._values import free_text, is_time, keep_time_order, kind_var
 from veritask.task import Ask, clock_column, intent_columns
 
 _TEXT_TRIES = 8
+UNVARIED_SHARE = 0.2
+"""How often a spec example whose every value its rule reads is still used as it stands (the
+other times it yields an empty request, which no rule collides with, and the walk goes on)."""
 
 
 def _name_words(value: Any) -> set[str]:
@@ -355,7 +358,8 @@ class Sampler:
         """A spec example for ``rule`` (an explicit null: "left out") with the values the rule
         does not read drawn anew: the example seeds the request, the dataset does not replay
         it. Kept: what the rule reads, the record acted on, who acts, what the agent decides
-        and enum choices (often what the procedure is for)."""
+        and enum choices (often what the procedure is for). An example with nothing left to
+        vary is used one time in five (``UNVARIED_SHARE``), else it is ``{}``."""
         tool = self.model.tool(tx.tool)
         table = self.model.spec.table(tool.table)
         key = target_key(tool)
@@ -363,11 +367,14 @@ class Sampler:
         keep = set(implicated_columns(rule)) | self.model.agent_decides(tx)
         keep |= {c for c, _ in self.model.owner_path.get(table.name, [])} | {key or ""}
         out = {k: v for k, v in example.items() if v is not None}
+        given = dict(out)
         for name in [n for n in out if n not in keep and n in table.column_names]:
             col = table.column(name)
             if col.enum is None and not col.primary_key:
                 value = self.value(tx, col, actor, target, naive=False)
                 out[name] = out[name] if value is None else value
+        if out == given and self.rng.random() >= UNVARIED_SHARE:
+            return {}  # nothing to vary: no request (no rule collides with it), mostly
         return self.cohere(tx, out)
 
     def cohere(self, tx: Transaction, args: dict[str, Any]) -> dict[str, Any]:
