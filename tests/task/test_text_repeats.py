@@ -51,4 +51,4 @@ def test_repeats_are_grouped_by_normalised_text_with_their_state_pairs() -> None
     assert [r["packages"] for r in repeats] == [["p3", "p4", "p5"], ["p1", "p2"]]
     assert [r["differ"] for r in repeats] == [False, True]
     assert [r["state_pairs"] for r in repeats] == [2, 2]
-    assert repeats[1]["text"] == "cancel my booking"
+    assert repeats[1]["text"] == "Cancel my booking."

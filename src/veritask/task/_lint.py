@@ -682,8 +682,8 @@ def repeated_texts(packages: Iterable[TaskPackage]) -> int:
 
 
 def text_repeats(packages: Iterable[TaskPackage]) -> list[dict[str, Any]]:
-    """Every (normalised) task text made more than once, largest group first: ``{"text",
-    "packages": [ids], "state_pairs": distinct (s_origin, s_target) pairs, "differ": True
+    """Every (normalised) task text made more than once, largest group first: ``{"text"
+    (the first request, to tell them apart), "packages": [ids], "state_pairs": distinct (s_origin, s_target) pairs, "differ": True
     when no two of its packages share a state pair}``. A repeat whose state pairs all differ
     is another task under the same words (allowed, and said); one that shares a pair is the
     same task twice (``repeated_text`` when the origin is shared too)."""
@@ -696,7 +696,7 @@ def text_repeats(packages: Iterable[TaskPackage]) -> list[dict[str, Any]]:
         pairs = {(p.origin, p.target) for p in group}
         out.append(
             {
-                "text": normalised_text(group[0].task_description)[:160],
+                "text": group[0].task.sub_goals[0].request[:160],
                 "packages": [p.id for p in group],
                 "state_pairs": len(pairs),
                 "differ": len(pairs) == len(group),
