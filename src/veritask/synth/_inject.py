@@ -65,13 +65,19 @@ def _clonable(model: DomainModel, table: Table) -> bool:
 def names_a_kind(model: DomainModel, table: Table) -> bool:
     """True for a reference table whose rows' names *are* what they classify (an expense
     category 'Meals', a fare type 'Saver', a port): no intent columns (``kind_table``), no
-    people, and no number in any seeded name to redraw. A look-alike of such a row has no
+    people, no entity that holds one of them (a member's plan is an offer they switch
+    between, and its look-alikes are the alternatives), and no number in any seeded name to
+    redraw. A look-alike of such a row has no
     coherent name ('Everyday Training' is no category) and is never made: a clone, substitute
     or plan-wide noise row of it would only be another name for the same kind."""
     if table.tier != "reference" or not kind_table(table):
         return False
     if person_table(table, model.actor):
         return False
+    for other in model.spec.tables:
+        refs = [c.references for c in other.columns if c.references]
+        if other.tier == "entity" and any(r.split(".")[0] == table.name for r in refs):
+            return False  # a kind users hold and switch between (a member's plan) is an offer
     label = model.label.get(table.name)
     names = [r.get(label) for r in model.spec.seed.get(table.name, [])] if label else []
     return not any(isinstance(n, str) and re.search(r"\d", n) for n in names)
