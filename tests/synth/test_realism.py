@@ -151,3 +151,18 @@ def test_an_example_with_nothing_to_vary_is_mostly_not_used() -> None:
     used = [d for d in draws if d]
     assert all(d == example for d in used)
     assert 20 <= len(used) <= 60
+
+
+def test_a_clone_keeps_what_its_name_says_it_is() -> None:
+    """A look-alike of '600 mm wiper blade for Focus' stays a front blade: intent attributes
+    (a part's family, position, model) are never redrawn on a clone."""
+    spec = load_spec(FIXTURES / "parts_shop.yaml")
+    seeded = {r["sku"]: r for r in spec.seed["parts"]}
+    checked = 0
+    for seed in range(6):
+        for row in _injected("parts_shop", seed)["parts"]:
+            source = seeded.get(str(row["sku"]).rsplit("_", 1)[0])
+            if source is not None and row["sku"] not in seeded:
+                assert row["position"] == source["position"], row
+                checked += 1
+    assert checked > 10

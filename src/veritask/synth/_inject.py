@@ -35,7 +35,7 @@ from veritask.policy import Column, Rule, Table
 from veritask.synth._analysis import DomainModel, row_key
 from veritask.synth._sampler import mimic
 from veritask.synth._values import is_time, person_table, renamed, variant
-from veritask.task import kind_table
+from veritask.task import intent_columns, kind_table
 
 Rows = dict[str, list[dict[str, Any]]]
 NOISE_CAP = 1000
@@ -288,8 +288,8 @@ class ResourceInjector:
             drawn = rules.drawn(table, col, rng, faker)
             return drawn if rules.allowed(table.name, col.name, drawn) else value
         if col.enum is not None:
-            if rng.random() >= 0.3:
-                return value
+            if rng.random() >= 0.3 or col.name in intent_columns(table):
+                return value  # what the row is (a part's position) stays with its name
             options = [v for v in col.enum if rules.allowed(table.name, col.name, v)]
             return rng.choice(options) if options else value
         if col.type in ("INTEGER", "REAL") and _is_number(value) and not is_time(col):
