@@ -166,3 +166,13 @@ def test_a_clone_keeps_what_its_name_says_it_is() -> None:
                 assert row["position"] == source["position"], row
                 checked += 1
     assert checked > 10
+
+
+def test_the_users_own_record_is_the_guide_when_it_alone_is_of_the_same_kind() -> None:
+    """Amy's new oil filter order takes the job of her own oil change, not another customer's
+    brake service: other users' texts come first only when they are as close."""
+    model, sampler = _sampler("parts_shop")
+    tx = next(t for t in model.write_transactions if t.id == "place_order")
+    args = {"customer_id": "c_amy", "job": "x", "vehicle_id": "v_amy", "sku": "OILF-FOC"}
+    jobs = {sampler.cohere(tx, dict(args))["job"] for _ in range(6)}
+    assert jobs == {"Oil change"}

@@ -444,11 +444,15 @@ class Sampler:
             return []
         authored = self._authored(table)
         mine = [c for c, _ in self.model.owner_path.get(table.name, [])[:1]]
-        for owners in (mine, []):  # other users' texts first: not the same trip again
-            for rows in (authored, self.view.rows(table.name)):
-                texts = self._best_texts(rows, name, refs, args, owners)
-                if texts:
-                    return texts
+        for rows in (authored, self.view.rows(table.name)):
+            # other users' texts first (not the same trip again), unless only the user's own
+            # records are of the same kind (their oil change, not someone's brake service)
+            score, texts = self._best_texts(rows, name, refs, args, mine)
+            own, anyone = self._best_texts(rows, name, refs, args, [])
+            if texts and score >= own:
+                return texts
+            if anyone:
+                return anyone
         return []
 
     def _authored(self, table: Table) -> list[dict[str, Any]]:
@@ -471,9 +475,9 @@ class Sampler:
         refs: list[Column],
         args: dict[str, Any],
         mine: list[str],
-    ) -> list[str]:
-        """The texts of ``name`` among ``rows`` sharing most of the request's references,
-        other users' rows only (``mine``: the columns that say whose a row is)."""
+    ) -> tuple[float, list[str]]:
+        """The texts of ``name`` among ``rows`` sharing most of the request's references, with
+        their score; other users' rows only (``mine``: the columns that say whose a row is)."""
         best: float = 0.0
         texts: list[str] = []
         for row in rows:
@@ -487,7 +491,7 @@ class Sampler:
                 best, texts = score, [text]
             elif score == best and score > 0:
                 texts.append(text)
-        return sorted(set(texts))
+        return best, sorted(set(texts))
 
     def _agreeing(self, text: Any, refs: list[Column], args: dict[str, Any]) -> str | None:
         """``text`` made true of the records ``args`` references: a word that names another
