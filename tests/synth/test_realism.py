@@ -176,3 +176,18 @@ def test_the_users_own_record_is_the_guide_when_it_alone_is_of_the_same_kind() -
     args = {"customer_id": "c_amy", "job": "x", "vehicle_id": "v_amy", "sku": "OILF-FOC"}
     jobs = {sampler.cohere(tx, dict(args))["job"] for _ in range(6)}
     assert jobs == {"Oil change"}
+
+
+def test_a_varied_example_breaks_no_rule_the_example_did_not() -> None:
+    """RETURN_SHIPPED_ONLY's example returns 1 unit of the unshipped 1-unit order 2 at step 6:
+    a redrawn quantity or step would also break RETURN_QUANTITY or RETURN_WINDOW (11 units,
+    a return before the order), so the example's numbers stay."""
+    model, sampler = _sampler("parts_shop", seed=3)
+    tx = next(t for t in model.write_transactions if t.id == "return_parts")
+    rule = model.spec.rule("RETURN_SHIPPED_ONLY")
+    example = dict(rule.examples[0].calls[0].args)
+    for _ in range(30):
+        args = sampler.vary(tx, rule, example, "c_amy")
+        if args:
+            assert sampler._violated(tx, args) == sampler._violated(tx, example)
+            assert args["quantity"] == 1 and args["return_step"] >= 3, args

@@ -373,9 +373,31 @@ class Sampler:
             if col.enum is None and not col.primary_key:
                 value = self.value(tx, col, actor, target, naive=False)
                 out[name] = out[name] if value is None else value
+        out = self.cohere(tx, out)
+        if self._violated(tx, out) != self._violated(tx, given):
+            # a new number broke another rule (11 units returned of a 1-unit order, a return
+            # before the order): the example's numbers stay, only its words vary
+            out = {k: given[k] if _is_number(given.get(k)) else v for k, v in out.items()}
         if out == given and self.rng.random() >= UNVARIED_SHARE:
             return {}  # nothing to vary: no request (no rule collides with it), mostly
-        return self.cohere(tx, out)
+        return out
+
+    def _violated(self, tx: Transaction, args: dict[str, Any]) -> set[str]:
+        """The rules on ``tx``'s table and write kind that ``args`` would break here (each
+        evaluated alone; a rule the state cannot evaluate counts as unknown, not broken)."""
+        tool = self.model.tool(tx.tool)
+        env = self.view.env
+        out: set[str] = set()
+        for rule in self.model.spec.rules:
+            if rule.table != tool.table or tool.kind not in rule.on:
+                continue
+            if "{threshold}" in rule.condition:
+                continue  # a quota reads a counter, not the request's values
+            if rule.when is not None and not env.evaluate(rule.when, tx.tool, args):
+                continue
+            if env.evaluate(rule.condition, tx.tool, args):
+                out.add(rule.id)
+        return out
 
     def cohere(self, tx: Transaction, args: dict[str, Any]) -> dict[str, Any]:
         """``args`` (changed in place) with its free text agreeing with the rest of an
