@@ -40,6 +40,8 @@ from veritask.task import intent_columns, kind_table
 Rows = dict[str, list[dict[str, Any]]]
 NOISE_CAP = 1000
 """Most noise records one table takes (a spec or plan asking for more gets this many)."""
+KIND_WORDS = frozenset({"category", "type", "family", "kind", "class"})
+"""Words of a referencing column's name that say the referenced row classifies the record."""
 TRADE_OFF_TRIES = 8
 """Records of a table tried as the compliant side of a trade-off."""
 _NEW = re.compile(r"\bNEW\.([A-Za-z_][A-Za-z0-9_]*)")
@@ -66,18 +68,24 @@ def names_a_kind(model: DomainModel, table: Table) -> bool:
     """True for a reference table whose rows' names *are* what they classify (an expense
     category 'Meals', a fare type 'Saver', a port): no intent columns (``kind_table``), no
     people, no entity that holds one of them (a member's plan is an offer they switch
-    between, and its look-alikes are the alternatives), and no number in any seeded name to
-    redraw. A look-alike of such a row has no
+    between, and its look-alikes are the alternatives), a column that references it named for
+    what it does (``category``, ``fare_type``, ``family``: ``KIND_WORDS``), and no number in
+    any seeded name to redraw. A look-alike of such a row has no
     coherent name ('Everyday Training' is no category) and is never made: a clone, substitute
     or plan-wide noise row of it would only be another name for the same kind."""
     if table.tier != "reference" or not kind_table(table):
         return False
     if person_table(table, model.actor):
         return False
+    classifies = False
     for other in model.spec.tables:
-        refs = [c.references for c in other.columns if c.references]
-        if other.tier == "entity" and any(r.split(".")[0] == table.name for r in refs):
+        refs = [c for c in other.columns if c.references]
+        mine = [c for c in refs if c.references and c.references.split(".")[0] == table.name]
+        if other.tier == "entity" and mine:
             return False  # a kind users hold and switch between (a member's plan) is an offer
+        classifies |= any(set(c.name.split("_")) & KIND_WORDS for c in mine)
+    if not classifies:
+        return False  # a catalogue row a request picks (a book, a class) keeps its look-alikes
     label = model.label.get(table.name)
     names = [r.get(label) for r in model.spec.seed.get(table.name, [])] if label else []
     return not any(isinstance(n, str) and re.search(r"\d", n) for n in names)
