@@ -171,6 +171,7 @@ def test_generate_check_report_export(tmp_path: Path) -> None:
         "mean_witness_calls",
         "refusal_share",
         "repeated_texts",
+        "repeats",
         "cast",
         "uncovered",
         "archetypes",

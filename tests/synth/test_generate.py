@@ -89,6 +89,7 @@ def test_report_keys(datasets: dict[str, Path]) -> None:
         "tool_coverage",
         "mean_witness_calls",
         "refusal_share",
+        "repeats",
         "repeated_texts",
         "cast",
         "uncovered",

@@ -26,7 +26,7 @@ def _injector(name: str) -> tuple[DomainSpec, ResourceInjector]:
 def test_a_trade_off_is_better_on_a_number_and_rejected_by_the_rule() -> None:
     spec, injector = _injector("clinic")
     found = 0
-    for seed in range(2):
+    for seed in range(4):
         rows = _rows(spec)
         injector.counts.clear()
         injector.inject(rows, seed, random.Random(seed), faker_for(seed))

@@ -398,6 +398,7 @@ def test_report_numbers(built: Built) -> None:
         "mean_witness_calls": 2.5,  # (3 + 1 + 1 + 2) / 4
         "refusal_share": 0.25,
         "repeated_texts": 0,
+        "repeats": [],
         "cast": {"users": 1, "max_over_uniform": 1.0},  # all four are for m_ana
         "uncovered": {
             "mock": {

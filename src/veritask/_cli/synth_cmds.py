@@ -296,6 +296,12 @@ def report_cmd(
         f"cast {cast['users']} users, the largest {cast['max_over_uniform']}x a uniform share  "
         f"texts repeated on another origin {payload['repeated_texts']}"
     )
+    same = [r for r in payload["repeats"] if not r["differ"]]
+    click.echo(
+        f"texts made more than once {len(payload['repeats'])}, "
+        f"{len(same)} of them with a shared state pair"
+        + "".join(f"\n  {', '.join(r['packages'])}: {r['text'][:70]}" for r in same[:10])
+    )
     _echo_cast_and_boundaries(payload)
     _echo_uncovered(payload["uncovered"])
     if "dual_control" in payload:

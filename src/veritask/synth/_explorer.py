@@ -269,8 +269,8 @@ class SymbolicExplorer:
                     continue
                 prefix = [c for c in example.calls[:i] if c.expect == "ok"]
                 if all(self.actor_of(c.tool, c.args) in (actor, None) for c in prefix):
-                    # an explicit null in an example means "left out"
-                    out.append((prefix, {k: v for k, v in call.args.items() if v is not None}))
+                    # an explicit null means "left out"; what the rule does not read varies
+                    out.append((prefix, self.sampler.vary(tx, rule, call.args, actor)))
         return out
 
     def _fixed(self, tx: Transaction) -> dict[str, Any]:

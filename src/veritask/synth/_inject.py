@@ -35,10 +35,13 @@ from veritask.policy import Column, Rule, Table
 from veritask.synth._analysis import DomainModel, row_key
 from veritask.synth._sampler import mimic
 from veritask.synth._values import is_time, person_table, renamed, variant
+from veritask.task import intent_columns, kind_table
 
 Rows = dict[str, list[dict[str, Any]]]
 NOISE_CAP = 1000
 """Most noise records one table takes (a spec or plan asking for more gets this many)."""
+KIND_WORDS = frozenset({"category", "type", "family", "kind", "class"})
+"""Words of a referencing column's name that say the referenced row classifies the record."""
 TRADE_OFF_TRIES = 8
 """Records of a table tried as the compliant side of a trade-off."""
 _NEW = re.compile(r"\bNEW\.([A-Za-z_][A-Za-z0-9_]*)")
@@ -59,6 +62,33 @@ def _clonable(model: DomainModel, table: Table) -> bool:
             if any(r and r.split(".")[0] == table.name for r in refs):
                 return False
     return True
+
+
+def names_a_kind(model: DomainModel, table: Table) -> bool:
+    """True for a reference table whose rows' names *are* what they classify (an expense
+    category 'Meals', a fare type 'Saver', a port): no intent columns (``kind_table``), no
+    people, no entity that holds one of them (a member's plan is an offer they switch
+    between, and its look-alikes are the alternatives), a column that references it named for
+    what it does (``category``, ``fare_type``, ``family``: ``KIND_WORDS``), and no number in
+    any seeded name to redraw. A look-alike of such a row has no
+    coherent name ('Everyday Training' is no category) and is never made: a clone, substitute
+    or plan-wide noise row of it would only be another name for the same kind."""
+    if table.tier != "reference" or not kind_table(table):
+        return False
+    if person_table(table, model.actor):
+        return False
+    classifies = False
+    for other in model.spec.tables:
+        refs = [c for c in other.columns if c.references]
+        mine = [c for c in refs if c.references and c.references.split(".")[0] == table.name]
+        if other.tier == "entity" and mine:
+            return False  # a kind users hold and switch between (a member's plan) is an offer
+        classifies |= any(set(c.name.split("_")) & KIND_WORDS for c in mine)
+    if not classifies:
+        return False  # a catalogue row a request picks (a book, a class) keeps its look-alikes
+    label = model.label.get(table.name)
+    names = [r.get(label) for r in model.spec.seed.get(table.name, [])] if label else []
+    return not any(isinstance(n, str) and re.search(r"\d", n) for n in names)
 
 
 def _is_number(value: Any) -> bool:
@@ -107,14 +137,16 @@ class ResourceInjector:
         """Inject every strategy into ``rows`` (in place). ``noise``: the plan's volume of
         near-identical records per catalogue table (None: each table's ``noise`` field)."""
         tables = [t for t in self.model.spec.tables if _clonable(self.model, t)]
-        for table in tables:
+        alike = [t for t in tables if not names_a_kind(self.model, t)]
+        for table in alike:
             self._inject(table, rows, rng, faker)
         own = random.Random(f"{seed}:inject")
-        for table in tables:
+        for table in alike:
             self._substitutes(table, rows, own, faker)
         self._trade_offs(rows, own, faker)
         for table in tables:
-            volume = table.noise if noise is None else noise
+            # the plan's volume goes to look-alike tables; a kind table only takes its own
+            volume = noise if noise is not None and table in alike else table.noise
             if volume and not self.model.owned(table.name) and table.name != self.model.actor:
                 self._noise(table, rows, own, faker, min(volume, NOISE_CAP))
 
@@ -136,7 +168,39 @@ class ResourceInjector:
             if self._fits(table, clone, source, existing, rng, faker):
                 existing.append(clone)
                 self.counts["clone"] += 1
+                if table.name == self.model.actor:
+                    self._belongings(source, clone, pk, rows, rng, faker)
         rows[table.name] = existing
+
+    def _belongings(
+        self,
+        source: dict[str, Any],
+        clone: dict[str, Any],
+        key: str,
+        rows: Rows,
+        rng: random.Random,
+        faker: Faker,
+    ) -> None:
+        """A cloned user gets look-alikes of the source user's own entity records (a
+        customer's registered car): without them no request of theirs could be made, and the
+        cast would stay the seeded few."""
+        for table in self.model.spec.tables:
+            path = self.model.owner_path.get(table.name, [])
+            pk = table.primary_key
+            if table.tier != "entity" or len(path) != 1 or path[0][1] != self.model.actor:
+                continue
+            if len(pk) != 1 or pk[0].type != "TEXT" or pk[0].autoincrement:
+                continue
+            existing = rows.get(table.name, [])
+            taken = {str(r[pk[0].name]) for r in existing}
+            label = self.model.label.get(self.model.actor) or ""
+            old, new = str(source.get(label, "")), str(clone.get(label, ""))
+            for row in [r for r in existing if r.get(path[0][0]) == source[key]]:
+                copy = {k: renamed(v, old, new) for k, v in row.items()}  # "Ana's phone"
+                copy[path[0][0]] = clone[key]
+                copy[pk[0].name] = _new_key([], rng, taken, str(row[pk[0].name]))
+                if self._fits(table, copy, row, existing, rng, faker):
+                    existing.append(copy)
 
     def _clone(
         self, table: Table, source: dict[str, Any], rng: random.Random, faker: Faker
@@ -232,8 +296,8 @@ class ResourceInjector:
             drawn = rules.drawn(table, col, rng, faker)
             return drawn if rules.allowed(table.name, col.name, drawn) else value
         if col.enum is not None:
-            if rng.random() >= 0.3:
-                return value
+            if rng.random() >= 0.3 or col.name in intent_columns(table):
+                return value  # what the row is (a part's position) stays with its name
             options = [v for v in col.enum if rules.allowed(table.name, col.name, v)]
             return rng.choice(options) if options else value
         if col.type in ("INTEGER", "REAL") and _is_number(value) and not is_time(col):
@@ -352,9 +416,14 @@ class ResourceInjector:
         seeded = list(rows.get(table.name, []))
         if not seeded or not self.model.label.get(table.name):
             return
+        pk = table.primary_key[0].name
         for _ in range(rng.randint(1, 2)):
-            if self._add_near(table, rows, rng.choice(seeded), rng, faker, 0.05) is not None:
+            source = rng.choice(seeded)
+            added = self._add_near(table, rows, source, rng, faker, 0.05)
+            if added is not None:
                 self.counts["substitute"] += 1
+                if table.name == self.model.actor:
+                    self._belongings(source, added, pk, rows, rng, faker)
 
     def _noise(
         self, table: Table, rows: Rows, rng: random.Random, faker: Faker, volume: int

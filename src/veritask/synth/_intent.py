@@ -47,6 +47,6 @@ def moves_clock(table: Table, col: str, args: dict[str, Any], decided: set[str])
 def offer_rank(table: Table, col: str, args: dict[str, Any]) -> int:
     """Which columns an offered alternative changes first: 0 a value the user left out, 1
     another referenced record (of the same kind), 2 a value the user stated."""
-    if args.get(col) is None:
-        return 0
+    if args.get(col) in (None, ""):
+        return 0  # an empty text is a value left out: a rejection's reason is supplied
     return 1 if col in table.column_names and table.column(col).references else 2

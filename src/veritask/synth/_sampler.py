@@ -10,12 +10,17 @@ from typing import Any
 from faker import Faker
 
 from veritask.env import Environment
-from veritask.policy import Column, Table, Transaction
-from veritask.synth._analysis import DomainModel, row_key, target_key
+from veritask.policy import Column, Rule, Table, Transaction
+from veritask.synth._analysis import DomainModel, implicated_columns, row_key, target_key
 from veritask.synth._values import free_text, is_time, keep_time_order, kind_variant
 from veritask.task import Ask, clock_column, intent_columns
 
 _TEXT_TRIES = 8
+UNVARIED_SHARE = 1.0
+"""How often a spec example whose every value its rule reads is used as it stands (the other
+times it yields an empty request, which no rule collides with). 1.0: a lower share (0.2 cut
+the ferry desk's replays of one example from 12 to 2 requests in 300) also lost a refusal built
+from an example (mock, seed 3)."""
 
 
 def _name_words(value: Any) -> set[str]:
@@ -145,12 +150,44 @@ class Sampler:
         parent, key = col.references.split(".")
         if parent == self.model.actor and on_path:
             return [actor]
-        rows = (
-            self.view.owned_rows(parent, actor)
-            if self.model.owned(parent) and parent != self.model.actor
-            else self.view.rows(parent)
+        if not self.model.owned(parent) or parent == self.model.actor:
+            return [r[key] for r in self.view.rows(parent)]
+        if self.other_role(col):
+            # an approver decides the claims assigned to them, never their own
+            others = [r for r in self.view.rows(parent) if self.view.owner(parent, r) != actor]
+            role = self._role_column(col)
+            mine = [r for r in others if role is not None and r.get(role) == actor]
+            return [r[key] for r in (mine if role is not None else others)]
+        return [r[key] for r in self.view.owned_rows(parent, actor)]
+
+    def _role_column(self, col: Column) -> str | None:
+        """The column of ``col``'s record that names the actor in the role the writing row
+        acts in (a claim's ``approver_id`` for a decision's ``approver_id``), if it has one."""
+        assert col.references is not None
+        parent = self.model.spec.table(col.references.split(".")[0])
+        table = next(t for t in self.model.spec.tables if any(c is col for c in t.columns))
+        own = self.model.owner_path[table.name][0][0]
+        ref = parent.column(own).references if own in parent.column_names else None
+        return own if ref is not None and ref.split(".")[0] == self.model.actor else None
+
+    def other_role(self, col: Column) -> bool:
+        """True when the row a write makes acts on ``col``'s record in another role than the
+        one that owns it: both tables belong to the actor directly, through columns of
+        different names (a decision's ``approver_id``, the claim's ``claimant_id``). Separation
+        of duties follows: the records offered are other people's."""
+        assert col.references is not None
+        parent = col.references.split(".")[0]
+        table = next(
+            (t.name for t in self.model.spec.tables if any(c is col for c in t.columns)), None
         )
-        return [r[key] for r in rows]
+        mine = self.model.owner_path.get(table or "", [])
+        theirs = self.model.owner_path.get(parent, [])
+        return (
+            len(mine) == 1
+            and len(theirs) == 1
+            and mine[0][1] == theirs[0][1] == self.model.actor
+            and mine[0][0] != theirs[0][0]
+        )
 
     _pool_gen = -1
 
@@ -313,15 +350,68 @@ class Sampler:
                     return None
                 continue
             args[name] = value
-        keep_time_order(self.model.value_rules.order.get(table.name, []), args, target, decided)
+        if tool.kind != "insert":
+            keep_time_order(self.model.value_rules.order.get(table.name, []), args, target, decided)
         return self.cohere(tx, args)
+
+    def vary(
+        self, tx: Transaction, rule: Rule, example: dict[str, Any], actor: Any
+    ) -> dict[str, Any]:
+        """A spec example for ``rule`` (an explicit null: "left out") with the values the rule
+        does not read drawn anew: the example seeds the request, the dataset does not replay
+        it. Kept: what the rule reads, the record acted on, who acts, what the agent decides
+        and enum choices (often what the procedure is for). An example with nothing left to
+        vary is used in ``UNVARIED_SHARE`` of the draws, else it is ``{}``."""
+        tool = self.model.tool(tx.tool)
+        table = self.model.spec.table(tool.table)
+        key = target_key(tool)
+        target = self.view.get(table.name, example.get(key)) if key is not None else None
+        keep = set(implicated_columns(rule)) | self.model.agent_decides(tx)
+        keep |= {c for c, _ in self.model.owner_path.get(table.name, [])} | {key or ""}
+        out = {k: v for k, v in example.items() if v is not None}
+        given = dict(out)
+        for name in [n for n in out if n not in keep and n in table.column_names]:
+            col = table.column(name)
+            if col.enum is None and not col.primary_key:
+                value = self.value(tx, col, actor, target, naive=False)
+                out[name] = out[name] if value is None else value
+        out = self.cohere(tx, out)
+        if self._violated(tx, out) != self._violated(tx, given):
+            # a new number broke another rule (11 units returned of a 1-unit order, a return
+            # before the order): the example's numbers stay, only its words vary
+            out = {k: given[k] if _is_number(given.get(k)) else v for k, v in out.items()}
+        if out == given and self.rng.random() >= UNVARIED_SHARE:
+            return {}  # nothing to vary: no request (no rule collides with it), mostly
+        return out
+
+    def _violated(self, tx: Transaction, args: dict[str, Any]) -> set[str]:
+        """The rules on ``tx``'s table and write kind that ``args`` would break here (each
+        evaluated alone; a rule the state cannot evaluate counts as unknown, not broken)."""
+        tool = self.model.tool(tx.tool)
+        env = self.view.env
+        out: set[str] = set()
+        for rule in self.model.spec.rules:
+            if rule.table != tool.table or tool.kind not in rule.on:
+                continue
+            if "{threshold}" in rule.condition:
+                continue  # a quota reads a counter, not the request's values
+            if rule.when is not None and not env.evaluate(rule.when, tx.tool, args):
+                continue
+            if env.evaluate(rule.condition, tx.tool, args):
+                out.add(rule.id)
+        return out
 
     def cohere(self, tx: Transaction, args: dict[str, Any]) -> dict[str, Any]:
         """``args`` (changed in place) with its free text agreeing with the rest of an
         inserted row (see ``_cohere``)."""
         tool = self.model.tool(tx.tool)
         if tool.kind == "insert":
-            self._cohere(tx, self.model.spec.table(tool.table), args)
+            table = self.model.spec.table(tool.table)
+            # a walk toward a rule may have moved one time of the row past another: an
+            # expense is incurred before its claim is filed, whatever the walk aims at
+            order = self.model.value_rules.order.get(table.name, [])
+            keep_time_order(order, args, None, self.model.agent_decides(tx))
+            self._cohere(tx, table, args)
         return args
 
     def _cohere(self, tx: Transaction, table: Table, args: dict[str, Any]) -> None:
@@ -376,18 +466,86 @@ class Sampler:
         ]
         if not refs:
             return []
+        authored = self._authored(table)
+        mine = [c for c, _ in self.model.owner_path.get(table.name, [])[:1]]
+        for rows in (authored, self.view.rows(table.name)):
+            # other users' texts first (not the same trip again), unless only the user's own
+            # records are of the same kind (their oil change, not someone's brake service)
+            score, texts = self._best_texts(rows, name, refs, args, mine)
+            own, anyone = self._best_texts(rows, name, refs, args, [])
+            if texts and score >= own:
+                return texts
+            if anyone:
+                return anyone
+        return []
+
+    def _authored(self, table: Table) -> list[dict[str, Any]]:
+        """The rows of ``table`` the spec's author wrote: its seed rows and the rows its
+        examples write. Rows made since (history a repair moved to another category) may
+        pair a text with the wrong record."""
+        rows = list(self.model.spec.seed.get(table.name, []))
+        for rule in self.model.spec.rules:
+            for example in rule.examples:
+                for call in example.calls:
+                    tool = self.model.tools.get(call.tool)
+                    if tool is not None and tool.kind == "insert" and tool.table == table.name:
+                        rows.append(call.args)
+        return rows
+
+    def _best_texts(
+        self,
+        rows: list[dict[str, Any]],
+        name: str,
+        refs: list[Column],
+        args: dict[str, Any],
+        mine: list[str],
+    ) -> tuple[float, list[str]]:
+        """The texts of ``name`` among ``rows`` sharing most of the request's references, with
+        their score; other users' rows only (``mine``: the columns that say whose a row is)."""
         best: float = 0.0
         texts: list[str] = []
-        for row in self.view.rows(table.name):
-            text = row.get(name)
-            if not isinstance(text, str) or not text.strip():
+        for row in rows:
+            text = self._agreeing(row.get(name), refs, args)
+            if text is None:
                 continue
+            if any(args.get(c) is not None and row.get(c) == args.get(c) for c in mine):
+                continue  # the user's own record: a new one is not the same trip again
             score = sum(self._kin(c, row.get(c.name), args[c.name]) for c in refs)
             if score > best:
                 best, texts = score, [text]
             elif score == best and score > 0:
                 texts.append(text)
-        return sorted(set(texts))
+        return best, sorted(set(texts))
+
+    def _agreeing(self, text: Any, refs: list[Column], args: dict[str, Any]) -> str | None:
+        """``text`` made true of the records ``args`` references: a word that names another
+        value of one of their enum attributes ('Front brakes' for a part whose position is
+        REAR) becomes the record's own value when its name says that value ('Rear brake
+        pads'), else the text is unusable (None)."""
+        if not isinstance(text, str) or not text.strip():
+            return None
+        out: str = text
+        for col in refs:
+            assert col.references is not None
+            parent = col.references.split(".")[0]
+            row = self.view.get(parent, args[col.name])
+            if row is None:
+                continue
+            label = str(row.get(self.model.label.get(parent) or "", "")).lower()
+            ptable = self.model.spec.table(parent)
+            for attr in [ptable.column(c) for c in intent_columns(ptable)]:
+                own = row.get(attr.name)
+                others = [v for v in attr.enum or [] if isinstance(v, str) and v != own]
+                for other in [o for o in others if len(o) >= 3]:
+                    hit = re.search(rf"\b{re.escape(other)}\b", out, re.I)
+                    if hit is None:
+                        continue
+                    if not isinstance(own, str) or own.lower() not in label.split():
+                        return None
+                    word = own.lower()
+                    word = word.capitalize() if hit.group(0)[:1].isupper() else word
+                    out = out[: hit.start()] + word + out[hit.end() :]
+        return out
 
     def _kin(self, col: Column, have: Any, want: Any) -> float:
         """How far the record ``have`` is of the kind of ``want``: 1 for the same record;

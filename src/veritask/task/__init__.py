@@ -23,6 +23,7 @@ from veritask.task._lint import (
     standing_cast,
     status_of_procedure,
     tested_words,
+    text_repeats,
 )
 from veritask.task._package import (
     ARCHETYPES,
@@ -119,6 +120,7 @@ __all__ = [
     "task_asks",
     "tested_words",
     "text_keys",
+    "text_repeats",
     "unpack_dataset",
     "unstated_in",
 ]

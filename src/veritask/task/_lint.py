@@ -681,6 +681,30 @@ def repeated_texts(packages: Iterable[TaskPackage]) -> int:
     return count
 
 
+def text_repeats(packages: Iterable[TaskPackage]) -> list[dict[str, Any]]:
+    """Every (normalised) task text made more than once, largest group first: ``{"text"
+    (the first request, to tell them apart), "packages": [ids], "state_pairs": distinct (s_origin, s_target) pairs, "differ": True
+    when no two of its packages share a state pair}``. A repeat whose state pairs all differ
+    is another task under the same words (allowed, and said); one that shares a pair is the
+    same task twice (``repeated_text`` when the origin is shared too)."""
+    groups: dict[str, list[TaskPackage]] = {}
+    for pkg in packages:
+        groups.setdefault(normalised_text(pkg.task_description), []).append(pkg)
+    repeats = sorted((g for g in groups.values() if len(g) > 1), key=lambda g: (-len(g), g[0].id))
+    out: list[dict[str, Any]] = []
+    for group in repeats:
+        pairs = {(p.origin, p.target) for p in group}
+        out.append(
+            {
+                "text": group[0].task.sub_goals[0].request[:160],
+                "packages": [p.id for p in group],
+                "state_pairs": len(pairs),
+                "differ": len(pairs) == len(group),
+            }
+        )
+    return out
+
+
 def lint_dataset(packages: Iterable[TaskPackage]) -> list[LintFinding]:
     """Dataset-wide findings: a task text made twice on the same origin, and a cast skewed
     toward one user.

@@ -11,7 +11,7 @@ from veritask.policy import DomainSpec, build_tools
 from veritask.task._costs import PriceTable, cost_report, dataset_ledger
 from veritask.task._dataset import DatasetDir, load_dataset
 from veritask.task._dual import dual_section
-from veritask.task._lint import repeated_texts, standing_cast
+from veritask.task._lint import repeated_texts, standing_cast, text_repeats
 from veritask.task._package import ARCHETYPES, TAGS, TaskPackage
 from veritask.task._reach import uncovered, unreachable
 
@@ -162,6 +162,7 @@ def _statistics(
         "mean_witness_calls": round(sum(len(p.witness) for p in packages) / n, 4) if n else 0.0,
         "refusal_share": _share(sum(1 for p in packages if p.refusal), n),
         "repeated_texts": repeated_texts(packages),
+        "repeats": text_repeats(packages),
         "cast": _cast(packages),
         "uncovered": missing,
         "archetypes": _archetypes(packages),
@@ -186,6 +187,8 @@ def report_dataset(
     * ``refusal_share``: share of refusal tasks; ``dual_control`` (domains with user tools or a
       hand-off only): ``veritask.task._dual.dual_report``.
     * ``repeated_texts``: packages repeating an earlier one's text on another origin.
+    * ``repeats``: each text made more than once, with its packages and whether their state
+      pairs differ (``veritask.task._lint.text_repeats``).
     * ``cast``: ``{"users", "max_over_uniform"}``: users, and the largest one's share over a
       uniform share of the standing cast (users with tasks on several origins).
     * ``archetypes``: the archetype mix of the non-refusal tasks (``_archetypes``).
@@ -208,7 +211,7 @@ def report_dataset(
     Returns:
         ``{"tasks", "difficulty": {"L1", "L2", "L3"}, "tags": {tag: count},
         "boundary_density", "rule_coverage", "tool_coverage", "mean_witness_calls",
-        "refusal_share", "repeated_texts", "cast", "uncovered", "archetypes", "boundaries"}``;
+        "refusal_share", "repeated_texts", "repeats", "cast", "uncovered", "archetypes", "boundaries"}``;
         ``tags`` lists every known tag (0 when unused) and any other found. With model calls
         (LLM mode) also ``"costs"`` (:func:`~veritask.task._costs.cost_report`)
 
