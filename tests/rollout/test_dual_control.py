@@ -22,7 +22,7 @@ from veritask.rollout import EpisodeLimits, TaskSource, run_episode
 from veritask.task import EnvSession, TaskPackage, certify, report_dataset
 from veritask.task._dual import user_calls
 
-TELECOM = ("telecom", 60, 1)
+TELECOM = ("telecom", 60, 0)
 """The telecom dataset both the dual-control and the escalation tests read (made once)."""
 
 

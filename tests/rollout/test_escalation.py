@@ -22,7 +22,7 @@ from veritask.synth._escalation import due_for_handoff, escalation_order
 from veritask.task import EnvSession, TaskPackage, report_dataset
 from veritask.task._dual import declined_handoff, handoff_reason
 
-TELECOM = ("telecom", 60, 1)  # the dataset the dual-control tests read too (made once)
+TELECOM = ("telecom", 60, 0)  # the dataset the dual-control tests read too (made once)
 
 
 @pytest.fixture(scope="module")

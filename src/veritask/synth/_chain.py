@@ -22,6 +22,7 @@ from typing import Any
 from veritask.policy import Transaction
 from veritask.synth._analysis import DomainModel
 from veritask.synth._episode import Episode, SubGoalTrace
+from veritask.synth._escalation import goes_on
 from veritask.synth._explorer import SymbolicExplorer
 from veritask.task import WitnessCall
 
@@ -31,7 +32,7 @@ FOLLOW_TRIES = 4
 
 def chained(explorer: SymbolicExplorer, episode: Episode, max_goals: int, chain: float) -> Episode:
     """``episode`` with more requests of its user, while a draw under ``chain`` asks for one
-    and fewer than ``max_goals`` are made. A refusal task, and one whose last request is refused
+    and fewer than ``max_goals`` are made, never after a hand-off to a person. A refusal task, and one whose last request is refused
     on the state the user's own earlier requests made (the user stops there), are returned as
     they are.
 
@@ -47,7 +48,8 @@ def chained(explorer: SymbolicExplorer, episode: Episode, max_goals: int, chain:
     if episode.refusal is not None or (episode.declined is not None and episode.declined_at):
         return episode  # a refusal, or a last request refused after the user's own: it ends
     goals = list(episode.subgoals)
-    while goals and len(goals) < max_goals and explorer.rng.random() < chain:
+    spec = explorer.model.spec
+    while goals and len(goals) < max_goals and goes_on(spec, explorer.witness, explorer.rng, chain):
         more = next_goals(explorer, goals, episode.actor)
         if more is None:
             break
