@@ -15,6 +15,9 @@ from veritask.synth._analysis import DomainModel, implicated_columns, row_key, t
 from veritask.synth._values import free_text, is_time, keep_time_order, kind_variant
 from veritask.task import Ask, clock_column, intent_columns
 
+_WORD = re.compile(r"[A-Za-z0-9_\-]+")
+"""A word of free text as an id would stand in it."""
+
 _TEXT_TRIES = 8
 UNVARIED_SHARE = 1.0
 """How often a spec example whose every value its rule reads is used as it stands (the other
@@ -506,7 +509,7 @@ class Sampler:
         texts: list[str] = []
         for row in rows:
             text = self._agreeing(row.get(name), refs, args)
-            if text is None:
+            if text is None or self._names_an_id(text):
                 continue
             if any(args.get(c) is not None and row.get(c) == args.get(c) for c in mine):
                 continue  # the user's own record: a new one is not the same trip again
@@ -516,6 +519,23 @@ class Sampler:
             elif score == best and score > 0:
                 texts.append(text)
         return best, sorted(set(texts))
+
+    def _names_an_id(self, text: str) -> bool:
+        """True when ``text`` names an internal id (a TEXT key of a record, such as a course
+        code): copied into a request it would tell the user an id the task must not show."""
+        words = set(_WORD.findall(text))
+        if not words:
+            return False
+        for table in self.model.spec.tables:
+            key = table.primary_key
+            ids = (
+                {str(r[key[0].name]) for r in self.view.rows(table.name)}
+                if len(key) == 1 and key[0].type == "TEXT"
+                else set()
+            )
+            if words & ids:
+                return True
+        return False
 
     def _agreeing(self, text: Any, refs: list[Column], args: dict[str, Any]) -> str | None:
         """``text`` made true of the records ``args`` references: a word that names another
