@@ -14,36 +14,16 @@ import argparse
 import json
 import statistics
 import time
+from pathlib import Path
 from typing import Any
 
 from veritask.logic import family_from_source, make_instance
 from veritask.logic._code_tool import CodeTool
 
-FAMILY_FILE = """
-FAMILY = {
-    "id": "pick_residue",
-    "version": "1",
-    "category": "symbolic",
-    "title": "Pick a residue",
-    "template": "Name a whole number from 1 to [Input Slot 1] that leaves remainder "
-    "[Input Slot 2] when divided by 3.",
-    "answer_format": "Answer with the integer only.",
-}
-
-
-def generate(difficulty, rng):
-    top = 3 * difficulty + 3
-    r = rng.randint(0, 2)
-    return {"top": top, "r": r}, [str(top), str(r)]
-
-
-def solution(inputs):
-    return next(x for x in range(1, inputs["top"] + 1) if x % 3 == inputs["r"])
-
-
-def solution_min(inputs):
-    return min(x for x in range(1, inputs["top"] + 1) if x % 3 == inputs["r"])
-"""
+FAMILY_FILE = (
+    Path(__file__).parents[1] / "tests" / "fixtures" / "families" / "pick_residue.py"
+).read_text(encoding="utf-8")
+"""A family with many right answers per question (the test suite's fixture)."""
 
 SEARCH = """import family
 most = 0

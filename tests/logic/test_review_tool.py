@@ -36,31 +36,9 @@ from veritask.model import CostLedger, ScriptedProvider, register_provider
 SUPPORTED = sandbox_support().available
 needs_sandbox = pytest.mark.skipif(not SUPPORTED, reason="the OS sandbox is unavailable here")
 
-PICK_FILE = """
-FAMILY = {
-    "id": "pick_residue",
-    "version": "1",
-    "category": "symbolic",
-    "title": "Pick a residue",
-    "template": "Name a whole number from 1 to [Input Slot 1] that leaves remainder "
-    "[Input Slot 2] when divided by 3.",
-    "answer_format": "Answer with the integer only.",
-}
-
-
-def generate(difficulty, rng):
-    top = 3 * difficulty + 3
-    r = rng.randint(0, 2)
-    return {"top": top, "r": r}, [str(top), str(r)]
-
-
-def solution(inputs):
-    return next(x for x in range(1, inputs["top"] + 1) if x % 3 == inputs["r"])
-
-
-def solution_min(inputs):
-    return min(x for x in range(1, inputs["top"] + 1) if x % 3 == inputs["r"])
-"""
+PICK_FILE = (Path(__file__).parents[1] / "fixtures" / "families" / "pick_residue.py").read_text(
+    encoding="utf-8"
+)
 
 SEARCH = """import family
 most = 0
