@@ -18,9 +18,11 @@ from veritask.env import CompiledDomain, Environment
 from veritask.model import get_provider
 from veritask.policy import escalation_tool
 from veritask.rollout import TaskSource, run_episode
+from veritask.synth._episode import witness_call
 from veritask.synth._escalation import due_for_handoff, escalation_order
 from veritask.task import EnvSession, TaskPackage, report_dataset
 from veritask.task._dual import declined_handoff, handoff_reason
+from veritask.task._grounded import grounding
 
 TELECOM = ("telecom", 60, 0)  # the dataset the dual-control tests read too (made once)
 
@@ -160,6 +162,31 @@ def test_a_hand_off_ends_the_conversation(source: TaskSource) -> None:
         calls = [c.tool for c in pkg.witness if c.ok]
         assert tool in calls
         assert calls[calls.index(tool) + 1 :] == [], pkg.id
+
+
+def test_a_hand_off_refused_while_another_reason_holds_is_not_grounded(
+    source: TaskSource,
+) -> None:
+    """A declined hand-off is a witness mistake when another reason of the policy holds: the
+    faithful agent hands over there, so grounding must refuse such a package."""
+    spec = load_domain("telecom")
+    pkg = _handoffs(source)[0]
+    right = handoff_reason(pkg, spec)
+    wrong = next(r.id for r in spec.escalation.reasons if r.id != right)  # type: ignore[union-attr]
+    tool = escalation_tool(spec)
+    at = next(i for i, c in enumerate(pkg.witness) if c.ok and c.tool == tool)
+    env = Environment(source.domain(pkg.domain), source.dataset.read_state(pkg.origin))
+    for call in pkg.witness[:at]:
+        env.call(call.tool, call.args)
+    args = {**pkg.witness[at].args, "reason": wrong}
+    declined = witness_call(tool, args, env.call(tool, args))  # type: ignore[arg-type]
+    assert not declined.ok
+    origin = source.dataset.read_state(pkg.origin)
+    assert grounding(pkg, env, origin) == []
+    changed = pkg.model_copy(update={"witness": [*pkg.witness[:at], declined, *pkg.witness[at:]]})
+    found = grounding(changed, env, origin)
+    assert [(u.call, u.arg) for u in found] == [(at, "reason")]
+    assert right is not None and right in found[0].reason
 
 
 def test_a_wrong_escalation_fails(source: TaskSource) -> None:

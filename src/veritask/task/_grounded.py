@@ -219,7 +219,26 @@ class _Grounder(RepairSearch):
             return self._procedure(index, tool, call)
         if call.ok:
             return self._write(index, tool, call)
-        return self._final(index, tool, call) or self._reacted(index, tool, call)
+        return (
+            self._final(index, tool, call)
+            or self._reacted(index, tool, call)
+            or self._handoff_due(index, tool, call)
+        )
+
+    def _handoff_due(self, index: int, tool: ToolSpec, call: WitnessCall) -> list[Ungrounded]:
+        """A refused hand-off is a declined one only when no reason of the policy lets it
+        through: the agent picks the reason from the policy, so a hand-off refused for one
+        reason while another one holds is a mistake no careful agent makes."""
+        esc = self.env.spec.escalation
+        if esc is None or tool.name != esc.tool:
+            return []
+        for reason in esc.reasons:
+            if same(call.args.get(esc.reason), reason.id):
+                continue
+            if self._outcome(tool.name, {**call.args, esc.reason: reason.id})[0]:
+                why = f"the hand-off is refused, but reason {reason.id!r} holds here"
+                return [Ungrounded(index, tool.name, esc.reason, why)]
+        return []
 
     def _reacted(self, index: int, tool: ToolSpec, call: WitnessCall) -> list[Ungrounded]:
         """A refusal the user reacts to must be one the agent meets and explains: the call
