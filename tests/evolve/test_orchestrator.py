@@ -80,6 +80,9 @@ def test_a_version_is_kept_only_when_a_figure_improves() -> None:
     assert kept and why.startswith("kept: yield 0.500 -> 0.750")
     kept, why = decide(base, better)
     assert not kept and why.startswith("rolled back:") and "no improvement" in why
+    trade = figures({"selected": 4, "rolled_out": 4, "TRAJECTORY": 4, "accepted": 4})
+    kept, why = decide(trade, base)  # yield 0.5 -> 1.0, but the gap 0.3 -> 0.7
+    assert not kept and "one figure improved, the other got worse" in why
 
 
 def test_the_run_changes_a_prompt_and_a_setting_and_reports_each_decision(whole: Path) -> None:

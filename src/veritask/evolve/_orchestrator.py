@@ -145,6 +145,8 @@ def decide(ran: dict[str, float], baseline: dict[str, float]) -> tuple[bool, str
     )
     if (dy > 0 and dg <= 0) or (dg < 0 and dy >= 0):
         return True, f"kept: {text}"
+    if dy > 0 or dg < 0:
+        return False, f"rolled back: {text} (one figure improved, the other got worse)"
     return False, f"rolled back: {text} (no improvement)"
 
 
