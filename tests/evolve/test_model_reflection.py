@@ -149,7 +149,7 @@ def test_a_reflection_that_changes_the_tier_changes_the_symbolic_selection(
     tmp_path: Path,
 ) -> None:
     plan = enumerate_plans(domain_rules(("mock",)), 1, candidates=20, batch=4)[0]
-    tier = next(t for t in ("L1", "L2", "L3") if t != plan.synthesis.tier)
+    tier = next(t for t in ("L3", "L2", "L1") if t != plan.synthesis.tier)
     runs = {}
     for name, react_to in (("with", "Failures with reasons"), ("without", "never-in-text")):
         model = _model("PASS", react_to, {"tier": tier})
@@ -159,7 +159,13 @@ def test_a_reflection_that_changes_the_tier_changes_the_symbolic_selection(
     assert changed["plan_diff"]["synthesis.tier"] == [plan.synthesis.tier, tier]
     assert "synthesis.tier" not in _unit(runs["without"], "plan-00.iter0")["plan_diff"]
     assert _chosen(runs["with"], "plan-00.iter0") == _chosen(runs["without"], "plan-00.iter0")
-    assert _chosen(runs["with"], "plan-00.iter1") != _chosen(runs["without"], "plan-00.iter1")
+    # the tier's factor doubles the score of every candidate of the new tier: the selection
+    # is scored anew (its members change too when such a candidate was outside the batch)
+    scored = {
+        name: [s["score"] for s in _unit(out, "plan-00.iter1")["selection"]]
+        for name, out in runs.items()
+    }
+    assert scored["with"] != scored["without"]
     # the report says why: each chosen candidate's score factors, the tier's among them
     row = read_report(runs["with"])["iterations"][1]
     pool = TaskSource.load(runs["with"] / RUN_DIR / "pool" / "plan-00" / "iter1" / "mock")

@@ -103,13 +103,13 @@ def test_compact_prompts_keep_the_asked_procedures(
 ) -> None:
     full = {r["task_id"]: r["prompt"][0]["content"] for r in grpo_rows(dataset)}
     compact = {r["task_id"]: r["prompt"][0]["content"] for r in grpo_rows(dataset, compact=True)}
-    spec_names = {
-        t.id: t.name for t in VeritaskEnv(dataset).source.dataset.domain_spec("travel").transactions
-    }
+    spec = VeritaskEnv(dataset).source.dataset.domain_spec("travel")
+    spec_names = {t.id: t.name for t in spec.transactions}
     for pkg in packages:
         text = compact[pkg.id]
         assert LEFT_OUT in text and len(text) < len(full[pkg.id])
-        asked = {spec_names[t] for t in task_transactions(pkg) if t in spec_names}
+        ids = task_transactions(pkg)  # procedure ids, and ``tool:NAME`` for an ask by tool
+        asked = {t.name for t in spec.transactions if t.id in ids or f"tool:{t.tool}" in ids}
         for name in spec_names.values():
             assert (f"### Transaction: {name}\n" in text) == (name in asked), (pkg.id, name)
         assert "## Section 5:" in text and "## Section 0:" in text

@@ -442,8 +442,8 @@ def test_irreversible_divergence_stops_the_episode_early() -> None:
 
 def test_divergence_is_counted_as_a_discard_reason(tmp_path: Path) -> None:
     provider = scripted(travel_script(the_client=wary_client, the_consultant=diverging_consultant))
-    # seed 0: its first scene has a draft trip without bookings for the consultant to cancel
-    summary = llm_generate(tmp_path / "ds", provider, n=1, seed=0)
+    # seed 1: its first scene has a draft trip without bookings for the consultant to cancel
+    summary = llm_generate(tmp_path / "ds", provider, n=1, seed=1)
     assert summary.discarded.get("irreversible divergence", 0) >= 1
 
 

@@ -223,10 +223,13 @@ def test_a_startup_query_that_gives_values_away_is_repaired(tmp_path: Path) -> N
     assert repairs and all(HIDING_REASON in r and "gives away" in r for r in repairs)
     record = summary.costs.modules["persona"]
     # one persona per candidate the projector wrote: the packages and those discarded after
-    # projection (grounding reads the text); every kept package's first answer was repaired
-    projected = summary.tasks + sum(summary.discarded.values())
-    assert record.successes == record.attempts == projected
-    assert summary.tasks <= len(repairs) <= projected
+    # projection (grounding reads the text); a spoiler leak may be found before the persona
+    # is asked; every kept package's first answer was repaired
+    leaks = summary.discarded.get("spoiler leak", 0)
+    projected = summary.tasks + sum(summary.discarded.values()) - leaks
+    assert record.successes == record.attempts
+    assert projected <= record.attempts <= projected + leaks
+    assert summary.tasks <= len(repairs) <= record.attempts
     assert record.calls == record.attempts + len(repairs)
     assert_personas(tmp_path / "ds")
 
