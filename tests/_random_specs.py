@@ -23,9 +23,23 @@ PEOPLE = ["members", "clients", "patrons", "tenants", "riders", "guests", "owner
 CATALOGUES = ["rooms", "courts", "tools", "kayaks", "studios", "lockers", "desks"]
 BOOKINGS = ["bookings", "reservations", "rentals", "holds", "slots", "visits"]
 STAFF = ["staff", "attendants", "clerks", "stewards"]
+HANDOFFS = ["handoffs", "referrals", "escalations"]
+APPS = ["apps", "phones", "calendars"]
+APP_LABELS = ["Phone", "Tablet", "Laptop", "Watch", "Desktop", "E-reader", "Car screen"]
 KINDS = ["basic", "standard", "deluxe", "outdoor", "indoor", "premium", "compact"]
 FIRST = ["Ana", "Ben", "Chloe", "Dev", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jin", "Kai", "Lea"]
 LAST = ["Ruiz", "Okafor", "Park", "Singh", "Moreau", "Berg", "Costa", "Ito", "Novak", "Reyes"]
+HANDOFF_REASONS = {
+    "ACCOUNT_CLOSED": (
+        "The person's account is closed; only a human agent can reopen it.",
+        "Help a person with an active account yourself.",
+    ),
+    "GOLD_SERVICE": (
+        "The person is a GOLD member, who may ask for a human agent.",
+        "Help a BASIC member yourself.",
+    ),
+}
+"""Hand-off reasons: when the policy gives each, and the hint of the refusal otherwise."""
 THINGS = ["Harbor", "Cedar", "Summit", "Willow", "Granite", "Maple", "Beacon", "Juniper"]
 
 RULES = ("active", "quota", "qty", "gold", "final", "end_step", "window", "charge", "locked")
@@ -56,6 +70,10 @@ class _Spec:
         if self.staff and rng.random() < 0.75:
             self.rules += STAFF_RULES
         self.seed_rows: dict[str, list[dict[str, Any]]] = {}
+        # drawn apart so that adding hand-offs leaves every other draw of the seed as it was
+        side = random.Random(f"{seed}-handoffs")
+        self.handoffs = side.choice(HANDOFFS) if side.random() < 0.4 else None
+        self.apps = side.choice(APPS) if side.random() < 0.4 else None
 
     # -- seed ----------------------------------------------------------------------------
 
@@ -298,7 +316,159 @@ class _Spec:
                 "columns": cols,
             }
         )
+        if self.handoffs:
+            t.append(self._handoff_table())
+        if self.apps:
+            t.append(self._app_table())
         return t
+
+    def _app_table(self) -> dict[str, Any]:
+        """The person's own app (user-side): only the user can switch its reminders."""
+        return {
+            "name": self.apps,
+            "tier": "entity",
+            "access": "read-write",
+            "description": "The person's own booking app (on the person's side; only they can "
+            "read or change it).",
+            "columns": [
+                {
+                    "name": "id",
+                    "type": "INTEGER",
+                    "primary_key": True,
+                    "autoincrement": True,
+                    "technical": True,
+                    "description": "Id",
+                },
+                {
+                    "name": self.pid,
+                    "type": "TEXT",
+                    "not_null": True,
+                    "references": f"{self.p}.id",
+                    "updatable": False,
+                    "description": "Owner",
+                },
+                {
+                    "name": "label",
+                    "type": "TEXT",
+                    "not_null": True,
+                    "updatable": False,
+                    "description": "The name the owner gives the app",
+                },
+                {
+                    "name": "reminders",
+                    "type": "INTEGER",
+                    "not_null": True,
+                    "enum": [0, 1],
+                    "description": "1 when booking reminders are switched on",
+                },
+            ],
+        }
+
+    def app_rows(self, people: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """One app per person, reminders on or off from the seed."""
+        labels = self.rng.sample(APP_LABELS, len(people))  # one person's app is not another's
+        return [
+            {
+                "id": i,
+                self.pid: person["id"],
+                "label": labels[i - 1],
+                "reminders": self.rng.randint(0, 1),
+            }
+            for i, person in enumerate(people, 1)
+        ]
+
+    def app_rule(self, apps: list[dict[str, Any]]) -> dict[str, Any]:
+        """Reminders need an active account (a rule on the user's own tool)."""
+        gone = next(a["id"] for a in apps if a[self.pid] == "p_gone")
+        basic = next(a["id"] for a in apps if a[self.pid] == "p_basic")
+        tool = f"update_{self.apps}"
+        rule = self._rule(
+            "REMINDERS_ACTIVE",
+            "update",
+            "prerequisite",
+            f"NEW.reminders = 1 AND NOT EXISTS (SELECT 1 FROM {self.p} "
+            f"WHERE id = NEW.{self.pid} AND active = 1)",
+            "PREREQ_FAIL",
+            "Reminders work only for an active account.",
+            "Reminders cannot be switched on for an inactive account.",
+            "reminders",
+            [
+                {"tool": tool, "args": {"id": gone, "reminders": 1}},
+                {"tool": tool, "args": {"id": basic, "reminders": 1}},
+            ],
+        )
+        rule["table"] = self.apps
+        return rule
+
+    def _handoff_table(self) -> dict[str, Any]:
+        return {
+            "name": self.handoffs,
+            "tier": "transaction",
+            "access": "read-write",
+            "insert_only": True,
+            "description": "Hand-offs of a person to a human agent, with the reason (a log).",
+            "columns": [
+                {
+                    "name": "id",
+                    "type": "INTEGER",
+                    "primary_key": True,
+                    "autoincrement": True,
+                    "technical": True,
+                    "description": "Id",
+                },
+                {
+                    "name": self.pid,
+                    "type": "TEXT",
+                    "not_null": True,
+                    "references": f"{self.p}.id",
+                    "description": "Person handed over",
+                },
+                {
+                    "name": "reason",
+                    "type": "TEXT",
+                    "not_null": True,
+                    "enum": list(HANDOFF_REASONS),
+                    "description": "Why the person is handed over",
+                },
+            ],
+        }
+
+    def escalation(self) -> dict[str, Any]:
+        """The ``escalation`` block: the hand-off tool and the policy's reasons."""
+        return {
+            "tool": f"insert_{self.handoffs}",
+            "reason": "reason",
+            "reasons": [{"id": k, "when": v[0]} for k, v in HANDOFF_REASONS.items()],
+        }
+
+    def handoff_rules(self) -> list[dict[str, Any]]:
+        """One rule per reason, refusing the hand-off when its condition does not hold."""
+        conditions = {
+            "ACCOUNT_CLOSED": f"NOT EXISTS (SELECT 1 FROM {self.p} WHERE id = NEW.{self.pid} "
+            "AND active = 0)",
+            "GOLD_SERVICE": f"(SELECT level FROM {self.p} WHERE id = NEW.{self.pid}) != 'GOLD'",
+        }
+        passing = {"ACCOUNT_CLOSED": "p_gone", "GOLD_SERVICE": "p_gold"}
+        tool = f"insert_{self.handoffs}"
+        rules = []
+        for reason, (when, hint) in HANDOFF_REASONS.items():
+            refused = {"tool": tool, "args": {self.pid: "p_basic", "reason": reason}}
+            ok = {"tool": tool, "args": {self.pid: passing[reason], "reason": reason}}
+            rule = self._rule(
+                f"HANDOFF_{reason}",
+                "insert",
+                "policy",
+                conditions[reason],
+                "NOT_ESCALATABLE",
+                f"This hand-off is only for this case: {when[0].lower()}{when[1:]}",
+                hint,
+                "hand_off",
+                [refused, ok],
+                when=f"NEW.reason = '{reason}'",
+            )
+            rule["table"] = self.handoffs
+            rules.append(rule)
+        return rules
 
     # -- rules ---------------------------------------------------------------------------
 
@@ -595,6 +765,33 @@ class _Spec:
                 "tool": f"update_{self.t}",
                 "parameters": ["id", "status", "end_step"],
             },
+            *(
+                [
+                    {
+                        "id": "hand_off",
+                        "name": "Hand Off to a Human Agent",
+                        "goal": "Hand the person over to a human agent with the policy's reason.",
+                        "tool": f"insert_{self.handoffs}",
+                        "parameters": [self.pid, "reason"],
+                        "agent_decides": ["reason"],
+                    }
+                ]
+                if self.handoffs
+                else []
+            ),
+            *(
+                [
+                    {
+                        "id": "reminders",
+                        "name": "Switch Reminders",
+                        "goal": "Switch the booking reminders of the person's app on or off.",
+                        "tool": f"update_{self.apps}",
+                        "parameters": ["id", "reminders"],
+                    }
+                ]
+                if self.apps
+                else []
+            ),
         ]
 
     def build(self) -> dict[str, Any]:
@@ -605,6 +802,14 @@ class _Spec:
         seed: dict[str, Any] = {self.p: people, self.r: items, self.t: rows}
         if self.staff:
             seed[self.staff] = self.staff_rows()
+        extra: dict[str, Any] = {}
+        if self.handoffs:
+            rules += self.handoff_rules()
+            extra["escalation"] = self.escalation()
+        if self.apps:
+            seed[self.apps] = self.app_rows(people)
+            rules.append(self.app_rule(seed[self.apps]))
+            extra["user_tools"] = {"tables": [self.apps]}
         return {
             "name": f"random_{self.seed}",
             "version": "1",
@@ -616,6 +821,7 @@ class _Spec:
                 "persona": "You are a precise booking assistant.",
                 "mission": f"Help {self.p} book, complete and cancel bookings within the rules.",
             },
+            **extra,
             "tables": self.tables(),
             "rules": rules,
             "effects": effects,
@@ -631,6 +837,12 @@ def random_spec_data(seed: int) -> dict[str, Any]:
 
 def random_spec_text(seed: int) -> str:
     """The spec of ``seed`` as YAML text (``on`` keys quoted, as a person writes them)."""
-    return yaml.safe_dump(
-        random_spec_data(seed), sort_keys=False, width=1000, default_flow_style=None
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's: 20x faster, same YAML
+    return yaml.dump(
+        random_spec_data(seed),
+        Dumper=dumper,
+        sort_keys=False,
+        width=1000,
+        default_flow_style=None,
+        allow_unicode=False,
     )
