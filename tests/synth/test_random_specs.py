@@ -28,7 +28,7 @@ from veritask.synth import generate, generation_problems
 from veritask.task import DatasetDir, check_dataset, load_dataset
 
 SPECS = 200
-PACKAGES = 2
+PACKAGES = 1
 
 
 def write_spec(spec_text: str, out: Path) -> tuple[Path, DomainSpec, CompiledDomain]:
