@@ -1,12 +1,15 @@
 """Random valid domain specs nobody wrote by hand, for properties over specs.
 
-``random_spec(seed)`` builds a booking-shaped domain whose every name, size, limit and rule set
+``random_spec_data(seed)`` builds a booking-shaped domain whose every name, size, limit and rule set
 is drawn from the seed: a table of people (the actor), a catalogue, a table of bookings that
 point at both, optionally a second table of people (staff) that bookings may name, and rules of
 every category (prerequisite, quota, policy, authority, irreversibility, integrity, a time
 window and a calculation), each with the executable examples ``validate --examples`` runs (a
 violating call and a passing one, from the seed state). Effects keep a per-person counter that
-the quota rule guards.
+the quota rule guards. In some specs there is a hand-off table (an ``escalation`` block whose
+reason the agent works out) and a user-side app table (``user_tools``: a switch only the user
+can flip, guarded by a rule); both are drawn from a second stream of the seed, so every other
+draw is the same with or without them.
 
 It is a strategy of values, not of shapes the synthesizer was tuned on: identifiers come from
 word pools, limits and sizes vary, and each rule is in or out independently.
