@@ -12,6 +12,7 @@ counterexample (spec seed, package id), and exits 1 when there is one.
 from __future__ import annotations
 
 import argparse
+import shutil
 import signal
 import sys
 import tempfile
@@ -21,10 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parents[1]))
 
 from tests._random_specs import random_spec_text
-from tests.synth.test_random_specs import grounded_but_failed
-
-from veritask.env import CompiledDomain, example_coverage, run_spec_examples
-from veritask.policy import parse_spec
+from tests.synth.test_random_specs import grounded_but_failed, validate_problems, write_spec
 
 
 def main() -> int:
@@ -53,13 +51,15 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             for seed in range(args.first, args.first + args.specs):
                 text = random_spec_text(seed)
-                spec = parse_spec(text, source=f"random_{seed}")
+                out = Path(tmp) / str(seed)
+                _, spec, domain = write_spec(text, out)  # parsed and compiled once per spec
                 done += 1
-                if example_coverage(spec) or run_spec_examples(CompiledDomain.from_spec(spec)):
+                if problems := validate_problems(spec, domain):
                     invalid += 1
-                    print(f"spec {seed}: validate --examples refuses it", flush=True)
+                    print(f"spec {seed}: validate --examples refuses it: {problems}", flush=True)
                     continue
-                grounded, bad = grounded_but_failed(text, seed, args.n, Path(tmp) / str(seed))
+                grounded, bad = grounded_but_failed(text, seed, args.n, out, domain)
+                shutil.rmtree(out)
                 specs += 1
                 packages += grounded
                 failed += [f"spec {seed}: {pid}" for pid in bad]

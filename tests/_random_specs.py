@@ -1,12 +1,15 @@
 """Random valid domain specs nobody wrote by hand, for properties over specs.
 
-``random_spec(seed)`` builds a booking-shaped domain whose every name, size, limit and rule set
+``random_spec_data(seed)`` builds a booking-shaped domain whose every name, size, limit and rule set
 is drawn from the seed: a table of people (the actor), a catalogue, a table of bookings that
 point at both, optionally a second table of people (staff) that bookings may name, and rules of
 every category (prerequisite, quota, policy, authority, irreversibility, integrity, a time
 window and a calculation), each with the executable examples ``validate --examples`` runs (a
 violating call and a passing one, from the seed state). Effects keep a per-person counter that
-the quota rule guards.
+the quota rule guards. In some specs there is a hand-off table (an ``escalation`` block whose
+reason the agent works out) and a user-side app table (``user_tools``: a switch only the user
+can flip, guarded by a rule); both are drawn from a second stream of the seed, so every other
+draw is the same with or without them.
 
 It is a strategy of values, not of shapes the synthesizer was tuned on: identifiers come from
 word pools, limits and sizes vary, and each rule is in or out independently.
@@ -18,6 +21,7 @@ import random
 from typing import Any
 
 import yaml
+from tests._random_sides import APPS, HANDOFFS, _Sides, _singular
 
 PEOPLE = ["members", "clients", "patrons", "tenants", "riders", "guests", "owners"]
 CATALOGUES = ["rooms", "courts", "tools", "kayaks", "studios", "lockers", "desks"]
@@ -33,11 +37,7 @@ STAFF_RULES = ("handler",)
 """Rules only a spec with staff has: the staff member a booking must name (agent-decided)."""
 
 
-def _singular(name: str) -> str:
-    return name[:-1] if name.endswith("s") else name
-
-
-class _Spec:
+class _Spec(_Sides):
     """One random spec under construction."""
 
     def __init__(self, seed: int) -> None:
@@ -56,6 +56,10 @@ class _Spec:
         if self.staff and rng.random() < 0.75:
             self.rules += STAFF_RULES
         self.seed_rows: dict[str, list[dict[str, Any]]] = {}
+        # drawn apart so that adding hand-offs leaves every other draw of the seed as it was
+        side = random.Random(f"{seed}-handoffs")
+        self.handoffs = side.choice(HANDOFFS) if side.random() < 0.4 else None
+        self.apps = side.choice(APPS) if side.random() < 0.4 else None
 
     # -- seed ----------------------------------------------------------------------------
 
@@ -298,9 +302,11 @@ class _Spec:
                 "columns": cols,
             }
         )
+        if self.handoffs:
+            t.append(self._handoff_table())
+        if self.apps:
+            t.append(self._app_table())
         return t
-
-    # -- rules ---------------------------------------------------------------------------
 
     def _ins(self, person: str, item: str, qty: int = 1, start: int = 20) -> dict[str, Any]:
         args: dict[str, Any] = {self.pid: person, self.rid: item, "qty": qty, "start_step": start}
@@ -524,48 +530,6 @@ class _Spec:
         ]
         return rules, effects
 
-    def _rule(
-        self,
-        rid: str,
-        on: str,
-        category: str,
-        condition: str,
-        code: str,
-        message: str,
-        hint: str,
-        tx: str,
-        calls: list[dict[str, Any]],
-        *,
-        when: str | None = None,
-        threshold: dict[str, Any] | None = None,
-        repair: dict[str, Any] | None = None,
-        ordered: bool = False,
-    ) -> dict[str, Any]:
-        rule_id = f"{_singular(self.t).upper()}_{rid}"
-        first, second = calls
-        second = {k: v for k, v in second.items() if k != "expect"}
-        if ordered:  # accepted at N-1, then refused at N
-            example = [
-                {k: v for k, v in first.items() if k != "expect"},
-                {**second, "expect": rule_id},
-            ]
-        else:
-            example = [
-                {**{k: v for k, v in first.items() if k != "expect"}, "expect": rule_id},
-                second,
-            ]
-        rule: dict[str, Any] = {"id": rule_id, "table": self.t, "on": [on], "category": category}
-        if when:
-            rule["when"] = when
-        rule.update({"condition": condition, "code": code, "message": message, "hint": hint})
-        if threshold:
-            rule["threshold"] = threshold
-        if repair:
-            rule["repair"] = repair
-        rule["transaction"] = tx
-        rule["examples"] = [{"calls": example}]
-        return rule
-
     def transactions(self) -> list[dict[str, Any]]:
         thing = _singular(self.t).replace("_", " ").title()
         create = [self.pid, self.rid, "qty", "start_step"]
@@ -595,6 +559,33 @@ class _Spec:
                 "tool": f"update_{self.t}",
                 "parameters": ["id", "status", "end_step"],
             },
+            *(
+                [
+                    {
+                        "id": "hand_off",
+                        "name": "Hand Off to a Human Agent",
+                        "goal": "Hand the person over to a human agent with the policy's reason.",
+                        "tool": f"insert_{self.handoffs}",
+                        "parameters": [self.pid, "reason"],
+                        "agent_decides": ["reason"],
+                    }
+                ]
+                if self.handoffs
+                else []
+            ),
+            *(
+                [
+                    {
+                        "id": "reminders",
+                        "name": "Switch Reminders",
+                        "goal": "Switch the booking reminders of the person's app on or off.",
+                        "tool": f"update_{self.apps}",
+                        "parameters": ["id", "reminders"],
+                    }
+                ]
+                if self.apps
+                else []
+            ),
         ]
 
     def build(self) -> dict[str, Any]:
@@ -605,6 +596,14 @@ class _Spec:
         seed: dict[str, Any] = {self.p: people, self.r: items, self.t: rows}
         if self.staff:
             seed[self.staff] = self.staff_rows()
+        extra: dict[str, Any] = {}
+        if self.handoffs:
+            rules += self.handoff_rules()
+            extra["escalation"] = self.escalation()
+        if self.apps:
+            seed[self.apps] = self.app_rows(people)
+            rules.append(self.app_rule(seed[self.apps]))
+            extra["user_tools"] = {"tables": [self.apps]}
         return {
             "name": f"random_{self.seed}",
             "version": "1",
@@ -616,6 +615,7 @@ class _Spec:
                 "persona": "You are a precise booking assistant.",
                 "mission": f"Help {self.p} book, complete and cancel bookings within the rules.",
             },
+            **extra,
             "tables": self.tables(),
             "rules": rules,
             "effects": effects,
@@ -631,6 +631,12 @@ def random_spec_data(seed: int) -> dict[str, Any]:
 
 def random_spec_text(seed: int) -> str:
     """The spec of ``seed`` as YAML text (``on`` keys quoted, as a person writes them)."""
-    return yaml.safe_dump(
-        random_spec_data(seed), sort_keys=False, width=1000, default_flow_style=None
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's: 20x faster, same YAML
+    return yaml.dump(
+        random_spec_data(seed),
+        Dumper=dumper,
+        sort_keys=False,
+        width=1000,
+        default_flow_style=None,
+        allow_unicode=False,
     )
