@@ -16,6 +16,7 @@ from veritask.synth import DomainModel
 from veritask.synth import _unit as unit_mod
 from veritask.synth._boundaries import STATED
 from veritask.synth._cast import CastBuilder, construction_problem
+from veritask.synth._generate import GenerateSummary
 from veritask.synth._unit import UnitWorker
 from veritask.task import (
     Ask,
@@ -132,3 +133,12 @@ def test_a_unit_that_redesigns_its_scene_is_byte_identical(
         parts.append((out / "parts" / "unit-000025.jsonl.gz").read_bytes())
     assert parts[0] == parts[1]
     assert len({p.origin for p in _part(tmp_path / "a", 25)}) >= 2
+
+
+def test_a_run_that_falls_short_says_why(tmp_path: Path) -> None:
+    made = GenerateSummary(tmp_path, 3, 1, 0, {"no reachable goal": 40}, asked=5)
+    assert made.shortfall() == (
+        "3 of 5 packages: some units ran out of attempts on every scene they may design "
+        "(discarded: no reachable goal 40)"
+    )
+    assert GenerateSummary(tmp_path, 5, 1, 0, {}, asked=5).shortfall() is None
