@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import sys
 import tempfile
@@ -67,6 +68,7 @@ def run(domain: str, n: int, seed: int, root: Path) -> dict[str, Any]:
     tasks = report["tasks"]
     return {
         "domain": domain,
+        "asked": n,
         "tasks": tasks,
         "seconds": round(took, 1),
         "total": round(time.perf_counter() - t0, 1),
@@ -89,6 +91,7 @@ def misses(r: dict[str, Any]) -> list[str]:
     """The acceptance figures of one run that miss their targets."""
     n = r["tasks"]
     checks = {
+        "n packages": n == r["asked"],
         "certified": r["certified"] == n,
         "grounded": r["grounded"] == n,
         "pass^1": r["pass1"] == 1.0,
@@ -138,6 +141,8 @@ def main() -> None:
             )
             for p in r["problems"]:
                 print(f"  construction: {p}", flush=True)
+            load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+            print(f"  load average after {domain}: {load}", flush=True)
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -148,6 +148,8 @@ def generate_cmd(
         click.echo(
             f"{summary.tasks} packages in {summary.out} ({summary.resumed_units} of {summary.units} units were already done)"
         )
+        if summary.tasks and summary.shortfall():
+            click.echo(summary.shortfall())
     _refuse_empty(summary, n)
 
 

@@ -39,6 +39,10 @@ BoundaryKind = Literal["quota", "state", "flag", "window", "numeric", "multi"]
 BOUNDARY_KINDS: tuple[BoundaryKind, ...] = ("quota", "state", "flag", "window", "numeric", "multi")
 OMISSION = "omission"
 """The boundary of a Rookie request that leaves out a value a rule tests (``decided_columns``)."""
+STATED: Literal["stated"] = "stated"
+"""The boundary of a request that states the value a rule requires: the write is one value from
+the violation (the value left out, or another of its enum given). Placed only for a rule
+category no other boundary has reached in the unit (``CastBuilder.edge_call``, note 0058)."""
 Where = Literal["new", "old", "stored"]
 MAX_INPUTS = 4
 PAIR_MOVES = 2
@@ -93,11 +97,16 @@ class Adjacency:
     """A write call one change from a rule: which moves flip the rule's predicate."""
 
     rule: str
-    kind: BoundaryKind
+    kind: BoundaryKind | Literal["stated"]
     moves: tuple[Move, ...]
+    stated: str | None = None
+    """For a ``stated`` boundary: the request column whose value the rule requires."""
 
     def describe(self) -> str:
-        """The moves in words (``members.active_bookings +1``)."""
+        """The moves in words (``members.active_bookings +1``; ``NEW.step left out or
+        changed`` for a stated value)."""
+        if self.stated is not None:
+            return f"NEW.{self.stated} left out or changed"
         return " and ".join(f"{m.input.name} {m.step}" for m in self.moves)
 
 

@@ -29,7 +29,7 @@ from typing import Any
 from veritask._util import derive_seed
 from veritask.env import CompiledDomain, Environment
 from veritask.synth._analysis import DomainModel, column_words, row_key
-from veritask.synth._boundaries import OMISSION, Adjacency, Boundaries
+from veritask.synth._boundaries import OMISSION, STATED, Adjacency, Boundaries
 from veritask.synth._refs import ref_text
 from veritask.task import (
     ARCHETYPES,
@@ -468,7 +468,7 @@ class CastBuilder:
     def _edge(
         self, pkg: TaskPackage, origin: bytes, edge_rows: Mapping[str, list[Any]]
     ) -> Construction | None:
-        found = self.edge_call(pkg.witness, origin, set(pkg.rules_exercised))
+        found = self.edge_call(pkg.witness, origin, set(pkg.rules_exercised), _asks(pkg.task))
         if found is None:
             return None
         i, adj = found
@@ -484,20 +484,27 @@ class CastBuilder:
         what = f"call {i} sits one change ({adj.describe()}) from {adj.rule}"
         return Construction(
             archetype="edge", what=what, rows=rows, rule=adj.rule, boundary=adj.kind,
-            call=i, detail=adj.describe(),
+            call=i, detail=adj.describe(), omitted=[adj.stated] if adj.stated else [],
         )  # fmt: skip
 
     def edge_call(
-        self, witness: list[WitnessCall], origin: bytes, hit: set[str]
+        self,
+        witness: list[WitnessCall],
+        origin: bytes,
+        hit: set[str],
+        asks: list[Ask] | None = None,
     ) -> tuple[int, Adjacency] | None:
         """A write of ``witness`` one change from a rule, replaying the witness from
         ``origin``: of the boundary kind placed least so far (``kinds``), a rule the episode
-        also hit first, then the earliest call."""
+        also hit first, then the earliest call. A write one stated value from a rule
+        (``stated``: the request states what the rule requires) is a candidate only while
+        the rule's category has no boundary in the unit."""
         self.env.restore(origin)
         found: list[tuple[int, Adjacency]] = []
         for i, call in enumerate(witness):
             if call.ok and self.model.writes(call.tool):
                 found += [(i, a) for a in self.boundaries.adjacent(self.env, call.tool, call.args)]
+                found += [(i, a) for a in self._stated(call, asks or [])]
             self.env.call(call.tool, call.args)
         if not found:
             return None
@@ -509,6 +516,18 @@ class CastBuilder:
         self.kinds[best[1].kind] += 1
         self.categories[self.model.spec.rule(best[1].rule).category] += 1
         return best
+
+    def _stated(self, call: WitnessCall, asks: list[Ask]) -> list[Adjacency]:
+        """The ``stated`` boundaries of a write (on the state the scratch database holds): rules
+        of a category not yet placed in the unit that the write passes and that a request
+        leaving out (or changing) one of the values the user states would break."""
+        stated = sorted({c for a in asks if a.tool == call.tool for c in a.values})
+        pairs = self.boundaries.omission(self.env, call.tool, call.args, stated) if stated else []
+        return [
+            Adjacency(rule, STATED, (), stated=col)
+            for rule, col in pairs
+            if not self.categories[self.model.spec.rule(rule).category]
+        ]
 
 
 def _named_not_keyed(model: DomainModel, ask: Ask, column: str) -> bool:
@@ -625,8 +644,24 @@ def _check_edge(b: CastBuilder, pkg: TaskPackage, built: Construction, origin: b
     for call in pkg.witness[: built.call]:
         b.env.call(call.tool, call.args)
     call = pkg.witness[built.call]
+    if built.boundary == STATED:
+        return _check_stated(b, pkg, built, call)
     rules = {a.rule for a in b.boundaries.adjacent(b.env, call.tool, call.args)}
     return None if built.rule in rules else f"call {built.call} is not one change from {built.rule}"
+
+
+def _check_stated(
+    b: CastBuilder, pkg: TaskPackage, built: Construction, call: WitnessCall
+) -> str | None:
+    """Whether the request states the value of ``built.omitted`` and the write (on the state it
+    met, already replayed into ``b.env``) breaks ``built.rule`` without it."""
+    col = built.omitted[0] if built.omitted else ""
+    if not any(a.tool == call.tool and col in a.values for a in _asks(pkg.task)):
+        return f"the request does not state {col or 'a value'}"
+    rules = {r for r, _ in b.boundaries.omission(b.env, call.tool, call.args, [col])}
+    if built.rule not in rules:
+        return f"call {built.call} is not one stated value from {built.rule}"
+    return None
 
 
 _CHECKS = {

@@ -57,6 +57,19 @@ class GenerateSummary:
     costs: CostLedger | None = None
     """LLM mode: the spending of every unit of the dataset (resumed ones included, as
     recorded with them), per module; None in symbolic mode."""
+    asked: int = 0
+    """The packages the run was asked for (``n``)."""
+
+    def shortfall(self) -> str | None:
+        """Why the run made fewer packages than asked (None when it made them all): its units
+        ran out of attempts on every scene they may design (``RESCENES``), with the discards."""
+        if self.tasks >= self.asked:
+            return None
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(self.discarded.items()))
+        return (
+            f"{self.tasks} of {self.asked} packages: some units ran out of attempts on "
+            f"every scene they may design (discarded: {reasons or 'none'})"
+        )
 
 
 Mode = Literal["symbolic", "llm"]
@@ -285,7 +298,9 @@ def _finish(
     units = len(stage.units())
     tasks = ds.assemble(units, stage.n)
     costs = None if mode is None else dataset_ledger(ds.root) or CostLedger()
-    return GenerateSummary(ds.root, tasks, units, units - len(todo), discarded, costs)
+    summary = GenerateSummary(ds.root, tasks, units, units - len(todo), discarded, costs)
+    summary.asked = stage.n
+    return summary
 
 
 def _on_result(progress: Callable[[int], None] | None) -> Callable[[UnitResult], None] | None:

@@ -55,6 +55,8 @@ PRISTINE_EVERY = 4
 """Every fourth scene keeps the seed records as the spec's examples assume them."""
 REFUSAL_EVERY = 3
 """At most one refusal task in every third unit (under 5% of a run)."""
+RESCENES = 3
+"""Fresh scenes a unit may design when its scene runs out of attempts (``UnitWorker.run``)."""
 
 
 MAX_GOALS = 3
@@ -102,6 +104,28 @@ class UnitResult:
     leaks: list[str] = field(default_factory=list)
     costs: CostLedger | None = None
     """What the unit spent on model calls (LLM mode)."""
+
+
+@dataclass
+class _Made:
+    """The packages one unit has made so far, over the scenes it designed."""
+
+    ds: DatasetDir
+    result: UnitResult
+    first: int
+    """The task index of the unit's first package."""
+    packages: list[TaskPackage] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+    """Target digests already made (no two packages share one)."""
+    refusals: int = 0
+    refusal_at: int = 0
+    """How many packages come before the unit's refusal may."""
+
+    def add(self, pkg: TaskPackage) -> None:
+        """Keep an accepted package."""
+        self.refusals += int(pkg.refusal)
+        self.seen.add(pkg.target)
+        self.packages.append(pkg)
 
 
 class UnitWorker:
@@ -271,61 +295,85 @@ class UnitWorker:
     def run(
         self, domain: str, seed: int, unit: int, count: int, first_index: int, out: Path
     ) -> UnitResult:
-        """Design the unit's scene and produce ``count`` certified packages."""
+        """Design the unit's scene and produce ``count`` certified packages.
+
+        A scene that runs out of attempts (its material spent: every lendable record lent,
+        every user's limit reached) is followed by a fresh one, designed from a seed derived
+        from the unit's and the try's number, up to ``RESCENES`` times: the unit still makes
+        ``count`` packages whenever the domain can, and the same seed gives the same bytes."""
         ds = DatasetDir(out)
-        scene_seed = derive_seed(domain, seed, "scene", unit)
-        scene = self.designer.design(
-            unit, scene_seed, fill=unit % PRISTINE_EVERY != PRISTINE_EVERY - 1
-        )
+        result = UnitResult(unit, 0)
+        made = _Made(ds, result, first_index)
+        base = derive_seed(domain, seed, "scene", unit)
+        # the refusal of a unit that has one sits at a seeded position, not always first
+        made.refusal_at = random.Random(derive_seed(base, "refusal")).randrange(max(count, 1))
+        self.uses = Counter()
+        self.built = Counter()
+        self.cast.reset()
+        self.texts = set()
+        for again in range(RESCENES + 1):
+            if len(made.packages) >= count:
+                break
+            scene_seed = base if again == 0 else derive_seed(base, "again", again)
+            try:
+                scene = self.designer.design(
+                    unit, scene_seed, fill=unit % PRISTINE_EVERY != PRISTINE_EVERY - 1
+                )
+            except DesignError as exc:  # reported with the run's discards, never a traceback
+                result.discarded["scene could not be designed"] = (
+                    result.discarded.get("scene could not be designed", 0) + 1
+                )
+                result.leaks.append(str(exc))
+                continue
+            self._fill(domain, seed, unit, scene, count, made)
+        ds.write_part(unit, made.packages)
+        result.packages = len(made.packages)
+        return result
+
+    def _fill(
+        self, domain: str, seed: int, unit: int, scene: Scene, count: int, made: _Made
+    ) -> None:
+        """Add packages explored from ``scene`` to ``made`` until it holds ``count`` or the
+        scene's attempts (``ATTEMPTS_PER_TASK`` per package still wanted) run out."""
         env = Environment(self.domain, scene.origin)
         replayer = Environment(self.domain)  # see ``_admit``
         view = StateView(self.model, env)
         internal = text_keys(self.spec, scene.origin)
         origin_snap = Snapshot(scene.origin, self.domain.layout)
-        origin_digest = sha256(scene.origin)
-        policy_digest = ds.put_policy(self.policy)
-        result = UnitResult(unit, 0)
-        packages: list[TaskPackage] = []
-        seen: set[str] = set()
-        refusals = 0
+        digests = (sha256(scene.origin), made.ds.put_policy(self.policy))
+        budget = ATTEMPTS_PER_TASK * (count - len(made.packages))
+        before = len(made.packages)
         attempt = retry = 0
-        # the refusal of a unit that has one sits at a seeded position, not always first
-        refusal_at = random.Random(derive_seed(scene_seed, "refusal")).randrange(max(count, 1))
-        self.uses = Counter()
-        self.built = Counter()
-        self.cast.reset()
-        self.texts = set()
-        while len(packages) < count and attempt < ATTEMPTS_PER_TASK * count:
-            index = first_index + len(packages)
-            rng = random.Random(derive_seed(scene_seed, "task", attempt))
-            refusal_ok = refusals == 0 and unit % REFUSAL_EVERY == 0 and len(packages) >= refusal_at
+        while len(made.packages) < count and attempt < budget:
+            index = made.first + len(made.packages)
+            rng = random.Random(derive_seed(scene.seed, "task", attempt))
+            refusal_ok = (
+                made.refusals == 0
+                and unit % REFUSAL_EVERY == 0
+                and len(made.packages) >= made.refusal_at
+            )
             aim = self._slot((unit, seed, index), retry, refusal_ok)
             attempt += 1
             retry += 1
             episode = self._episode(scene, env, view, rng, aim, refusal_ok)
-            reason = self._admit(episode, env, origin_snap, seen, replayer)
+            reason = self._admit(episode, env, origin_snap, made.seen, replayer)
             if reason is not None:
-                result.discarded[reason] = result.discarded.get(reason, 0) + 1
+                made.result.discarded[reason] = made.result.discarded.get(reason, 0) + 1
                 continue
             assert episode is not None
-            digests = (origin_digest, policy_digest)
             where = (domain, seed, index)
-            pkg = self._accepted(where, scene, episode, view, internal, digests, ds, result)
-            if pkg is None:
-                continue
-            self.uses[pkg.user_profile.user_id] += 1
-            self.built[pkg.user_profile.archetype] += 1
-            refusals += int(pkg.refusal)
-            retry = 0
-            seen.add(pkg.target)
-            packages.append(pkg)
-        if packages:
-            ds.put_state(scene.origin)
-        ds.write_part(unit, packages)
+            pkg = self._accepted(
+                where, scene, episode, view, internal, digests, made.ds, made.result
+            )
+            if pkg is not None:
+                made.add(pkg)
+                self.uses[pkg.user_profile.user_id] += 1
+                self.built[pkg.user_profile.archetype] += 1
+                retry = 0
+        if len(made.packages) > before:
+            made.ds.put_state(scene.origin)
         env.close()
         replayer.close()
-        result.packages = len(packages)
-        return result
 
     def _accepted(
         self,
