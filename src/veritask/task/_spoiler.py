@@ -100,7 +100,7 @@ class _Lookup:
     @classmethod
     def of(cls, words: Iterable[str]) -> _Lookup:
         """The lookup of ``words`` (those no text has as a word are left out)."""
-        return cls(frozenset(w.encode("ascii") for w in words if _WORD_ONLY.fullmatch(w)))
+        return cls(frozenset(w.encode("ascii") for w in words if _is_word(w)))
 
 
 @functools.lru_cache(maxsize=16)
@@ -110,6 +110,15 @@ def _identifier_lookup(names: frozenset[str]) -> _Lookup:
 
 
 _WORD_BYTES = bytes(c if _WORD_ONLY.fullmatch(chr(c)) else 0x20 for c in range(256))
+_WORD_CHARS = "".join(chr(c) for c in range(128) if _WORD_ONLY.fullmatch(chr(c)))
+"""The characters of a word: ASCII letters, digits and ``_``."""
+
+
+def _is_word(text: str) -> bool:
+    """``_WORD_ONLY.fullmatch(text)``, without the regex (it runs once per internal id)."""
+    return bool(text) and not text.strip(_WORD_CHARS)
+
+
 """Byte translation keeping ASCII letters, digits and ``_`` and making every other byte a space."""
 
 
@@ -128,7 +137,7 @@ class _AsciiWords:
         return {w.decode("ascii") for w in self.words & lookup.encoded}
 
 
-_ANCHOR = 3
+_ANCHOR = 8
 """Characters of an id, from its first non-word character on, that index it (see
 :class:`_Anchors`)."""
 
@@ -154,10 +163,9 @@ class _Anchors:
         grouped: dict[int, dict[str, list[tuple[int, str]]]] = {}
         firsts: set[str] = set()
         for key in keys:
-            found = _NON_WORD.search(key)
-            if found is None:  # a plain word: not one of these ids
+            p = len(key) - len(key.lstrip(_WORD_CHARS))  # its first non-word character
+            if p == len(key):  # a plain word: not one of these ids
                 continue
-            p = found.start()
             anchor = key[p : p + _ANCHOR]
             grouped.setdefault(len(anchor), {}).setdefault(anchor, []).append((p, key))
             firsts.add(key[p])
@@ -181,9 +189,6 @@ class _Anchors:
         return found
 
 
-_NON_WORD = re.compile(r"[^A-Za-z0-9_]")
-
-
 @dataclass(frozen=True)
 class IdIndex:
     """Internal ids split for :func:`find_spoilers`, made once for the many texts of a scene.
@@ -200,7 +205,7 @@ class IdIndex:
     def of(cls, internal_ids: Iterable[str]) -> IdIndex:
         """The index of ``internal_ids`` (empty ids are left out)."""
         ids = {key for key in internal_ids if key}
-        words = frozenset(key for key in ids if _WORD_ONLY.fullmatch(key))
+        words = frozenset(key for key in ids if _is_word(key))
         return cls(words, tuple(sorted(ids - words)))
 
     @functools.cached_property
