@@ -1,7 +1,7 @@
 """Verifying a task: veritask's certificate against τ²-bench's replay-and-hash, per task.
 
     python benchmarks/tau2_check_speed.py PATH --tau2-python PY [--domain airline|retail]
-        [--passes N] [--packages DIR --tau2-tasks TASKS.json [--limit K]]
+        [--passes N] [--packages DIR --tau2-tasks TASKS.json [--limit K] [--phases]]
 
 PATH is a τ²-bench checkout (``data/tau2/domains/<d>/{db.json,tasks.json}``), PY a Python where
 ``tau2`` is installed. Two sets of tasks, each verified by both sides:
@@ -26,7 +26,9 @@ on odd ones), each side times its own pass with ``time.process_time`` after ``gc
 the collector left on in both. Reported per side: best and median CPU ms per task over the
 passes, and both ratios, with the load average before and after. Outcomes and final states are
 checked against the first pass outside the timing (veritask), and τ²-bench's final hashes must
-be the same in every pass. Without PATH the script says so and exits 0.
+be the same in every pass. With ``--phases``, three more check passes (after the comparison, on
+their own) time each phase of the per-package check. Without PATH the script says so and exits
+0.
 """
 
 from __future__ import annotations
@@ -212,6 +214,62 @@ def packages_sides(ds: DatasetDir, packages: list[TaskPackage]) -> dict[str, Pas
     return {"certify": lambda: _cpu(certificates), "check": check_pass}
 
 
+_PHASES = (
+    ("veritask.task._check", "_Checker.target", "target: read, rebuilt, hashed"),
+    ("veritask.task._check", "_Checker.origin", "origin ids (once per origin)"),
+    ("veritask.env._environment", "Environment.restore", "restore s_origin"),
+    ("veritask.env._environment", "Environment.call", "tool calls (probes included)"),
+    ("veritask.task._grounded", "end_certificate", "final state vs s_target"),
+    ("veritask.task._grounded", "_Grounder.before", "grounding (before each call)"),
+    ("veritask.task._check", "lint_package", "lint"),
+    ("veritask.task._check", "_check_spoilers", "spoiler check"),
+)
+
+
+@contextmanager
+def phase_timers() -> Iterator[dict[str, int]]:
+    """CPU nanoseconds spent in each of ``_PHASES`` while the block runs (the functions are
+    wrapped meanwhile; nested phases count in each)."""
+    spent = dict.fromkeys((label for *_, label in _PHASES), 0)
+    undo: list[tuple[Any, str, Any]] = []
+    for module, dotted, label in _PHASES:
+        owner: Any = sys.modules[module]
+        *path, name = dotted.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        original = getattr(owner, name)
+
+        def timed(*args: Any, _f: Any = original, _label: str = label, **kw: Any) -> Any:
+            c0 = time.process_time_ns()
+            try:
+                return _f(*args, **kw)
+            finally:
+                spent[_label] += time.process_time_ns() - c0
+
+        setattr(owner, name, timed)
+        undo.append((owner, name, original))
+    try:
+        yield spent
+    finally:
+        for owner, name, original in reversed(undo):
+            setattr(owner, name, original)
+
+
+def print_phases(check: Pass, packages: int, passes: int = 3) -> None:
+    """Where the whole check's time goes: each phase's CPU ms per package, in the pass with the
+    least total time (timed apart from the comparison, the wrappers cost a little)."""
+    best: tuple[float, dict[str, int]] | None = None
+    for _ in range(passes):
+        with phase_timers() as spent:
+            total = check()
+        if best is None or total < best[0]:
+            best = (total, dict(spent))
+    assert best is not None
+    print(f"  phases (ms/package, whole check {best[0] / packages * 1e3:.3f} with timers):")
+    for label, ns in best[1].items():
+        print(f"    {label}: {ns / packages / 1e6:.3f}")
+
+
 def interleaved(ours: dict[str, Pass], theirs: Tau2Side, passes: int) -> dict[str, list[float]]:
     """CPU seconds per pass of every side, the sides alternating in order pass by pass."""
     sides: list[tuple[str, Pass]] = [*ours.items(), ("tau2", theirs.run_pass)]
@@ -279,6 +337,8 @@ def _generated(args: argparse.Namespace) -> None:
             with tau2_side(args.tau2_python, args.path, args.domain, str(path)) as theirs:
                 times = interleaved(ours, theirs, args.passes)
         report(f"{args.domain}, generated packages ({ds.root.name})", times, len(chosen), theirs)
+        if args.phases:
+            print_phases(ours["check"], len(chosen))
 
 
 def main() -> None:
@@ -291,6 +351,9 @@ def main() -> None:
     parser.add_argument("--packages", type=Path, help="a dataset generated on the domain")
     parser.add_argument("--tau2-tasks", type=Path, help="its export --format tau2")
     parser.add_argument("--limit", type=int, default=0, help="the first K packages only")
+    parser.add_argument(
+        "--phases", action="store_true", help="then time the check's phases (--packages)"
+    )
     args = parser.parse_args()
     if args.path is None:
         print("skipped: give the path of a τ²-bench checkout (and --tau2-python)")

@@ -132,10 +132,14 @@ _TEXTS = st.lists(
 @example(text="x_y HOME order_id_ \u00e9", ids=["HOME", "x_y"], known=[])
 @example(text="see Row  9", ids=[], known=[])
 @example(text="a note on 7", ids=["note", "7"], known=[])
+@example(text="x#12 ab-ab-a 1.b a-", ids=["#12", "ab-a", "1.b", "a-", "a-b"], known=[])
 @given(
     text=_TEXTS,
     ids=st.lists(
-        st.sampled_from(["c_alice", "HOME", "a-b", "x.y", "7", "ACTIVE", "note", ""]), max_size=5
+        st.sampled_from(
+            ["c_alice", "HOME", "a-b", "x.y", "7", "ACTIVE", "note", "", "#12", "ab-a", "1.b", "a-"]
+        ),
+        max_size=5,
     ),
     known=st.lists(st.sampled_from(["c_alice", "HOME", "a-b", "nobody"]), max_size=3),
 )

@@ -195,6 +195,23 @@ class _Checker:
             f"({dom.policy[:12]}…)"
         )
 
+    def target(self, dom: _Domain, pkg: TaskPackage) -> tuple[str | None, bytes | None]:
+        """Why a package's stored target cannot be trusted (as ``state_problem``), and its
+        bytes when it can. A target usually serves one package: the first time it is asked
+        for, it is read without being kept in the dataset's cache (which keeps the states
+        that serve many packages, origins), verified, and its verdict kept as any state's."""
+        key = (dom.key, pkg.target)
+        if key in self.files:  # verified in this run already (an origin, a repeated target)
+            problem = self.files[key]
+            return problem, (self.ds.read_state(pkg.target) if problem is None else None)
+        try:
+            data = self.ds.read_state(pkg.target, keep=False)
+        except OSError as exc:
+            self.files[key] = f"state {pkg.target[:12]}… cannot be read: {exc}"
+            return self.files[key], None
+        problem = self.files[key] = dom.verifier.problem(data, pkg.target, pkg.origin)
+        return problem, (data if problem is None else None)
+
     def origin(self, dom: _Domain, digest: str) -> _Origin:
         """Origin bytes and their internal ids, read once per (domain, origin) while recent."""
         key = (dom.key, digest)
@@ -212,12 +229,11 @@ class _Checker:
 
 
 def _check_state(
-    checker: _Checker, dom: _Domain, pkg: TaskPackage, origin: _Origin, report: CheckReport
+    dom: _Domain, pkg: TaskPackage, origin: _Origin, target: bytes, report: CheckReport
 ) -> None:
     """Replay, diff and ground on one replay: certified when the replay and the diff pass,
     grounded when also every write is determined by the text (each ungrounded write is listed
     with the argument that is not)."""
-    target = checker.ds.read_state(pkg.target)
     snap = Snapshot(target, dom.compiled.layout)  # its rows are read only if a diff is needed
     cert, ungrounded = certify_grounded(pkg, dom.env, origin.data, snap)
     if cert.kind is not None:
@@ -244,21 +260,23 @@ def _check_spoilers(dom: _Domain, pkg: TaskPackage, origin: _Origin, report: Che
         report.spoiler_free += 1
 
 
-def _check_files(checker: _Checker, dom: _Domain, pkg: TaskPackage, report: CheckReport) -> bool:
-    """Integrity of the package's states and policy; False when a state cannot be trusted
-    (then nothing is replayed on it)."""
+def _check_files(
+    checker: _Checker, dom: _Domain, pkg: TaskPackage, report: CheckReport
+) -> bytes | None:
+    """Integrity of the package's states and policy: the target's bytes, or None when a state
+    cannot be trusted (then nothing is replayed on it)."""
     problem = checker.policy_problem(dom, pkg.policy)
     if problem is not None:
         report.add_failure(pkg.id, "integrity", f"policy: {problem}")
     if not pkg.reward_basis:
         report.add_failure(pkg.id, "integrity", "reward_basis: empty (nothing would be verified)")
-    trusted = True
-    for name, digest, like in (("origin", pkg.origin, None), ("target", pkg.target, pkg.origin)):
-        problem = checker.state_problem(dom, digest, like)
-        if problem is not None:
-            report.add_failure(pkg.id, "integrity", f"{name}: {problem}")
-            trusted = False
-    return trusted
+    origin = checker.state_problem(dom, pkg.origin)
+    if origin is not None:
+        report.add_failure(pkg.id, "integrity", f"origin: {origin}")
+    problem, target = checker.target(dom, pkg)
+    if problem is not None:
+        report.add_failure(pkg.id, "integrity", f"target: {problem}")
+    return None if origin is not None else target
 
 
 def _check_seal(checker: _Checker, packages: list[TaskPackage], report: CheckReport) -> None:
@@ -316,14 +334,15 @@ def _check_package(checker: _Checker, pkg: TaskPackage, report: CheckReport) -> 
         )
     for problem in dom.asks.problems(pkg.task):
         report.add_failure(pkg.id, "integrity", f"task.{problem}")
-    if not _check_files(checker, dom, pkg, report):
+    target = _check_files(checker, dom, pkg, report)
+    if target is None:
         return
     try:
         origin = checker.origin(dom, pkg.origin)
     except sqlite3.Error as exc:
         report.add_failure(pkg.id, "replay", f"s_origin {pkg.origin[:12]}… is not readable: {exc}")
         return
-    _check_state(checker, dom, pkg, origin, report)
+    _check_state(dom, pkg, origin, target, report)
     _check_spoilers(dom, pkg, origin, report)
 
 

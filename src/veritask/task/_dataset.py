@@ -193,10 +193,16 @@ class DatasetDir:
         """True when the state is stored compressed or as a delta (not only whole)."""
         return self.compressed_path(digest).exists() or digest in self._pack_index()
 
-    def read_state(self, digest: str) -> bytes:
+    def read_state(self, digest: str, keep: bool = True) -> bytes:
         """The full image of a stored state, rebuilt from its delta or decompressed if need be.
 
         The bytes are returned as stored; ``check`` verifies that they hash to ``digest``.
+
+        Args:
+            digest: The state's sha256 (its name).
+            keep: Keep the image in this directory's cache of recently read states. A state
+                read once (a target, as ``check`` reads it) is better not kept: the cache
+                holds images that serve many reads (origins, and the bases of deltas).
 
         Raises:
             FileNotFoundError: The state is not stored.
@@ -207,6 +213,8 @@ class DatasetDir:
             self._cache.move_to_end(digest)
             return found
         data = self._load_state(digest)
+        if not keep:
+            return data
         self._cache[digest] = data
         self._cache_bytes += len(data)
         while self._cache_bytes > _CACHE_BYTES and len(self._cache) > 1:

@@ -172,11 +172,20 @@ class _Grounder(RepairSearch):
         self._resolved: dict[tuple[int, str], tuple[RowRef, _Resolved]] = {}
         """``_resolve``'s answers on the current state (cleared whenever a witness call runs)."""
         self._decided: tuple[WitnessCall | None, dict[str, bool]] = (None, {})
-        self.shown: list[str] = []
-        """The JSON text of every accepted witness call's result so far (procedure writes are
-        grounded on it)."""
         """``_determined``'s answers for the arguments of one witness call, on the state it
         meets."""
+        self._results: list[Any] = []
+        """Every accepted witness call's result so far (procedure writes are grounded on their
+        JSON text, written out only when one is grounded: ``shown``)."""
+        self._shown: list[str] = []
+
+    @property
+    def shown(self) -> list[str]:
+        """The JSON text of every accepted witness call's result so far."""
+        done = len(self._shown)
+        if done < len(self._results):
+            self._shown += [json.dumps(r, ensure_ascii=False) for r in self._results[done:]]
+        return self._shown
 
     @functools.cached_property
     def actor_table(self) -> str:
@@ -307,7 +316,7 @@ class _Grounder(RepairSearch):
         elif result.ok and call.tool == f"query_{tool.table}":
             self._remember(tool.table, call.args, result.result)
         if result.ok:
-            self.shown.append(json.dumps(result.result, ensure_ascii=False))
+            self._results.append(result.result)
         if result.ok and tool is not None:
             self.seen.add(tool.table, result.result)
 

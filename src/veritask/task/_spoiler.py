@@ -92,21 +92,15 @@ _WORD_ONLY = re.compile(r"[A-Za-z0-9_]+")
 
 @dataclass(frozen=True)
 class _Lookup:
-    """Words (maximal runs of ASCII letters, digits and ``_``) to look for in ASCII texts, split
-    by how they are found: those with a ``_`` among the text's few words that have one, the
-    others by a search for the word with a space on either side in the text's bytes with every
-    other character made a space (see :class:`_AsciiWords`)."""
+    """Words (maximal runs of ASCII letters, digits and ``_``) to look for in ASCII texts, as
+    the ASCII bytes a text's words are compared with (see :class:`_AsciiWords`)."""
 
-    joined: frozenset[str]
-    plain: tuple[tuple[str, bytes], ...]
+    encoded: frozenset[bytes]
 
     @classmethod
     def of(cls, words: Iterable[str]) -> _Lookup:
         """The lookup of ``words`` (those no text has as a word are left out)."""
-        wordlike = sorted(w for w in words if _WORD_ONLY.fullmatch(w))
-        joined = frozenset(w for w in wordlike if "_" in w)
-        plain = tuple((w, f" {w} ".encode("ascii")) for w in wordlike if "_" not in w)
-        return cls(joined, plain)
+        return cls(frozenset(w.encode("ascii") for w in words if _is_word(w)))
 
 
 @functools.lru_cache(maxsize=16)
@@ -116,37 +110,82 @@ def _identifier_lookup(names: frozenset[str]) -> _Lookup:
 
 
 _WORD_BYTES = bytes(c if _WORD_ONLY.fullmatch(chr(c)) else 0x20 for c in range(256))
+_WORD_CHARS = "".join(chr(c) for c in range(128) if _WORD_ONLY.fullmatch(chr(c)))
+"""The characters of a word: ASCII letters, digits and ``_``."""
+
+
+def _is_word(text: str) -> bool:
+    """``_WORD_ONLY.fullmatch(text)``, without the regex (it runs once per internal id)."""
+    return bool(text) and not text.strip(_WORD_CHARS)
+
+
 """Byte translation keeping ASCII letters, digits and ``_`` and making every other byte a space."""
 
 
 class _AsciiWords:
-    """The words of an ASCII text (its maximal runs of letters, digits and ``_``), looked up
-    without listing them all: a text has a few hundred words, of which the few with a ``_``
-    are found from the ``_`` characters, and any other word is one search in the text's bytes.
-    """
+    """The words of an ASCII text (its maximal runs of letters, digits and ``_``), as a set of
+    bytes: every other byte is made a space, so splitting on whitespace gives exactly those
+    runs. A lookup is then one set intersection, whatever its size (a scene's origin has
+    thousands of internal ids, a text a few hundred words)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.spaced = text.encode("ascii").translate(_WORD_BYTES)
-        self._padded: bytes | None = None
-        self.joined: set[str] = set()
-        at = text.find("_")
-        while at >= 0:
-            start = self.spaced.rfind(b" ", 0, at) + 1
-            end = self.spaced.find(b" ", at)
-            end = len(text) if end < 0 else end
-            self.joined.add(text[start:end])
-            at = text.find("_", end)
+        self.words = frozenset(text.encode("ascii").translate(_WORD_BYTES).split())
 
     def among(self, lookup: _Lookup) -> set[str]:
         """The words of ``lookup`` that are words of the text."""
-        found = self.joined & lookup.joined
-        for word, padded in lookup.plain:
-            if word in self.text:  # rarely: then whether it is a whole word
-                if self._padded is None:
-                    self._padded = b" " + self.spaced + b" "
-                if padded in self._padded:
-                    found.add(word)
+        return {w.decode("ascii") for w in self.words & lookup.encoded}
+
+
+_ANCHOR = 8
+"""Characters of an id, from its first non-word character on, that index it (see
+:class:`_Anchors`)."""
+
+
+@dataclass(frozen=True)
+class _Anchors:
+    """Ids that are not plain words (each has a character other than an ASCII letter, digit or
+    ``_``), found in a text as substrings without a search per id.
+
+    An id that occurs at position ``i`` of a text has its first non-word character ``c``, at
+    offset ``p`` in the id, at position ``i + p`` of the text, followed there by the id's next
+    characters. So only the text's positions holding one of those characters are looked at:
+    the few characters from each are looked up (``by_anchor``, per anchor length) and each id
+    found is confirmed by comparing it whole at ``i``. This finds exactly the ids that
+    ``key in text`` finds."""
+
+    starts: re.Pattern[str] | None
+    by_anchor: tuple[tuple[int, dict[str, tuple[tuple[int, str], ...]]], ...]
+
+    @classmethod
+    def of(cls, keys: Iterable[str]) -> _Anchors:
+        """The anchors of ``keys`` (each must contain a non-word character)."""
+        grouped: dict[int, dict[str, list[tuple[int, str]]]] = {}
+        firsts: set[str] = set()
+        for key in keys:
+            p = len(key) - len(key.lstrip(_WORD_CHARS))  # its first non-word character
+            if p == len(key):  # a plain word: not one of these ids
+                continue
+            anchor = key[p : p + _ANCHOR]
+            grouped.setdefault(len(anchor), {}).setdefault(anchor, []).append((p, key))
+            firsts.add(key[p])
+        by_anchor = tuple(
+            (n, {a: tuple(v) for a, v in table.items()}) for n, table in sorted(grouped.items())
+        )
+        chars = "".join(sorted(firsts))
+        return cls(re.compile(f"[{re.escape(chars)}]") if chars else None, by_anchor)
+
+    def present(self, text: str) -> set[str]:
+        """The ids that occur in ``text`` (as substrings)."""
+        found: set[str] = set()
+        if self.starts is None:
+            return found
+        for m in self.starts.finditer(text):
+            j = m.start()
+            for n, table in self.by_anchor:
+                for p, key in table.get(text[j : j + n], ()):
+                    if j >= p and text.startswith(key, j - p):
+                        found.add(key)
         return found
 
 
@@ -156,7 +195,7 @@ class IdIndex:
 
     An id made only of ASCII letters, digits and ``_`` occurs in a text with no such character
     on either side exactly when it is one of the text's maximal runs of them, so those ids are
-    found among the text's words; the others are searched for as before.
+    found among the text's words; the others by their anchors (:class:`_Anchors`).
     """
 
     words: frozenset[str]
@@ -166,13 +205,18 @@ class IdIndex:
     def of(cls, internal_ids: Iterable[str]) -> IdIndex:
         """The index of ``internal_ids`` (empty ids are left out)."""
         ids = {key for key in internal_ids if key}
-        words = frozenset(key for key in ids if _WORD_ONLY.fullmatch(key))
+        words = frozenset(key for key in ids if _is_word(key))
         return cls(words, tuple(sorted(ids - words)))
 
     @functools.cached_property
     def lookup(self) -> _Lookup:
         """``words`` as looked up in ASCII texts (made on first use)."""
         return _Lookup.of(self.words)
+
+    @functools.cached_property
+    def anchors(self) -> _Anchors:
+        """``others`` as found in any text (made on first use)."""
+        return _Anchors.of(self.others)
 
 
 _ID_HINT, _ROW_HINT = re.compile(r"ids?\s*[:=#]?\s*\d"), re.compile(r"row\s+\d")
@@ -216,7 +260,7 @@ def find_spoilers(
         every = set(_WORD_ONLY.findall(text))
         named, present = every & names, every & index.words
     found = [f"schema identifier {name!r}" for name in sorted(named)]
-    present.update(key for key in index.others if key in text)  # most ids are not
+    present.update(index.anchors.present(text))  # most ids are not in it
     for key in sorted(present - set(known)):
         if key in index.words or re.search(
             rf"(?<![A-Za-z0-9_]){re.escape(key)}(?![A-Za-z0-9_])", text
