@@ -311,6 +311,7 @@ class UnitWorker:
         self.built = Counter()
         self.cast.reset()
         self.texts = set()
+        undesigned = False
         for again in range(RESCENES + 1):
             if len(made.packages) >= count:
                 break
@@ -320,12 +321,12 @@ class UnitWorker:
                     unit, scene_seed, fill=unit % PRISTINE_EVERY != PRISTINE_EVERY - 1
                 )
             except DesignError as exc:  # reported with the run's discards, never a traceback
-                result.discarded["scene could not be designed"] = (
-                    result.discarded.get("scene could not be designed", 0) + 1
-                )
+                undesigned = True
                 result.leaks.append(str(exc))
                 continue
             self._fill(domain, seed, unit, scene, count, made)
+        if undesigned and len(made.packages) < count:  # the tasks no scene could hold
+            result.discarded["scene could not be designed"] = count - len(made.packages)
         ds.write_part(unit, made.packages)
         result.packages = len(made.packages)
         return result
