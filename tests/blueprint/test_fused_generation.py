@@ -24,7 +24,7 @@ from veritask.task import DatasetDir, check_dataset, load_dataset
 TWO = Path(__file__).parents[1] / "policy" / "data" / "two_services.yaml"
 """A hand-written two-service spec whose names follow no prefix convention."""
 COMBOS = [("travel", "clinic"), ("mock", "clinic"), ("retail", "registrar"), ("gym", "retail")]
-SEEDS = range(3)
+SEEDS = range(2)
 N = 10
 
 

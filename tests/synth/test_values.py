@@ -193,10 +193,10 @@ def test_fifty_seeds_generate_without_an_exception(domain: str, tmp_path: Path) 
     worker = UnitWorker(domain)
     made = 0
     for seed in range(50):
-        result = worker.run(domain, seed, seed % 4, 2, 0, tmp_path / str(seed))
+        result = worker.run(domain, seed, seed % 4, 1, 0, tmp_path / str(seed))
         assert "scene could not be designed" not in result.discarded
         made += result.packages
-    assert made >= 90
+    assert made >= 45
 
 
 def test_users_are_spread_over_the_cast(tmp_path: Path) -> None:
