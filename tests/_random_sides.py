@@ -23,6 +23,32 @@ HANDOFF_REASONS = {
 """Hand-off reasons: when the policy gives each, and the hint of the refusal otherwise."""
 
 
+def id_column() -> dict[str, Any]:
+    """The technical integer key every generated table of records has."""
+    return {
+        "name": "id",
+        "type": "INTEGER",
+        "primary_key": True,
+        "autoincrement": True,
+        "technical": True,
+        "description": "Id",
+    }
+
+
+def person_column(name: str, people: str, description: str, fixed: bool = False) -> dict[str, Any]:
+    """A required reference to the people table (``fixed``: never updated)."""
+    column: dict[str, Any] = {
+        "name": name,
+        "type": "TEXT",
+        "not_null": True,
+        "references": f"{people}.id",
+    }
+    if fixed:
+        column["updatable"] = False
+    column["description"] = description
+    return column
+
+
 def _singular(name: str) -> str:
     return name[:-1] if name.endswith("s") else name
 
@@ -46,22 +72,8 @@ class _Sides:
             "description": "The person's own booking app (on the person's side; only they can "
             "read or change it).",
             "columns": [
-                {
-                    "name": "id",
-                    "type": "INTEGER",
-                    "primary_key": True,
-                    "autoincrement": True,
-                    "technical": True,
-                    "description": "Id",
-                },
-                {
-                    "name": self.pid,
-                    "type": "TEXT",
-                    "not_null": True,
-                    "references": f"{self.p}.id",
-                    "updatable": False,
-                    "description": "Owner",
-                },
+                id_column(),
+                person_column(self.pid, self.p, "Owner", fixed=True),
                 {
                     "name": "label",
                     "type": "TEXT",
@@ -123,21 +135,8 @@ class _Sides:
             "insert_only": True,
             "description": "Hand-offs of a person to a human agent, with the reason (a log).",
             "columns": [
-                {
-                    "name": "id",
-                    "type": "INTEGER",
-                    "primary_key": True,
-                    "autoincrement": True,
-                    "technical": True,
-                    "description": "Id",
-                },
-                {
-                    "name": self.pid,
-                    "type": "TEXT",
-                    "not_null": True,
-                    "references": f"{self.p}.id",
-                    "description": "Person handed over",
-                },
+                id_column(),
+                person_column(self.pid, self.p, "Person handed over"),
                 {
                     "name": "reason",
                     "type": "TEXT",

@@ -21,7 +21,7 @@ import random
 from typing import Any
 
 import yaml
-from tests._random_sides import APPS, HANDOFFS, _Sides, _singular
+from tests._random_sides import APPS, HANDOFFS, _Sides, _singular, id_column, person_column
 
 PEOPLE = ["members", "clients", "patrons", "tenants", "riders", "guests", "owners"]
 CATALOGUES = ["rooms", "courts", "tools", "kayaks", "studios", "lockers", "desks"]
@@ -223,22 +223,8 @@ class _Spec(_Sides):
                 }
             )
         cols: list[dict[str, Any]] = [
-            {
-                "name": "id",
-                "type": "INTEGER",
-                "primary_key": True,
-                "autoincrement": True,
-                "technical": True,
-                "description": "Id",
-            },
-            {
-                "name": self.pid,
-                "type": "TEXT",
-                "not_null": True,
-                "references": f"{self.p}.id",
-                "updatable": False,
-                "description": "Who booked",
-            },
+            id_column(),
+            person_column(self.pid, self.p, "Who booked", fixed=True),
             {
                 "name": self.rid,
                 "type": "TEXT",
