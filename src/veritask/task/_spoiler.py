@@ -110,6 +110,7 @@ def _identifier_lookup(names: frozenset[str]) -> _Lookup:
 
 
 _WORD_BYTES = bytes(c if _WORD_ONLY.fullmatch(chr(c)) else 0x20 for c in range(256))
+"""Byte translation keeping ASCII letters, digits and ``_`` and making every other byte a space."""
 _WORD_CHARS = "".join(chr(c) for c in range(128) if _WORD_ONLY.fullmatch(chr(c)))
 """The characters of a word: ASCII letters, digits and ``_``."""
 
@@ -117,9 +118,6 @@ _WORD_CHARS = "".join(chr(c) for c in range(128) if _WORD_ONLY.fullmatch(chr(c))
 def _is_word(text: str) -> bool:
     """``_WORD_ONLY.fullmatch(text)``, without the regex (it runs once per internal id)."""
     return bool(text) and not text.strip(_WORD_CHARS)
-
-
-"""Byte translation keeping ASCII letters, digits and ``_`` and making every other byte a space."""
 
 
 class _AsciiWords:
